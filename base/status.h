@@ -16,15 +16,15 @@ namespace fathom {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,    // bad input: a file, a flag, a field, a frame
-  kNotFound,           // a file, device, port, peer that does not exist
-  kIoError,            // an OS or library call on the outside world failed
-  kDeadlineExceeded,   // a wait whose deadline passed
-  kFailedPrecondition, // the call is not valid in the object's current state
-  kUnavailable,        // a peer or device that is not (yet) reachable
-  kAborted,            // the run was aborted (by a peer, a signal, a watchdog)
-  kOutOfRange,         // a value outside what the format or model supports
-  kInternal,           // a broken invariant: a bug in fathom
+  kInvalidArgument,     // bad input: a file, a flag, a field, a frame
+  kNotFound,            // a file, device, port, peer that does not exist
+  kIoError,             // an OS or library call on the outside world failed
+  kDeadlineExceeded,    // a wait whose deadline passed
+  kFailedPrecondition,  // the call is not valid in the object's current state
+  kUnavailable,         // a peer or device that is not (yet) reachable
+  kAborted,             // the run was aborted (by a peer, a signal, a watchdog)
+  kOutOfRange,          // a value outside what the format or model supports
+  kInternal,            // a broken invariant: a bug in fathom
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -56,10 +56,14 @@ class Status {
   std::shared_ptr<const Rep> rep_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
-inline Status DeadlineExceeded(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
+inline Status DeadlineExceeded(std::string m) {
+  return {StatusCode::kDeadlineExceeded, std::move(m)};
+}
 inline Status FailedPrecondition(std::string m) {
   return {StatusCode::kFailedPrecondition, std::move(m)};
 }
@@ -73,8 +77,8 @@ inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move
 template <typename T>
 class StatusOr {
  public:
-  StatusOr(const T& value) : value_(value) {}           // NOLINT: implicit by design
-  StatusOr(T&& value) : value_(std::move(value)) {}     // NOLINT
+  StatusOr(const T& value) : value_(value) {}             // NOLINT: implicit by design
+  StatusOr(T&& value) : value_(std::move(value)) {}       // NOLINT
   StatusOr(Status status) : status_(std::move(status)) {  // NOLINT
     assert(!status_.ok() && "StatusOr built from an OK status without a value");
     if (status_.ok()) status_ = Internal("StatusOr constructed from OK status without a value");
@@ -108,9 +112,9 @@ class StatusOr {
 }  // namespace fathom
 
 // Returns from the enclosing function when `expr` (a Status) is not OK.
-#define FATHOM_RETURN_IF_ERROR(expr)          \
-  do {                                        \
-    ::fathom::Status fathom_status_ = (expr); \
+#define FATHOM_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::fathom::Status fathom_status_ = (expr);        \
     if (!fathom_status_.ok()) return fathom_status_; \
   } while (0)
 

@@ -21,9 +21,7 @@ class Picoseconds {
 
   static constexpr Picoseconds FromNanoseconds(int64_t ns) { return Picoseconds(ns * 1000); }
   static constexpr Picoseconds FromMicroseconds(int64_t us) { return Picoseconds(us * 1000000); }
-  static constexpr Picoseconds FromMilliseconds(int64_t ms) {
-    return Picoseconds(ms * 1000000000);
-  }
+  static constexpr Picoseconds FromMilliseconds(int64_t ms) { return Picoseconds(ms * 1000000000); }
   static constexpr Picoseconds FromSeconds(double s) {
     return Picoseconds(static_cast<int64_t>(s * 1e12));
   }
