@@ -1,0 +1,219 @@
+// Topology: the immutable graph of a fabric — hosts (one per NIC), switches,
+// full-duplex links between numbered ports — and its ECMP routing tables.
+// The simulator (fabric/sim) builds its network from it, the fault engine
+// (faults/) selects links by name or tier, and `fathom topo` describes it.
+//
+// Ownership: a Topology owns all its data and is a value (movable, copyable);
+// spans and references it returns stay valid while it lives. It is immutable
+// after TopologyBuilder::Build(), so any number of threads may read it.
+//
+// Numbering: node ids are 0..nodes()-1, link ids 0..links()-1, and port
+// indices at a node are 0..PortCount(node)-1 in the order links were added.
+// Hosts are ranked server-major, then by GPU (hosts()[rank] is the node id),
+// which is the rank order collectives use.
+//
+// Tiers: 0 host (a NIC), 1 leaf/ToR/edge, 2 spine/aggregation, 3 core. A link's
+// tier is the tier of its upper end: 1 = host-leaf, 2 = leaf-spine (or
+// edge-aggregation), 3 = aggregation-core; 0 = a host-host cable
+// (back-to-back).
+//
+// Routing: NextHops(node, dst) is the ECMP set — every port at `node` that
+// lies on a shortest path to host `dst`. Hosts never forward transit traffic.
+// Tables are compact: one 32-bit set id per (node, destination host), sets
+// interned in one shared port array (a k=16 fat-tree, 1344 nodes x 1024
+// hosts, shares a few thousand distinct sets).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "base/units.h"
+
+namespace fathom::topo {
+
+enum class NodeKind { kHost, kSwitch };
+
+inline constexpr int kTierHost = 0;
+inline constexpr int kTierLeaf = 1;
+inline constexpr int kTierSpine = 2;
+inline constexpr int kTierCore = 3;
+inline constexpr int kMaxTier = 3;
+
+struct Node {
+  int32_t id = -1;
+  NodeKind kind = NodeKind::kHost;
+  std::string name;  // "h12", "leaf3", "spine1", "edge0.1", "agg0.1", "core5"
+  int tier = kTierHost;
+  // Hosts: the server index and the GPU/NIC index (rail) in the server.
+  int32_t server = -1;
+  int32_t gpu = -1;
+};
+
+// What one link is made of; the builders take one per tier.
+struct LinkParams {
+  BitsPerSecond rate;     // line rate, each direction
+  Picoseconds latency;    // propagation + PHY/transceiver delay, each direction
+  int32_t mtu_bytes = 0;  // largest IP packet the link carries (Ethernet MTU)
+};
+
+struct Link {
+  int32_t id = -1;
+  std::string name;  // "<lower>-<upper>", e.g. "h12-leaf1", "leaf1-spine3";
+                     // parallel links between one pair get "/1", "/2", ...
+  int32_t a = -1, b = -1;            // node ids; a is the lower-tier end
+  int32_t a_port = -1, b_port = -1;  // port index at each end
+  BitsPerSecond rate;
+  Picoseconds latency;
+  int32_t mtu_ab = 0, mtu_ba = 0;  // per direction (an MTU mismatch is one side)
+  int tier = 0;                    // tier of the upper end
+};
+
+// The other end of a port.
+struct PortRef {
+  int32_t node = -1;
+  int32_t port = -1;
+};
+
+// What reachability a topology promises; Validate() checks exactly this.
+enum class Reachability {
+  kAllPairs,  // every host reaches every other host
+  kSameRail,  // rail-only wiring (CASES.md 8): hosts reach the hosts with the
+              // same gpu index on other servers, and nothing else
+};
+
+struct TierLinks {
+  int tier = 0;
+  int32_t count = 0;
+  BitsPerSecond rate;  // of the first link at that tier (builders use one rate)
+  BitsPerSecond total;  // sum of rates (one direction)
+};
+
+struct TopologySummary {
+  std::string name;  // what built it, e.g. "fat-tree k=16"
+  int32_t hosts = 0;
+  int32_t servers = 0;
+  int32_t switches_per_tier[kMaxTier + 1] = {};  // [0] unused
+  int32_t switches = 0;
+  std::vector<TierLinks> links_per_tier;  // ascending tier, only tiers present
+  int32_t links = 0;
+  // Max flow between the first and second half of the hosts in rank order
+  // (one direction). For the regular topologies the builders make this is
+  // the bisection bandwidth.
+  BitsPerSecond bisection;
+  int32_t diameter_hops = 0;  // longest shortest host-to-host path, in links
+  // oversubscription[t] = (capacity towards tier t-1) / (capacity towards
+  // tier t+1) summed over the switches of tier t; 0 where a tier has no
+  // uplinks (the top tier) or no switches.
+  double oversubscription[kMaxTier + 1] = {};
+  Reachability reachability = Reachability::kAllPairs;
+  Status validation;  // Validate()'s result
+};
+
+class Topology {
+ public:
+  Topology() = default;
+
+  const std::string& name() const { return name_; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<Link>& links() const { return links_; }
+  const Node& node(int32_t id) const { return nodes_[id]; }
+  const Link& link(int32_t id) const { return links_[id]; }
+  // Host node ids in rank order (server-major, then GPU).
+  const std::vector<int32_t>& hosts() const { return hosts_; }
+  // Rank of a host node, -1 for a switch.
+  int32_t HostRank(int32_t node) const { return host_rank_[node]; }
+  int32_t servers() const { return servers_; }
+  Reachability reachability() const { return reachability_; }
+
+  int32_t PortCount(int32_t node) const {
+    return port_begin_[node + 1] - port_begin_[node];
+  }
+  // Link id on that port.
+  int32_t LinkAt(int32_t node, int32_t port) const { return port_link_[port_begin_[node] + port]; }
+  // The node and port at the far end of `port`.
+  PortRef Peer(int32_t node, int32_t port) const;
+
+  // ECMP set: port indices at `node` on shortest paths to host node
+  // `dst_host`; empty if unreachable, or if node == dst_host, or if `node` is
+  // another host with no path. Ascending port order.
+  std::span<const int32_t> NextHops(int32_t node, int32_t dst_host) const {
+    const RouteSet& s = route_sets_[route_[static_cast<size_t>(node) * hosts_.size() +
+                                           static_cast<size_t>(host_rank_[dst_host])]];
+    return {route_ports_.data() + s.offset, s.count};
+  }
+  bool Reachable(int32_t src_host, int32_t dst_host) const;
+  // Shortest-path length in links between two hosts, -1 if unreachable.
+  int32_t HopCount(int32_t src_host, int32_t dst_host) const;
+
+  // Every host reaches what reachability() promises, every ECMP path ends at
+  // its destination without a loop, ports and links agree.
+  Status Validate() const;
+  TopologySummary Summarize() const;
+
+  StatusOr<int32_t> FindNode(std::string_view name) const;
+  // By name ("leaf3-spine1", "leaf3-spine1/1"), or by endpoints in either
+  // order ("spine1-leaf3" also works; the first of parallel links).
+  StatusOr<int32_t> FindLink(std::string_view name) const;
+  StatusOr<int32_t> FindLink(int32_t a, int32_t b) const;
+  // Link ids whose tier is `tier` (e.g. 2 = every leaf-spine uplink).
+  std::vector<int32_t> LinksAtTier(int tier) const;
+  // Link ids on a node's ports, in port order.
+  std::vector<int32_t> LinksOf(int32_t node) const;
+  // Selects links by a selector: "tier:N", a node name ("spine1" = all its
+  // links), or a name glob with '*' and '?' ("leaf3-*", "*-spine*"). Error if
+  // nothing matches.
+  StatusOr<std::vector<int32_t>> SelectLinks(std::string_view selector) const;
+
+ private:
+  friend class TopologyBuilder;
+  struct RouteSet {
+    uint32_t offset = 0;
+    uint32_t count = 0;
+  };
+  Status BuildRoutes();
+
+  std::string name_;
+  Reachability reachability_ = Reachability::kAllPairs;
+  std::vector<Node> nodes_;
+  std::vector<Link> links_;
+  std::vector<int32_t> hosts_;
+  std::vector<int32_t> host_rank_;
+  int32_t servers_ = 0;
+  std::vector<int32_t> port_begin_;  // size nodes+1, into port_link_
+  std::vector<int32_t> port_link_;
+  // route_[node * hosts + rank] -> index into route_sets_ (0 = empty set).
+  std::vector<uint32_t> route_;
+  std::vector<RouteSet> route_sets_;
+  std::vector<int32_t> route_ports_;
+  // hops_[src_rank * hosts + dst_rank], -1 unreachable (hosts^2 int16).
+  std::vector<int16_t> hops_;
+  int32_t diameter_hops_ = 0;
+};
+
+// Assembles a Topology. Add nodes and links, then Build() checks the graph
+// and computes routes.
+class TopologyBuilder {
+ public:
+  explicit TopologyBuilder(std::string name) { topo_.name_ = std::move(name); }
+
+  // Returns the node id. Names must be unique (checked by Build()).
+  int32_t AddHost(std::string name, int32_t server, int32_t gpu);
+  int32_t AddSwitch(std::string name, int tier);
+  // Adds a full-duplex link on the next free port of each end; the link is
+  // named "<lower>-<upper>" (plus "/n" for the n-th parallel link).
+  StatusOr<int32_t> Connect(int32_t a, int32_t b, const LinkParams& params);
+  void set_reachability(Reachability r) { topo_.reachability_ = r; }
+
+  // Fails on duplicate names, empty graphs, dangling ids; then builds routes.
+  StatusOr<Topology> Build() &&;
+
+ private:
+  Topology topo_;
+  std::vector<std::vector<int32_t>> ports_;  // per node: link ids in port order
+};
+
+}  // namespace fathom::topo
