@@ -28,6 +28,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -62,8 +63,8 @@ struct LinkParams {
 
 struct Link {
   int32_t id = -1;
-  std::string name;  // "<lower>-<upper>", e.g. "h12-leaf1", "leaf1-spine3";
-                     // parallel links between one pair get "/1", "/2", ...
+  std::string name;                  // "<lower>-<upper>", e.g. "h12-leaf1", "leaf1-spine3";
+                                     // parallel links between one pair get "/1", "/2", ...
   int32_t a = -1, b = -1;            // node ids; a is the lower-tier end
   int32_t a_port = -1, b_port = -1;  // port index at each end
   BitsPerSecond rate;
@@ -88,8 +89,9 @@ enum class Reachability {
 struct TierLinks {
   int tier = 0;
   int32_t count = 0;
-  BitsPerSecond rate;  // of the first link at that tier (builders use one rate)
+  BitsPerSecond rate;   // of the first link at that tier (builders use one rate)
   BitsPerSecond total;  // sum of rates (one direction)
+  Picoseconds latency;  // of the first link at that tier
 };
 
 struct TopologySummary {
@@ -110,6 +112,11 @@ struct TopologySummary {
   // uplinks (the top tier) or no switches.
   double oversubscription[kMaxTier + 1] = {};
   Reachability reachability = Reachability::kAllPairs;
+  // Smallest and largest per-direction MTU, and how many links carry a
+  // different MTU each way (CASES.md 1-4: MTU mismatches hang transfers).
+  int32_t mtu_min_bytes = 0;
+  int32_t mtu_max_bytes = 0;
+  int32_t asymmetric_mtu_links = 0;
   Status validation;  // Validate()'s result
 };
 
@@ -129,9 +136,7 @@ class Topology {
   int32_t servers() const { return servers_; }
   Reachability reachability() const { return reachability_; }
 
-  int32_t PortCount(int32_t node) const {
-    return port_begin_[node + 1] - port_begin_[node];
-  }
+  int32_t PortCount(int32_t node) const { return port_begin_[node + 1] - port_begin_[node]; }
   // Link id on that port.
   int32_t LinkAt(int32_t node, int32_t port) const { return port_link_[port_begin_[node] + port]; }
   // The node and port at the far end of `port`.
@@ -168,6 +173,12 @@ class Topology {
   // nothing matches.
   StatusOr<std::vector<int32_t>> SelectLinks(std::string_view selector) const;
 
+  // Changes a link's rate, latency and per-direction MTU (for per-tier and
+  // per-link overrides in a topology spec, before the topology is shared).
+  // Routes are hop-count shortest paths, so they do not change.
+  Status SetLinkParams(int32_t link, BitsPerSecond rate, Picoseconds latency, int32_t mtu_ab,
+                       int32_t mtu_ba);
+
  private:
   friend class TopologyBuilder;
   struct RouteSet {
@@ -192,6 +203,8 @@ class Topology {
   // hops_[src_rank * hosts + dst_rank], -1 unreachable (hosts^2 int16).
   std::vector<int16_t> hops_;
   int32_t diameter_hops_ = 0;
+  std::unordered_map<std::string, int32_t> node_by_name_;
+  std::unordered_map<std::string, int32_t> link_by_name_;
 };
 
 // Assembles a Topology. Add nodes and links, then Build() checks the graph

@@ -20,16 +20,18 @@
 
 namespace fathom::sim {
 
+__extension__ typedef unsigned __int128 Uint128;
+
 using EventFn = void (*)(void* obj, uint64_t arg);
 
 // What an event is, for the digest and the trace file. Stable numbers: they
 // are part of every recorded trace digest.
 enum class EventKind : uint16_t {
-  kArrival = 1,     // a packet reaches the far end of a link
-  kNicPump = 2,     // a NIC's port is free: send the next packet
-  kQpTimer = 3,     // local ACK timeout / RNR wait of a QP
-  kFlowStart = 4,   // a workload flow starts
-  kUser = 5,        // tests and adapters
+  kArrival = 1,    // a packet reaches the far end of a link
+  kNicPump = 2,    // a NIC's port is free: send the next packet
+  kQpTimer = 3,    // local ACK timeout / RNR wait of a QP
+  kFlowStart = 4,  // a workload flow starts
+  kUser = 5,       // tests and adapters
 };
 
 struct Event {
@@ -61,7 +63,9 @@ class Rng {
   Rng(uint64_t seed, uint64_t component);
   uint64_t Next();
   // Uniform in [0, n); n > 0.
-  uint64_t Below(uint64_t n) { return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64); }
+  uint64_t Below(uint64_t n) {
+    return static_cast<uint64_t>((static_cast<Uint128>(Next()) * n) >> 64);
+  }
   // Uniform in [0, 1).
   double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
 

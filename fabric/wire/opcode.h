@@ -106,10 +106,14 @@ inline size_t WireOverheadBytes(Opcode opcode, bool ipv6, bool vlan) {
 enum class AethKind : uint8_t { kAck, kRnrNak, kNak, kReserved };
 inline constexpr AethKind AethKindOf(uint8_t syndrome) {
   switch (syndrome >> 5) {
-    case 0b000: return AethKind::kAck;
-    case 0b001: return AethKind::kRnrNak;
-    case 0b011: return AethKind::kNak;
-    default: return AethKind::kReserved;
+    case 0b000:
+      return AethKind::kAck;
+    case 0b001:
+      return AethKind::kRnrNak;
+    case 0b011:
+      return AethKind::kNak;
+    default:
+      return AethKind::kReserved;
   }
 }
 // NAK codes (low 5 bits of a NAK syndrome).

@@ -22,9 +22,9 @@ namespace fathom::wire {
 inline constexpr int kLinktypeEthernet = 1;
 
 struct PcapRecord {
-  int64_t timestamp_ns = 0;         // since the Unix epoch
-  std::span<const uint8_t> data;    // the captured bytes (may be < original_length)
-  uint32_t original_length = 0;     // the frame's length on the wire
+  int64_t timestamp_ns = 0;       // since the Unix epoch
+  std::span<const uint8_t> data;  // the captured bytes (may be < original_length)
+  uint32_t original_length = 0;   // the frame's length on the wire
 };
 
 class PcapReader {
@@ -58,7 +58,7 @@ class PcapWriter {
   // Creates (truncates) `path` as a LINKTYPE_ETHERNET pcap file; with
   // `nanosecond` the file uses the nanosecond-resolution magic.
   static StatusOr<std::unique_ptr<PcapWriter>> Open(const std::string& path,
-                                                   bool nanosecond = false);
+                                                    bool nanosecond = false);
   ~PcapWriter();  // flushes and closes
   PcapWriter(const PcapWriter&) = delete;
   PcapWriter& operator=(const PcapWriter&) = delete;

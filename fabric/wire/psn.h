@@ -9,7 +9,7 @@
 namespace fathom::wire {
 
 inline constexpr uint32_t kPsnMask = 0xFFFFFF;
-inline constexpr uint32_t kPsnModulus = 0x1000000;  // 2^24
+inline constexpr uint32_t kPsnModulus = 0x1000000;   // 2^24
 inline constexpr int32_t kPsnHalfWindow = 0x800000;  // 2^23
 
 // (psn + delta) mod 2^24; delta may be negative.

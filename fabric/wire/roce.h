@@ -50,11 +50,11 @@ struct VlanTag {
 enum class IpVersion : uint8_t { kIpv4 = 4, kIpv6 = 6 };
 
 struct Ipv4Header {
-  uint8_t dscp = 0;  // 6 bits
-  uint8_t ecn = 0;   // 2 bits; 0b11 = congestion experienced
+  uint8_t dscp = 0;           // 6 bits
+  uint8_t ecn = 0;            // 2 bits; 0b11 = congestion experienced
   uint16_t total_length = 0;  // computed by Build unless keep.lengths
   uint16_t identification = 0;
-  uint8_t flags = 0b010;  // 3 bits; rxe sets DF
+  uint8_t flags = 0b010;         // 3 bits; rxe sets DF
   uint16_t fragment_offset = 0;  // 13 bits, in 8-byte units
   uint8_t ttl = 64;
   uint8_t protocol = kIpProtocolUdp;
@@ -65,8 +65,8 @@ struct Ipv4Header {
 };
 
 struct Ipv6Header {
-  uint8_t traffic_class = 0;  // DSCP << 2 | ECN
-  uint32_t flow_label = 0;    // 20 bits
+  uint8_t traffic_class = 0;    // DSCP << 2 | ECN
+  uint32_t flow_label = 0;      // 20 bits
   uint16_t payload_length = 0;  // computed by Build unless keep.lengths
   uint8_t next_header = kIpProtocolUdp;
   uint8_t hop_limit = 64;
@@ -87,12 +87,12 @@ struct UdpHeader {
 struct Bth {
   Opcode opcode = Opcode::kSendOnly;
   bool solicited_event = false;
-  bool migration = false;  // "M"; rxe sets it
-  uint8_t pad_count = 0;   // 2 bits; computed by Build unless keep.pad
+  bool migration = false;         // "M"; rxe sets it
+  uint8_t pad_count = 0;          // 2 bits; computed by Build unless keep.pad
   uint8_t transport_version = 0;  // 4 bits; must be 0
   uint16_t pkey = 0xFFFF;
   bool fecn = false;
-  bool becn = false;  // RoCEv2 marks congestion in IP ECN, not here
+  bool becn = false;      // RoCEv2 marks congestion in IP ECN, not here
   uint8_t reserved6 = 0;  // 6 bits after FECN/BECN
   uint32_t dest_qpn = 0;  // 24 bits
   bool ack_request = false;
@@ -138,7 +138,7 @@ struct RoceFrame {
   std::optional<uint64_t> atomic_ack_eth;  // original remote data
   std::span<const uint8_t> payload;
   std::span<const uint8_t> pad;  // written when keep.pad (bth.pad_count bytes)
-  uint32_t icrc = 0;  // as a number; on the wire least significant byte first
+  uint32_t icrc = 0;             // as a number; on the wire least significant byte first
   // Bytes after the IP datagram (Ethernet minimum-size padding), written as given.
   std::span<const uint8_t> trailer;
 
@@ -161,10 +161,10 @@ enum class ParseKind : uint8_t {
 enum class ParseError : uint8_t {
   kNone,
   // not RoCE
-  kNotIp,          // EtherType is not IPv4/IPv6 (after at most one VLAN tag)
-  kNotUdp,         // IP protocol / next header is not UDP
-  kNotRocePort,    // UDP destination port is not 4791
-  kIpFragment,     // an IPv4 fragment: RoCEv2 is never fragmented
+  kNotIp,        // EtherType is not IPv4/IPv6 (after at most one VLAN tag)
+  kNotUdp,       // IP protocol / next header is not UDP
+  kNotRocePort,  // UDP destination port is not 4791
+  kIpFragment,   // an IPv4 fragment: RoCEv2 is never fragmented
   // malformed
   kTruncated,            // the frame ends inside a header, or before the ICRC
   kBadIpVersion,         // version nibble disagrees with the EtherType

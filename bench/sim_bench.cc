@@ -1,0 +1,88 @@
+// Simulator throughput: a permutation of RDMA WRITE flows on a k-ary
+// fat-tree at 100 Gb/s, MTU 4096, one core. Prints packet-hops per wall
+// second (a packet crossing one link is one hop), simulated seconds per wall
+// second, events, peak packets in flight and peak RSS. A plain main: it
+// measures and prints, it asserts nothing.
+//
+//   sim_bench                      k=8 and k=16, 2 MiB flows
+//   sim_bench K BYTES [PRESET]     one run; PRESET (e.g. "large") replaces the
+//                                  fat-tree and its 400 Gb/s links
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "fabric/sim/engine.h"
+#include "fabric/sim/network.h"
+#include "fabric/sim/workload.h"
+#include "topologies/builders.h"
+
+namespace fathom::sim {
+namespace {
+
+int Run(const topo::Topology& topo, uint64_t flow_bytes, const std::string& label) {
+  Engine engine(1);
+  Network net(&engine, &topo, NetworkConfig{});
+  Rng rng = engine.MakeRng(1);
+  FlowOptions fo;
+  fo.qp.path_mtu_bytes = 4096;
+  fo.qp.timeout = 14;
+  FlowDriver driver(&net, PermutationFlows(net.host_count(), flow_bytes, Picoseconds(0), rng), fo);
+  Status s = driver.Setup();
+  if (!s.ok()) {
+    std::fprintf(stderr, "sim_bench: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  engine.Run();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  uint64_t hops = 0;
+  for (const auto& p : net.ports()) hops += p->counters().port_xmit_packets;
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  const double sim_s = engine.Now().seconds();
+  const QpCounters q = net.TotalQpCounters();
+  std::printf(
+      "%-28s hosts %5d  flows %5d done %5d  sim %.3f ms  wall %.3f s  events %llu  "
+      "packet-hops %llu  %.1f M hops/s  %.4f sim-s/wall-s  peak in-flight %zu pkts  "
+      "peak events %zu  retx %llu  peak RSS %.1f MiB\n",
+      label.c_str(), net.host_count(), static_cast<int>(driver.flows().size()), driver.completed(),
+      sim_s * 1e3, wall, static_cast<unsigned long long>(engine.events_dispatched()),
+      static_cast<unsigned long long>(hops), hops / wall / 1e6, sim_s / wall,
+      net.pool().peak_in_use(), engine.peak_pending(),
+      static_cast<unsigned long long>(q.retransmitted_packets), ru.ru_maxrss / 1024.0);
+  return 0;
+}
+
+topo::Topology FatTree(int k) {
+  topo::FatTreeOptions o;
+  o.k = k;
+  const topo::LinkParams l{BitsPerSecond::Gbps(100), Picoseconds::FromNanoseconds(5), 4200};
+  o.host_link = o.edge_link = o.core_link = l;
+  return topo::BuildFatTree(o).value();
+}
+
+}  // namespace
+}  // namespace fathom::sim
+
+int main(int argc, char** argv) {
+  using namespace fathom;
+  if (argc >= 3) {
+    const uint64_t bytes = std::strtoull(argv[2], nullptr, 10);
+    if (argc >= 4) {
+      auto topo = topo::BuildPreset(argv[3]);
+      if (!topo.ok()) {
+        std::fprintf(stderr, "sim_bench: %s\n", topo.status().ToString().c_str());
+        return 2;
+      }
+      return sim::Run(*topo, bytes, std::string("preset ") + argv[3]);
+    }
+    const int k = std::atoi(argv[1]);
+    return sim::Run(sim::FatTree(k), bytes, "fat-tree k=" + std::to_string(k));
+  }
+  int rc = 0;
+  for (int k : {8, 16}) rc |= sim::Run(sim::FatTree(k), 2 << 20, "fat-tree k=" + std::to_string(k));
+  return rc;
+}

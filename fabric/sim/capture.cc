@@ -1,0 +1,154 @@
+#include "fabric/sim/capture.h"
+
+#include <algorithm>
+
+namespace fathom::sim {
+namespace {
+
+// Payload for modelled transfers: the frame has the right length, of zeros.
+const uint8_t kZeros[4096] = {};
+
+wire::MacAddress MacOf(int32_t node) {
+  // 02:xx: locally administered, unicast.
+  return {0x02,
+          0x00,
+          static_cast<uint8_t>(node >> 24),
+          static_cast<uint8_t>(node >> 16),
+          static_cast<uint8_t>(node >> 8),
+          static_cast<uint8_t>(node)};
+}
+
+}  // namespace
+
+wire::RoceFrame FrameFor(const Packet& p, const topo::Topology& topo) {
+  wire::RoceFrame f;
+  f.eth.src = MacOf(p.src_host);
+  f.eth.dst = MacOf(p.dst_host);
+  const uint32_t src_rank = static_cast<uint32_t>(topo.HostRank(p.src_host));
+  const uint32_t dst_rank = static_cast<uint32_t>(topo.HostRank(p.dst_host));
+  if (p.ipv6) {
+    f.ip_version = wire::IpVersion::kIpv6;
+    f.ipv6.traffic_class = p.traffic_class;
+    f.ipv6.src = {0xfd,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  static_cast<uint8_t>(src_rank >> 24),
+                  static_cast<uint8_t>(src_rank >> 16),
+                  static_cast<uint8_t>(src_rank >> 8),
+                  static_cast<uint8_t>(src_rank)};
+    f.ipv6.dst = {0xfd,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  static_cast<uint8_t>(dst_rank >> 24),
+                  static_cast<uint8_t>(dst_rank >> 16),
+                  static_cast<uint8_t>(dst_rank >> 8),
+                  static_cast<uint8_t>(dst_rank)};
+  } else {
+    f.ipv4.dscp = p.traffic_class >> 2;
+    f.ipv4.ecn = p.traffic_class & 3;
+    f.ipv4.src = {10, static_cast<uint8_t>(src_rank >> 16), static_cast<uint8_t>(src_rank >> 8),
+                  static_cast<uint8_t>(src_rank)};
+    f.ipv4.dst = {10, static_cast<uint8_t>(dst_rank >> 16), static_cast<uint8_t>(dst_rank >> 8),
+                  static_cast<uint8_t>(dst_rank)};
+  }
+  f.udp.src_port = p.udp_sport;
+  f.bth.opcode = static_cast<wire::Opcode>(p.opcode);
+  f.bth.migration = true;  // rxe sets M
+  f.bth.dest_qpn = p.dest_qpn;
+  f.bth.ack_request = p.ack_req != 0;
+  f.bth.psn = p.psn;
+  switch (p.opcode) {
+    case op::kWriteFirst:
+    case op::kWriteOnly:
+    case op::kWriteOnlyImm:
+    case op::kReadRequest:
+      f.reth = wire::Reth{p.va, p.rkey, p.dma_len};
+      break;
+    case op::kCompareSwap:
+    case op::kFetchAdd:
+      f.atomic_eth = wire::AtomicEth{p.va, p.rkey, p.swap_add, p.compare};
+      break;
+    default:
+      break;
+  }
+  if (ExtHeaderBytes(p.opcode) == 4 + 8 || p.opcode == op::kAck || p.opcode == op::kReadRespFirst ||
+      p.opcode == op::kReadRespLast || p.opcode == op::kReadRespOnly) {
+    f.aeth = wire::Aeth{p.aeth_syndrome, p.msn};
+  }
+  if (p.opcode == op::kAtomicAck) f.atomic_ack_eth = p.swap_add;
+  if (p.opcode == op::kSendLastImm || p.opcode == op::kSendOnlyImm ||
+      p.opcode == op::kWriteLastImm || p.opcode == op::kWriteOnlyImm) {
+    f.immdt = p.imm;
+  }
+  const uint8_t* data = p.data != nullptr ? p.data : kZeros;
+  f.payload = std::span<const uint8_t>(data, std::min<size_t>(p.payload_bytes, sizeof kZeros));
+  return f;
+}
+
+StatusOr<std::unique_ptr<PortCapture>> PortCapture::Open(Network* network, const std::string& what,
+                                                         const std::string& path) {
+  const topo::Topology& topo = network->topology();
+  int32_t link_id = -1;
+  auto link = topo.FindLink(what);
+  if (link.ok()) {
+    link_id = *link;
+  } else {
+    auto node = topo.FindNode(what);
+    if (!node.ok() || topo.PortCount(*node) == 0) {
+      return NotFound("--pcap " + what + ": no link or node of that name in topology '" +
+                      topo.name() + "'");
+    }
+    link_id = topo.LinkAt(*node, 0);
+  }
+  FATHOM_ASSIGN_OR_RETURN(auto writer, wire::PcapWriter::Open(path, /*nanosecond=*/true));
+  std::unique_ptr<PortCapture> cap(new PortCapture());
+  cap->network_ = network;
+  cap->writer_ = std::move(writer);
+  cap->buffer_.resize(9216);
+  const topo::Link& l = topo.link(link_id);
+  cap->ports_ = {&network->port(l.a, l.a_port), &network->port(l.b, l.b_port)};
+  for (Port* port : cap->ports_) port->set_tap(&cap->tap_);
+  return cap;
+}
+
+PortCapture::~PortCapture() {
+  for (Port* port : ports_) port->set_tap(nullptr);
+}
+
+void PortCapture::OnPacket(void* ctx, const Packet& p, Picoseconds at) {
+  auto* self = static_cast<PortCapture*>(ctx);
+  if (!self->status_.ok()) return;
+  const wire::RoceFrame f = FrameFor(p, self->network_->topology());
+  auto n = wire::Build(f, self->buffer_);
+  if (!n.ok()) {
+    self->status_ = n.status();
+    return;
+  }
+  Status s =
+      self->writer_->Write(std::span<const uint8_t>(self->buffer_.data(), *n), at.ps() / 1000);
+  if (!s.ok()) {
+    self->status_ = s;
+    return;
+  }
+  ++self->frames_;
+}
+
+}  // namespace fathom::sim

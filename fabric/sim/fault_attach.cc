@@ -1,0 +1,193 @@
+#include "fabric/sim/fault_attach.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "faults/spec.h"
+
+namespace fathom::sim {
+
+// The faults of one port direction and the hook the port calls.
+struct FaultAttachment::PortFaults {
+  Port* port = nullptr;
+  faults::FaultSet set;
+  Impairment hook{};
+};
+
+FaultAttachment::~FaultAttachment() {
+  for (auto& pf : ports_) pf->port->set_impairment(nullptr);
+}
+
+ImpairmentVerdict FaultAttachment::Decide(void* ctx, const Packet& p, uint32_t wire_bytes,
+                                          Picoseconds at) {
+  auto* pf = static_cast<PortFaults*>(ctx);
+  const PortConfig& cfg = pf->port->config();
+  faults::Frame f{};
+  f.at = at;
+  // The frame is on the wire until its last bit reaches the far end: a link
+  // that goes down in that interval loses it.
+  f.end = at + cfg.rate.SerializationTime(wire_bytes) + cfg.latency;
+  f.wire_bytes = wire_bytes;
+  f.ip_bytes = IpPacketBytes(p);
+  f.dest_qpn = p.dest_qpn;
+  f.opcode = p.opcode;
+  f.traffic_class = p.traffic_class;
+  f.udp_sport = p.udp_sport;
+  f.src_host = p.src_host;
+  f.dst_host = p.dst_host;
+  const faults::Verdict v = pf->set.Evaluate(f);
+  switch (v.action) {
+    case faults::Verdict::Action::kDrop:
+      return {ImpairmentVerdict::kDrop, {}};
+    case faults::Verdict::Action::kCorrupt:
+      // The receiver drops it on its ICRC; extra delay does not matter then.
+      return {ImpairmentVerdict::kCorrupt, {}};
+    case faults::Verdict::Action::kPass:
+      break;
+  }
+  if (v.extra_delay.ps() > 0) return {ImpairmentVerdict::kDelay, v.extra_delay};
+  return {};
+}
+
+FaultAttachment::PortFaults* FaultAttachment::ForPort(Port* port) {
+  for (auto& pf : ports_) {
+    if (pf->port == port) return pf.get();
+  }
+  auto pf = std::make_unique<PortFaults>();
+  pf->port = port;
+  pf->hook = Impairment{&FaultAttachment::Decide, pf.get()};
+  ports_.push_back(std::move(pf));
+  return ports_.back().get();
+}
+
+const faults::FaultSet* FaultAttachment::FaultsAt(const Port* port) const {
+  for (const auto& pf : ports_) {
+    if (pf->port == port) return &pf->set;
+  }
+  return nullptr;
+}
+
+namespace {
+
+// Link ids a spec's link/host target names.
+StatusOr<std::vector<int32_t>> ResolveLinks(const topo::Topology& topo,
+                                            const proto::FaultSpec& spec) {
+  if (!spec.host().empty()) {
+    FATHOM_ASSIGN_OR_RETURN(const int32_t node, topo.FindNode(spec.host()));
+    if (topo.node(node).kind != topo::NodeKind::kHost) {
+      return InvalidArgument("\"" + spec.host() + "\" is a switch, not a host");
+    }
+    return topo.LinksOf(node);
+  }
+  // A link name or its endpoints in either order first, then selectors.
+  if (auto id = topo.FindLink(spec.link()); id.ok()) return std::vector<int32_t>{*id};
+  return topo.SelectLinks(spec.link());
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<FaultAttachment>> FaultAttachment::Attach(
+    Network* network, const google::protobuf::RepeatedPtrField<proto::FaultSpec>& specs,
+    uint64_t seed, const config::SourceMap& map, std::string_view path) {
+  FATHOM_RETURN_IF_ERROR(faults::ValidateFaults(specs, path, map));
+  std::unique_ptr<FaultAttachment> out(new FaultAttachment());
+  const topo::Topology& topo = network->topology();
+  auto find_host = [&topo](std::string_view name) -> StatusOr<int32_t> {
+    FATHOM_ASSIGN_OR_RETURN(const int32_t node, topo.FindNode(name));
+    if (topo.node(node).kind != topo::NodeKind::kHost) {
+      return InvalidArgument("\"" + std::string(name) + "\" is a switch, not a host");
+    }
+    return node;
+  };
+  for (int i = 0; i < specs.size(); ++i) {
+    const proto::FaultSpec& spec = specs[i];
+    const std::string item = std::string(path) + "[" + std::to_string(i) + "]";
+    const std::string name = faults::FaultName(spec, i);
+    out->specs_.push_back(spec);
+    auto links = ResolveLinks(topo, spec);
+    if (!links.ok()) {
+      return map.Error(config::JoinPath(item, spec.host().empty() ? "link" : "host"),
+                       links.status().message());
+    }
+    faults::Placement place;
+    place.scenario_seed = seed;
+    place.find_host = find_host;
+    if (spec.kind() == "host_crash") {
+      place.crashed_host = *find_host(spec.host());
+    }
+    int32_t from = -1;
+    if (!spec.from().empty()) {
+      auto node = topo.FindNode(spec.from());
+      if (!node.ok()) return map.Error(config::JoinPath(item, "from"), node.status().message());
+      from = *node;
+    }
+    int attached = 0;
+    for (const int32_t id : *links) {
+      const topo::Link& l = topo.link(id);
+      for (const auto& [node, port, far] :
+           {std::tuple{l.a, l.a_port, l.b}, std::tuple{l.b, l.b_port, l.a}}) {
+        if (from >= 0 && node != from) continue;
+        place.label = name + "@" + topo.node(node).name + ">" + topo.node(far).name;
+        place.link_rate = l.rate;
+        auto model = faults::BuildModel(spec, place);
+        if (!model.ok()) return map.Error(item, model.status().message());
+        Port* p = &network->port(node, port);
+        PortFaults* pf = out->ForPort(p);
+        pf->set.Add(std::move(*model), place.label);
+        ++attached;
+      }
+    }
+    if (attached == 0) {
+      return map.Error(
+          config::JoinPath(item, "from"),
+          "\"" + spec.from() + "\" is not an end of any link \"" + spec.link() + "\" selects");
+    }
+  }
+  for (auto& pf : out->ports_) pf->port->set_impairment(&pf->hook);
+  return out;
+}
+
+std::vector<FaultAttachment::FaultReport> FaultAttachment::Report(Picoseconds now) {
+  std::vector<FaultReport> rows(specs_.size());
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    const proto::FaultSpec& s = specs_[i];
+    rows[i].name = faults::FaultName(s, static_cast<int>(i));
+    rows[i].kind = s.kind();
+    rows[i].target = !s.host().empty() ? "host " + s.host() : "link " + s.link();
+    if (!s.from().empty()) rows[i].target += " from " + s.from();
+  }
+  for (auto& pf : ports_) {
+    pf->set.SyncTo(now);
+    for (size_t m = 0; m < pf->set.size(); ++m) {
+      // Labels are "<name>@<from>><to>": find the row by name.
+      const std::string& label = pf->set.label(m);
+      const std::string name = label.substr(0, label.rfind('@'));
+      for (FaultReport& row : rows) {
+        if (row.name != name) continue;
+        ++row.attachments;
+        row.counters += pf->set.counters(m);
+        break;
+      }
+    }
+  }
+  return rows;
+}
+
+std::string FaultAttachment::Summary(Picoseconds now) {
+  std::string out;
+  for (const FaultReport& r : Report(now)) {
+    out += "fault " + r.name + " (" + r.kind + ", " + r.target + ", " +
+           std::to_string(r.attachments) + " port" + (r.attachments == 1 ? "" : "s") + "):";
+    bool any = false;
+    r.counters.ForEach([&](const char* n, uint64_t v) {
+      if (v == 0) return;
+      out += std::string(" ") + n + "=" + std::to_string(v);
+      any = true;
+    });
+    if (!any) out += " no counter moved";
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace fathom::sim

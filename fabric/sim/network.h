@@ -1,0 +1,85 @@
+// Network: the simulated fabric built from a topo::Topology — one Port per
+// direction of every link, an output-queued Switch per switch node, a Nic per
+// host node. It owns all of them, the packet pool and the drop statistics;
+// the Engine and the Topology belong to the caller and must outlive it.
+//
+// Switch forwarding: hop by hop, by table lookup (Topology::NextHops) and a
+// hash of the packet's 5-tuple (its flow_hash: addresses + the UDP source
+// port that carries per-QP entropy) mixed with a per-switch salt. With the
+// salt off every switch hashes alike and traffic polarizes (CASES.md 15).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "fabric/sim/engine.h"
+#include "fabric/sim/nic.h"
+#include "fabric/sim/packet.h"
+#include "fabric/sim/port.h"
+#include "topologies/topology.h"
+
+namespace fathom::sim {
+
+struct NetworkConfig {
+  // Egress buffer of each switch port, per traffic class, in bytes.
+  int64_t switch_buffer_bytes = 1 << 20;
+  // Per-switch ECMP hash salt; off reproduces polarization.
+  bool ecmp_salt = true;
+  bool ipv6 = false;
+};
+
+class Switch {
+ public:
+  Switch(const topo::Topology* topo, int32_t node, uint64_t salt, PacketPool* pool,
+         DropStats* drops)
+      : topo_(topo), node_(node), salt_(salt), pool_(pool), drops_(drops) {}
+  void AddPort(Port* port) { ports_.push_back(port); }
+  static void Receive(void* sw, Packet* p, int32_t in_port);
+  int32_t node() const { return node_; }
+
+ private:
+  const topo::Topology* topo_;
+  int32_t node_;
+  uint64_t salt_;
+  PacketPool* pool_;
+  DropStats* drops_;
+  std::vector<Port*> ports_;
+};
+
+class Network {
+ public:
+  Network(Engine* engine, const topo::Topology* topo, const NetworkConfig& config);
+  Network(const Network&) = delete;
+  Network& operator=(const Network&) = delete;
+  ~Network();
+
+  Engine& engine() { return *engine_; }
+  const topo::Topology& topology() const { return *topo_; }
+  // The NIC of host rank `rank` (topology hosts() order).
+  Nic& nic(int32_t rank) { return *nics_[static_cast<size_t>(rank)]; }
+  int32_t host_count() const { return static_cast<int32_t>(nics_.size()); }
+  // Egress port `index` of `node` (one direction of the link on that port).
+  Port& port(int32_t node, int32_t index) {
+    return *ports_[static_cast<size_t>(port_begin_[static_cast<size_t>(node)] + index)];
+  }
+  std::span<const std::unique_ptr<Port>> ports() const { return ports_; }
+  PacketPool& pool() { return pool_; }
+  const DropStats& drops() const { return drops_; }
+  // Sum of every NIC's QP counters.
+  QpCounters TotalQpCounters() const;
+
+ private:
+  Engine* engine_;
+  const topo::Topology* topo_;
+  PacketPool pool_;
+  DropStats drops_;
+  std::vector<std::unique_ptr<Port>> ports_;
+  std::vector<int32_t> port_begin_;
+  std::vector<std::unique_ptr<Switch>> switches_;
+  std::vector<std::unique_ptr<Nic>> nics_;  // by host rank
+};
+
+}  // namespace fathom::sim

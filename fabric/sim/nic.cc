@@ -1,0 +1,448 @@
+// Nic setup, verbs-like calls, the transmit scheduler and completions. The
+// RC protocol itself is in requester.cc and responder.cc.
+#include "fabric/sim/nic.h"
+
+#include <string>
+
+#include "fabric/wire/psn.h"
+
+namespace fathom::sim {
+namespace {
+
+std::string Hex(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%x", v);
+  return buf;
+}
+
+}  // namespace
+
+int CompletionQueue::Poll(std::span<Completion> out) {
+  int n = 0;
+  while (n < static_cast<int>(out.size()) && !entries_.empty()) {
+    out[n++] = entries_.front();
+    entries_.pop_front();
+  }
+  return n;
+}
+
+Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node, bool ipv6)
+    : engine_(engine), pool_(pool), drops_(drops), host_(host_node), ipv6_(ipv6) {}
+
+Nic::~Nic() {
+  while (control_head_ != nullptr) {
+    Packet* p = control_head_;
+    control_head_ = p->next;
+    pool_->Free(p);
+  }
+}
+
+Nic::Qp* Nic::FindQp(uint32_t qpn) {
+  if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
+  return qps_[qpn - kFirstQpn].get();
+}
+const Nic::Qp* Nic::FindQp(uint32_t qpn) const {
+  if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
+  return qps_[qpn - kFirstQpn].get();
+}
+
+StatusOr<MemoryRegion> Nic::RegisterMemory(void* addr, uint64_t length, uint32_t access) {
+  if (addr == nullptr || length == 0) {
+    return InvalidArgument(
+        "ibv_reg_mr: empty region (addr=" + std::to_string(reinterpret_cast<uintptr_t>(addr)) +
+        " length=" + std::to_string(length) + ")");
+  }
+  if ((access & ~0xFu) != 0) {
+    return InvalidArgument("ibv_reg_mr: unsupported access flags " + Hex(access));
+  }
+  MemoryRegion mr;
+  mr.addr = reinterpret_cast<uint64_t>(addr);
+  mr.length = length;
+  mr.access = access;
+  const uint32_t index = static_cast<uint32_t>(mrs_.size()) + 1;
+  // lkey and rkey differ so that swapping them is caught as an access error.
+  mr.lkey = index;
+  mr.rkey = (index << 8) | 0x5A;
+  mrs_.push_back(mr);
+  return mr;
+}
+
+Status Nic::DeregisterMemory(uint32_t lkey) {
+  if (lkey == kModelledKey || lkey > mrs_.size() || mrs_[lkey - 1].length == 0) {
+    return InvalidArgument("ibv_dereg_mr: no region with lkey " + Hex(lkey));
+  }
+  mrs_[lkey - 1].length = 0;
+  mrs_[lkey - 1].access = 0;
+  return Status::Ok();
+}
+
+StatusOr<const MemoryRegion*> Nic::CheckLocal(const Sge& sge, uint32_t need) const {
+  if (sge.lkey == 0 || sge.lkey > mrs_.size()) {
+    return InvalidArgument("lkey " + Hex(sge.lkey) + " is not registered");
+  }
+  const MemoryRegion& mr = mrs_[sge.lkey - 1];
+  if (mr.length == 0 || sge.addr < mr.addr || sge.addr + sge.length > mr.addr + mr.length ||
+      (mr.access & need) != need) {
+    return InvalidArgument("sge addr " + std::to_string(sge.addr) + " length " +
+                           std::to_string(sge.length) + " outside lkey " + Hex(sge.lkey));
+  }
+  return &mr;
+}
+
+const MemoryRegion* Nic::CheckRemote(uint32_t rkey, uint64_t va, uint64_t len,
+                                     uint32_t need) const {
+  if ((rkey & 0xFF) != 0x5A) return nullptr;
+  const uint32_t index = rkey >> 8;
+  if (index == 0 || index > mrs_.size()) return nullptr;
+  const MemoryRegion& mr = mrs_[index - 1];
+  if (mr.length == 0 || va < mr.addr || va + len > mr.addr + mr.length ||
+      (mr.access & need) != need) {
+    return nullptr;
+  }
+  return &mr;
+}
+
+CompletionQueue* Nic::CreateCq() {
+  cqs_.push_back(std::make_unique<CompletionQueue>());
+  return cqs_.back().get();
+}
+
+StatusOr<uint32_t> Nic::CreateQp(CompletionQueue* send_cq, CompletionQueue* recv_cq,
+                                 const QpAttr& attr) {
+  const std::string call = "ibv_create_qp(host " + std::to_string(host_) + ")";
+  if (send_cq == nullptr || recv_cq == nullptr) return InvalidArgument(call + ": null CQ");
+  if (MtuBytesToEnum(attr.path_mtu_bytes) <= 0) {
+    return InvalidArgument(call + ": path_mtu " + std::to_string(attr.path_mtu_bytes) +
+                           " is not 256/512/1024/2048/4096");
+  }
+  if (attr.timeout < 0 || attr.timeout > 31 || attr.retry_cnt < 0 || attr.retry_cnt > 7 ||
+      attr.rnr_retry < 0 || attr.rnr_retry > 7 || attr.min_rnr_timer < 0 ||
+      attr.min_rnr_timer > 31 || attr.max_rd_atomic < 1 || attr.ack_every_packets < 1) {
+    return InvalidArgument(call + ": timeout=" + std::to_string(attr.timeout) +
+                           " retry_cnt=" + std::to_string(attr.retry_cnt) +
+                           " rnr_retry=" + std::to_string(attr.rnr_retry) +
+                           " min_rnr_timer=" + std::to_string(attr.min_rnr_timer) +
+                           " max_rd_atomic=" + std::to_string(attr.max_rd_atomic) +
+                           ": out of range");
+  }
+  auto qp = std::make_unique<Qp>();
+  qp->qpn = kFirstQpn + static_cast<uint32_t>(qps_.size());
+  qp->attr = attr;
+  qp->send_cq = send_cq;
+  qp->recv_cq = recv_cq;
+  // rxe: source port 0xC000 + hash_32(qpn, 14), so each QP is its own ECMP flow.
+  qp->udp_sport = static_cast<uint16_t>(0xC000u | ((qp->qpn * 0x61C88647u) >> 18));
+  qps_.push_back(std::move(qp));
+  return qps_.back()->qpn;
+}
+
+Status Nic::ModifyToInit(uint32_t qpn) {
+  Qp* qp = FindQp(qpn);
+  if (qp == nullptr || qp->state != QpState::kReset) {
+    return FailedPrecondition("ibv_modify_qp(INIT) qpn=" + Hex(qpn) + ": QP " +
+                              (qp ? std::string(QpStateName(qp->state)) : "does not exist"));
+  }
+  qp->state = QpState::kInit;
+  return Status::Ok();
+}
+
+Status Nic::ModifyToRtr(uint32_t qpn, int32_t remote_host, uint32_t remote_qpn, uint32_t rq_psn) {
+  Qp* qp = FindQp(qpn);
+  if (qp == nullptr || qp->state != QpState::kInit) {
+    return FailedPrecondition("ibv_modify_qp(RTR) qpn=" + Hex(qpn) + ": QP " +
+                              (qp ? std::string(QpStateName(qp->state)) : "does not exist"));
+  }
+  if (remote_host < 0 || remote_qpn == 0 || remote_qpn > wire::kPsnMask) {
+    return InvalidArgument("ibv_modify_qp(RTR) qpn=" + Hex(qpn) +
+                           " dest_host=" + std::to_string(remote_host) +
+                           " dest_qpn=" + Hex(remote_qpn) + ": invalid destination");
+  }
+  qp->remote_host = remote_host;
+  qp->remote_qpn = remote_qpn;
+  qp->epsn = rq_psn & wire::kPsnMask;
+  qp->flow_hash = static_cast<uint32_t>(
+      Mix64((static_cast<uint64_t>(host_) << 40) ^ (static_cast<uint64_t>(remote_host) << 16) ^
+            qp->udp_sport ^ (uint64_t{kRoceUdpPort} << 56) ^ (uint64_t{17} << 58)));
+  qp->state = QpState::kRtr;
+  return Status::Ok();
+}
+
+Status Nic::ModifyToRts(uint32_t qpn, uint32_t sq_psn) {
+  Qp* qp = FindQp(qpn);
+  if (qp == nullptr || qp->state != QpState::kRtr) {
+    return FailedPrecondition("ibv_modify_qp(RTS) qpn=" + Hex(qpn) + ": QP " +
+                              (qp ? std::string(QpStateName(qp->state)) : "does not exist"));
+  }
+  qp->next_psn = qp->acked_psn = qp->max_sent_psn = sq_psn & wire::kPsnMask;
+  qp->retries_left = qp->attr.retry_cnt;
+  qp->rnr_retries_left = qp->attr.rnr_retry;
+  qp->state = QpState::kRts;
+  return Status::Ok();
+}
+
+Status Nic::ModifyToError(uint32_t qpn) {
+  Qp* qp = FindQp(qpn);
+  if (qp == nullptr) return NotFound("ibv_modify_qp(ERR) qpn=" + Hex(qpn) + ": no such QP");
+  EnterError(*qp);
+  return Status::Ok();
+}
+
+Status Nic::PostSend(uint32_t qpn, const SendWr& wr) {
+  Qp* qp = FindQp(qpn);
+  if (qp == nullptr) return NotFound("ibv_post_send qpn=" + Hex(qpn) + ": no such QP");
+  if (qp->state != QpState::kRts) {
+    return FailedPrecondition("ibv_post_send qpn=" + Hex(qpn) + ": QP in " +
+                              std::string(QpStateName(qp->state)));
+  }
+  const bool atomic =
+      wr.opcode == WrOpcode::kAtomicCmpAndSwp || wr.opcode == WrOpcode::kAtomicFetchAndAdd;
+  if (static_cast<uint8_t>(wr.opcode) > static_cast<uint8_t>(WrOpcode::kAtomicFetchAndAdd)) {
+    return InvalidArgument("ibv_post_send qpn=" + Hex(qpn) + ": opcode " +
+                           std::to_string(static_cast<int>(wr.opcode)) + " not supported");
+  }
+  if (wr.sge.length > (1u << 31)) {
+    return InvalidArgument("ibv_post_send qpn=" + Hex(qpn) + ": length " +
+                           std::to_string(wr.sge.length) + " exceeds 2^31");
+  }
+  if (atomic && (wr.sge.length != 8 || wr.remote_addr % 8 != 0)) {
+    return InvalidArgument("ibv_post_send qpn=" + Hex(qpn) +
+                           ": atomics need an 8-byte SGE and an 8-byte aligned remote_addr");
+  }
+  SendWqe w;
+  w.wr = wr;
+  w.local_error = false;
+  if (wr.sge.lkey != kModelledKey) {
+    const bool writes_local = wr.opcode == WrOpcode::kRdmaRead || atomic;
+    w.local_error = !CheckLocal(wr.sge, writes_local ? kAccessLocalWrite : 0).ok();
+  }
+  const uint32_t mtu = static_cast<uint32_t>(qp->attr.path_mtu_bytes);
+  w.npkts = atomic ? 1u : (wr.sge.length == 0 ? 1u : (wr.sge.length + mtu - 1) / mtu);
+  w.first_psn = qp->next_psn;
+  qp->next_psn = wire::PsnAdd(qp->next_psn, w.npkts);
+  qp->sq.push_back(w);
+  if (RequesterHasWork(*qp)) Activate(*qp);
+  return Status::Ok();
+}
+
+Status Nic::PostRecv(uint32_t qpn, const RecvWr& wr) {
+  Qp* qp = FindQp(qpn);
+  if (qp == nullptr) return NotFound("ibv_post_recv qpn=" + Hex(qpn) + ": no such QP");
+  if (qp->state == QpState::kReset) {
+    return FailedPrecondition("ibv_post_recv qpn=" + Hex(qpn) + ": QP in IBV_QPS_RESET");
+  }
+  if (wr.sge.lkey != kModelledKey) {
+    auto mr = CheckLocal(wr.sge, kAccessLocalWrite);
+    if (!mr.ok()) return mr.status().WithContext("ibv_post_recv qpn=" + Hex(qpn));
+  }
+  if (qp->state == QpState::kErr) {
+    Complete(*qp, qp->recv_cq,
+             Completion{wr.wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, false, 0, {}});
+    return Status::Ok();
+  }
+  qp->rq.push_back(RecvWqe{wr});
+  return Status::Ok();
+}
+
+StatusOr<QpState> Nic::GetQpState(uint32_t qpn) const {
+  const Qp* qp = FindQp(qpn);
+  if (qp == nullptr) return NotFound("ibv_query_qp qpn=" + Hex(qpn) + ": no such QP");
+  return qp->state;
+}
+
+StatusOr<QpCounters> Nic::GetQpCounters(uint32_t qpn) const {
+  const Qp* qp = FindQp(qpn);
+  if (qp == nullptr) return NotFound("qp counters qpn=" + Hex(qpn) + ": no such QP");
+  return qp->counters;
+}
+
+QpCounters Nic::TotalCounters() const {
+  QpCounters t;
+  for (const auto& qp : qps_) {
+    const QpCounters& c = qp->counters;
+    t.sent_pkts += c.sent_pkts;
+    t.rcvd_pkts += c.rcvd_pkts;
+    t.retransmitted_packets += c.retransmitted_packets;
+    t.packet_seq_err += c.packet_seq_err;
+    t.implied_nak_seq_err += c.implied_nak_seq_err;
+    t.local_ack_timeout_err += c.local_ack_timeout_err;
+    t.rcvd_rnr_err += c.rcvd_rnr_err;
+    t.retry_exceeded_err += c.retry_exceeded_err;
+    t.rnr_nak_retry_err += c.rnr_nak_retry_err;
+    t.out_of_sequence += c.out_of_sequence;
+    t.duplicate_request += c.duplicate_request;
+    t.send_rnr_err += c.send_rnr_err;
+    t.ack_deferred += c.ack_deferred;
+    t.rdma_sends += c.rdma_sends;
+    t.rdma_recvs += c.rdma_recvs;
+  }
+  return t;
+}
+
+Packet* Nic::NewPacket(const Qp& qp, uint8_t opcode, uint32_t psn) {
+  Packet* p = pool_->Alloc();
+  p->src_host = host_;
+  p->dst_host = qp.remote_host;
+  p->flow_hash = qp.flow_hash;
+  p->udp_sport = qp.udp_sport;
+  p->traffic_class = qp.attr.traffic_class;
+  p->ipv6 = ipv6_ ? 1 : 0;
+  p->opcode = opcode;
+  p->dest_qpn = qp.remote_qpn;
+  p->src_qpn = qp.qpn;
+  p->psn = psn & wire::kPsnMask;
+  return p;
+}
+
+void Nic::Complete(Qp& qp, CompletionQueue* cq, const Completion& c) {
+  Completion out = c;
+  out.qp_num = qp.qpn;
+  out.time = engine_->Now();
+  engine_->TraceMix((uint64_t{qp.qpn} << 40) ^ (uint64_t{static_cast<uint8_t>(c.status)} << 32) ^
+                    c.wr_id);
+  cq->Push(out);
+}
+
+void Nic::EnterError(Qp& qp) {
+  if (qp.state == QpState::kErr) return;
+  qp.state = QpState::kErr;
+  // Flush in order (IBTA 10.3.1: WRs outstanding when the QP enters the
+  // error state complete with IBV_WC_WR_FLUSH_ERR).
+  while (!qp.sq.empty()) {
+    const SendWqe w = qp.sq.front();
+    qp.sq.pop_front();
+    Complete(qp, qp.send_cq,
+             Completion{
+                 w.wr.wr_id, WcStatus::kWrFlushErr, WcOpcodeFor(w.wr.opcode), 0, 0, false, 0, {}});
+  }
+  while (!qp.rq.empty()) {
+    const RecvWqe r = qp.rq.front();
+    qp.rq.pop_front();
+    Complete(qp, qp.recv_cq,
+             Completion{r.wr.wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, false, 0, {}});
+  }
+  qp.send_idx = 0;
+  qp.send_pkt = 0;
+  qp.outstanding_rd = 0;
+  qp.reads.clear();
+  qp.has_deferred_ack = false;
+  qp.ack_deadline_ps = 0;
+  qp.rnr_until_ps = 0;
+}
+
+void Nic::Activate(Qp& qp) {
+  if (!qp.active) {
+    qp.active = true;
+    active_.push_back(qp.qpn);
+  }
+  KickPump();
+}
+
+void Nic::KickPump() {
+  if (pump_pending_ || port_ == nullptr) return;
+  pump_pending_ = true;
+  const Picoseconds at =
+      port_->busy_until() > engine_->Now() ? port_->busy_until() : engine_->Now();
+  engine_->Schedule(at, EventKind::kNicPump, static_cast<uint32_t>(host_), &Nic::OnPump, this, 0);
+}
+
+void Nic::OnPump(void* nic, uint64_t) {
+  Nic* self = static_cast<Nic*>(nic);
+  self->pump_pending_ = false;
+  self->Pump();
+}
+
+void Nic::SendControl(Packet* p) {
+  p->next = nullptr;
+  if (control_tail_ == nullptr) {
+    control_head_ = control_tail_ = p;
+  } else {
+    control_tail_->next = p;
+    control_tail_ = p;
+  }
+  KickPump();
+}
+
+// One packet per call, when the port is idle: the NIC paces every QP at line
+// rate and round-robins between QPs; ACKs and NAKs go first.
+void Nic::Pump() {
+  if (port_->busy_until() > engine_->Now()) {
+    KickPump();
+    return;
+  }
+  Packet* p = nullptr;
+  if (control_head_ != nullptr) {
+    p = control_head_;
+    control_head_ = p->next;
+    if (control_head_ == nullptr) control_tail_ = nullptr;
+    Qp* qp = FindQp(p->src_qpn);
+    if (qp != nullptr && qp->pending_ack == p) qp->pending_ack = nullptr;
+  } else {
+    for (size_t tries = active_.size(); tries > 0 && p == nullptr; --tries) {
+      Qp& qp = *FindQp(active_.front());
+      active_.pop_front();
+      if (qp.state == QpState::kRtr || qp.state == QpState::kRts) {
+        p = ResponderNext(qp);
+        if (p == nullptr && RequesterHasWork(qp)) p = RequesterNext(qp);
+      }
+      if ((qp.state == QpState::kRtr || qp.state == QpState::kRts) &&
+          (ResponderHasWork(qp) || RequesterHasWork(qp))) {
+        active_.push_back(qp.qpn);
+      } else {
+        qp.active = false;
+      }
+    }
+  }
+  if (p != nullptr) {
+    p->wire_bytes = FrameWireBytes(*p);
+    if (Qp* qp = FindQp(p->src_qpn)) ++qp->counters.sent_pkts;
+    port_->Send(p);
+  }
+  if (control_head_ != nullptr || !active_.empty()) KickPump();
+}
+
+void Nic::ArmTimer(Qp& qp, int64_t at_ps) {
+  if (at_ps <= 0) return;
+  if (qp.timer_at_ps != 0 && qp.timer_at_ps <= at_ps) return;  // an earlier event re-arms
+  qp.timer_at_ps = at_ps;
+  ++qp.timer_gen;
+  engine_->Schedule(Picoseconds(at_ps), EventKind::kQpTimer,
+                    static_cast<uint32_t>(host_) * 65536u + qp.qpn, &Nic::OnTimer, this,
+                    (uint64_t{qp.qpn} << 32) | qp.timer_gen);
+}
+
+void Nic::OnTimer(void* nic, uint64_t arg) {
+  Nic* self = static_cast<Nic*>(nic);
+  Qp* qp = self->FindQp(static_cast<uint32_t>(arg >> 32));
+  if (qp == nullptr || static_cast<uint32_t>(arg) != qp->timer_gen) return;  // superseded
+  qp->timer_at_ps = 0;
+  const int64_t now = self->engine_->Now().ps();
+  if (qp->rnr_until_ps != 0 && now >= qp->rnr_until_ps) {
+    qp->rnr_until_ps = 0;
+    self->RestartAckTimer(*qp);
+    if (self->RequesterHasWork(*qp)) self->Activate(*qp);
+  }
+  if (qp->ack_deadline_ps != 0 && now >= qp->ack_deadline_ps) self->TimerExpired(*qp);
+  // Re-arm for whichever deadline is still ahead.
+  int64_t next = qp->ack_deadline_ps;
+  if (qp->rnr_until_ps != 0 && (next == 0 || qp->rnr_until_ps < next)) next = qp->rnr_until_ps;
+  self->ArmTimer(*qp, next);
+}
+
+void Nic::Receive(void* nic, Packet* p, int32_t /*in_port*/) {
+  Nic* self = static_cast<Nic*>(nic);
+  Qp* qp = self->FindQp(p->dest_qpn);
+  if (qp == nullptr || (qp->state != QpState::kRtr && qp->state != QpState::kRts)) {
+    self->drops_->Add(DropReason::kQpNotReady);
+    self->pool_->Free(p);
+    return;
+  }
+  ++qp->counters.rcvd_pkts;
+  if (p->opcode >= op::kReadRespFirst && p->opcode <= op::kAtomicAck) {
+    self->OnResponse(*qp, p);
+  } else {
+    self->OnRequest(*qp, p);
+  }
+  self->pool_->Free(p);
+}
+
+}  // namespace fathom::sim

@@ -1,0 +1,210 @@
+// Nic: the emulated RoCEv2 NIC of one host (one GPU's NIC) and its RC
+// transport, to the IBTA spec as ROCEV2.md pins it: per-QP send and receive
+// queues, segmentation at the path MTU, 24-bit PSNs, ACK coalescing, NAK on a
+// PSN sequence error and go-back-N from the NAKed PSN, the local ACK timeout
+// (4.096 us * 2^timeout) with retry_cnt, RNR NAK with min_rnr_timer and
+// rnr_retry, RDMA READ and atomics with their responses and loss recovery,
+// verbs completion statuses, QP to ERROR with flushed WRs.
+//
+// Ownership: the Network owns each Nic; a Nic owns its QPs, CQs and memory
+// region table (not the memory). The port it sends on belongs to the Network.
+// All calls and callbacks happen on the engine's thread, in virtual time.
+//
+// The requester side lives in requester.cc, the responder side in
+// responder.cc, setup/scheduling/completions in nic.cc.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "fabric/sim/engine.h"
+#include "fabric/sim/packet.h"
+#include "fabric/sim/port.h"
+#include "fabric/sim/qp.h"
+
+namespace fathom::sim {
+
+// The completion opcode of a send-queue WR.
+WcOpcode WcOpcodeFor(WrOpcode op);
+
+// A rxe-like first QPN (QPNs 0 and 1 are special in IB).
+inline constexpr uint32_t kFirstQpn = 0x11;
+
+class Nic {
+ public:
+  Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node, bool ipv6);
+  Nic(const Nic&) = delete;
+  Nic& operator=(const Nic&) = delete;
+  ~Nic();
+
+  // The port the NIC transmits on (set by the Network).
+  void AttachPort(Port* port) { port_ = port; }
+  // Receive entry for Port::Connect.
+  static void Receive(void* nic, Packet* p, int32_t in_port);
+
+  int32_t host() const { return host_; }
+
+  // ibv_reg_mr: registers [addr, addr+length). The region must outlive its
+  // use. Keys are unique per NIC and never kModelledKey.
+  StatusOr<MemoryRegion> RegisterMemory(void* addr, uint64_t length, uint32_t access);
+  Status DeregisterMemory(uint32_t lkey);
+
+  // ibv_create_cq: the Nic owns the queue; the pointer stays valid while the
+  // Nic lives.
+  CompletionQueue* CreateCq();
+
+  // ibv_create_qp (RC) in RESET, then the rc_pingpong transitions.
+  StatusOr<uint32_t> CreateQp(CompletionQueue* send_cq, CompletionQueue* recv_cq,
+                              const QpAttr& attr);
+  Status ModifyToInit(uint32_t qpn);
+  // RTR needs the peer: its host node, QPN and the first PSN it will send.
+  Status ModifyToRtr(uint32_t qpn, int32_t remote_host, uint32_t remote_qpn, uint32_t rq_psn);
+  Status ModifyToRts(uint32_t qpn, uint32_t sq_psn);
+  // Moves the QP to ERROR and flushes its queues (ibv_modify_qp(IBV_QPS_ERR)).
+  Status ModifyToError(uint32_t qpn);
+
+  // ibv_post_send / ibv_post_recv. Errors are returned for what verbs
+  // rejects at post time (bad QP state, bad opcode, oversized message).
+  Status PostSend(uint32_t qpn, const SendWr& wr);
+  Status PostRecv(uint32_t qpn, const RecvWr& wr);
+
+  StatusOr<QpState> GetQpState(uint32_t qpn) const;
+  StatusOr<QpCounters> GetQpCounters(uint32_t qpn) const;
+  // Sum over all QPs.
+  QpCounters TotalCounters() const;
+  size_t qp_count() const { return qps_.size(); }
+
+ private:
+  struct SendWqe {
+    SendWr wr;
+    uint32_t first_psn;
+    uint32_t npkts;    // PSNs used (READ: response packets)
+    bool local_error;  // bad lkey/range: fails with IBV_WC_LOC_PROT_ERR
+  };
+  struct RecvWqe {
+    RecvWr wr;
+  };
+  // Responder: READ responses or an atomic ACK still to send. Responses
+  // leave in PSN order, and ACKs queued behind them wait (IBTA 9.7.5.1).
+  struct ReadJob {
+    uint32_t first_psn;
+    uint32_t npkts;
+    uint32_t next;  // index of the next response packet
+    uint64_t va;
+    uint32_t len;
+    bool modelled;
+    bool atomic;
+    uint64_t orig;  // atomic: the value before the operation
+  };
+  struct AtomicResult {
+    uint32_t psn;
+    uint64_t orig;
+  };
+  struct Qp {
+    uint32_t qpn = 0;
+    QpState state = QpState::kReset;
+    QpAttr attr;
+    CompletionQueue* send_cq = nullptr;
+    CompletionQueue* recv_cq = nullptr;
+    int32_t remote_host = -1;
+    uint32_t remote_qpn = 0;
+    uint16_t udp_sport = 0;
+    uint32_t flow_hash = 0;
+    // Requester.
+    std::deque<SendWqe> sq;     // front = oldest not completed
+    size_t send_idx = 0;        // WQE being transmitted (index into sq)
+    uint32_t send_pkt = 0;      // packet index within it
+    uint32_t next_psn = 0;      // PSN for the next new WQE
+    uint32_t acked_psn = 0;     // oldest PSN not yet acknowledged
+    uint32_t max_sent_psn = 0;  // one past the highest PSN sent (retransmit detection)
+    uint32_t retry_psn = 0;     // PSN of the last go-back-N (dedups implied NAKs)
+    bool retry_pending = false;
+    uint32_t pkts_since_ackreq = 0;
+    int retries_left = 0;
+    int rnr_retries_left = 0;
+    int outstanding_rd = 0;
+    int64_t ack_deadline_ps = 0;  // 0 = timer stopped
+    int64_t rnr_until_ps = 0;     // 0 = not waiting
+    uint32_t timer_gen = 0;
+    int64_t timer_at_ps = 0;  // time of the live timer event, 0 = none
+    // Responder.
+    uint32_t epsn = 0;
+    uint32_t msn = 0;
+    bool nak_sent = false;
+    std::deque<RecvWqe> rq;
+    bool recv_active = false;  // the front RecvWqe is being filled by a SEND
+    uint32_t recv_offset = 0;
+    uint64_t write_va = 0;  // WRITE in progress: next address
+    bool write_modelled = true;
+    uint32_t write_len = 0;  // bytes of the current WRITE so far
+    std::deque<ReadJob> reads;
+    std::deque<AtomicResult> atomics;  // for duplicate atomic requests
+    Packet* pending_ack = nullptr;     // queued, unsent ACK (coalescing)
+    bool has_deferred_ack = false;     // an ACK/NAK waiting behind responses
+    uint32_t deferred_ack_psn = 0;
+    uint8_t deferred_ack_syndrome = 0;
+    // Scheduling.
+    bool active = false;  // in the NIC's round-robin list
+    QpCounters counters;
+  };
+
+  Qp* FindQp(uint32_t qpn);
+  const Qp* FindQp(uint32_t qpn) const;
+  StatusOr<const MemoryRegion*> CheckLocal(const Sge& sge, uint32_t need) const;
+  const MemoryRegion* CheckRemote(uint32_t rkey, uint64_t va, uint64_t len, uint32_t need) const;
+  Packet* NewPacket(const Qp& qp, uint8_t opcode, uint32_t psn);
+  void Complete(Qp& qp, CompletionQueue* cq, const Completion& c);
+  void EnterError(Qp& qp);  // QP -> ERROR, flush both queues
+
+  // Scheduling (nic.cc).
+  void Activate(Qp& qp);
+  void KickPump();
+  static void OnPump(void* nic, uint64_t);
+  void Pump();
+  void SendControl(Packet* p);
+  static void OnTimer(void* nic, uint64_t arg);
+  void ArmTimer(Qp& qp, int64_t at_ps);
+
+  // Requester (requester.cc).
+  bool RequesterHasWork(const Qp& qp) const;
+  uint32_t SendPsn(const Qp& qp) const;
+  Packet* RequesterNext(Qp& qp);
+  void OnResponse(Qp& qp, Packet* p);
+  void AckUpTo(Qp& qp, uint32_t psn);  // every PSN before `psn` is acknowledged
+  void GoBackN(Qp& qp, uint32_t psn);
+  void RetryOrFail(Qp& qp, uint32_t psn);
+  void FailFront(Qp& qp, WcStatus status);
+  void TimerExpired(Qp& qp);
+  void RestartAckTimer(Qp& qp);
+
+  // Responder (responder.cc).
+  void OnRequest(Qp& qp, Packet* p);
+  void ExecuteRequest(Qp& qp, const Packet& p);
+  void ResponderError(Qp& qp, uint32_t psn, uint8_t nak);
+  void OnDuplicate(Qp& qp, const Packet& p);
+  bool QueueResponses(Qp& qp, const Packet& p);  // READ: false on access error
+  void QueueAck(Qp& qp, uint32_t psn, uint8_t syndrome);
+  Packet* ResponderNext(Qp& qp);
+  static bool ResponderHasWork(const Qp& qp) { return !qp.reads.empty() || qp.has_deferred_ack; }
+
+  Engine* engine_;
+  PacketPool* pool_;
+  DropStats* drops_;
+  int32_t host_;
+  bool ipv6_;
+  Port* port_ = nullptr;
+  std::vector<std::unique_ptr<Qp>> qps_;  // index = qpn - kFirstQpn
+  std::vector<std::unique_ptr<CompletionQueue>> cqs_;
+  std::vector<MemoryRegion> mrs_;  // index = key - 1
+  // Round-robin of QPs with something to send.
+  std::deque<uint32_t> active_;
+  // ACKs, NAKs: sent before data.
+  Packet* control_head_ = nullptr;
+  Packet* control_tail_ = nullptr;
+  bool pump_pending_ = false;
+};
+
+}  // namespace fathom::sim

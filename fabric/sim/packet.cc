@@ -1,0 +1,49 @@
+#include "fabric/sim/packet.h"
+
+namespace fathom::sim {
+
+int ExtHeaderBytes(uint8_t opcode) {
+  switch (opcode) {
+    case op::kWriteFirst:
+    case op::kWriteOnly:
+    case op::kReadRequest:
+      return 16;  // RETH
+    case op::kWriteOnlyImm:
+      return 16 + 4;  // RETH + ImmDt
+    case op::kSendLastImm:
+    case op::kSendOnlyImm:
+    case op::kWriteLastImm:
+      return 4;  // ImmDt
+    case op::kReadRespFirst:
+    case op::kReadRespLast:
+    case op::kReadRespOnly:
+    case op::kAck:
+      return 4;  // AETH
+    case op::kAtomicAck:
+      return 4 + 8;  // AETH + AtomicAckETH
+    case op::kCompareSwap:
+    case op::kFetchAdd:
+      return 28;  // AtomicETH
+    default:
+      return 0;
+  }
+}
+
+uint32_t IpPacketBytes(const Packet& p) {
+  const uint32_t ip = p.ipv6 ? 40 : 20;
+  const uint32_t padded = (p.payload_bytes + 3u) & ~3u;
+  return ip + 8 + 12 + static_cast<uint32_t>(ExtHeaderBytes(p.opcode)) + padded + 4;
+}
+
+uint32_t FrameWireBytes(const Packet& p) { return IpPacketBytes(p) + kEthernetWireOverhead; }
+
+void PacketPool::Grow() {
+  auto chunk = std::make_unique<Packet[]>(kChunk);
+  for (size_t i = 0; i < kChunk; ++i) {
+    chunk[i].next = free_;
+    free_ = &chunk[i];
+  }
+  chunks_.push_back(std::move(chunk));
+}
+
+}  // namespace fathom::sim

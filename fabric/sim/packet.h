@@ -1,0 +1,130 @@
+// The simulator's packet: a POD carrying the real RoCEv2 header fields (BTH,
+// RETH, AETH, ImmDt, AtomicETH, UDP source port, traffic class, ECN) but not
+// the payload bytes — `data` points at the source memory when the NIC moves
+// real bytes, and is null for modelled-only flows. Packets come from a
+// PacketPool and go back to it when delivered or dropped; the pool owns them.
+//
+// Sizes follow the wire (ROCEV2.md "Frame"): Ethernet header 14 + FCS 4 +
+// preamble/SFD 8 + inter-frame gap 12, IPv4 20 or IPv6 40, UDP 8, BTH 12,
+// extension headers by opcode, payload padded to 4 bytes, ICRC 4.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace fathom::sim {
+
+// BTH opcodes of the RC transport (IBTA 9.2, table 38; ROCEV2.md).
+namespace op {
+inline constexpr uint8_t kSendFirst = 0x00;
+inline constexpr uint8_t kSendMiddle = 0x01;
+inline constexpr uint8_t kSendLast = 0x02;
+inline constexpr uint8_t kSendLastImm = 0x03;
+inline constexpr uint8_t kSendOnly = 0x04;
+inline constexpr uint8_t kSendOnlyImm = 0x05;
+inline constexpr uint8_t kWriteFirst = 0x06;
+inline constexpr uint8_t kWriteMiddle = 0x07;
+inline constexpr uint8_t kWriteLast = 0x08;
+inline constexpr uint8_t kWriteLastImm = 0x09;
+inline constexpr uint8_t kWriteOnly = 0x0A;
+inline constexpr uint8_t kWriteOnlyImm = 0x0B;
+inline constexpr uint8_t kReadRequest = 0x0C;
+inline constexpr uint8_t kReadRespFirst = 0x0D;
+inline constexpr uint8_t kReadRespMiddle = 0x0E;
+inline constexpr uint8_t kReadRespLast = 0x0F;
+inline constexpr uint8_t kReadRespOnly = 0x10;
+inline constexpr uint8_t kAck = 0x11;
+inline constexpr uint8_t kAtomicAck = 0x12;
+inline constexpr uint8_t kCompareSwap = 0x13;
+inline constexpr uint8_t kFetchAdd = 0x14;
+}  // namespace op
+
+// AETH syndromes (IBTA 9.7.5.1.2; ROCEV2.md "Extension headers").
+inline constexpr uint8_t kAethAck = 0x1F;     // ACK, unlimited credits
+inline constexpr uint8_t kAethRnrNak = 0x20;  // | 5-bit RNR timer code
+inline constexpr uint8_t kAethNakSeq = 0x60;
+inline constexpr uint8_t kAethNakInvalid = 0x61;
+inline constexpr uint8_t kAethNakAccess = 0x62;
+inline constexpr uint8_t kAethNakOperational = 0x63;
+
+inline constexpr uint16_t kRoceUdpPort = 4791;
+
+struct Packet {
+  Packet* next;  // pool free list / intrusive queues
+  // Addressing: host node ids of the topology, IPv4 or IPv6.
+  int32_t src_host;
+  int32_t dst_host;
+  uint32_t flow_hash;  // hash of the 5-tuple, computed once by the sender
+  uint16_t udp_sport;
+  uint8_t traffic_class;  // IP DSCP/ECN byte as a verbs traffic_class
+  uint8_t ipv6 : 1;
+  uint8_t corrupt : 1;  // ICRC will not match: the receiver drops it
+  uint8_t ecn_ce : 1;
+  // BTH.
+  uint8_t opcode;
+  uint8_t ack_req;
+  uint8_t aeth_syndrome;
+  uint8_t hops;
+  uint32_t dest_qpn;
+  uint32_t src_qpn;  // not a BTH field: where the packet came from (for tracing)
+  uint32_t psn;
+  uint32_t msn;  // AETH
+  uint32_t payload_bytes;
+  uint32_t wire_bytes;  // cached FrameWireBytes()
+  // RETH / AtomicETH.
+  uint64_t va;
+  uint32_t rkey;
+  uint32_t dma_len;
+  uint32_t imm;
+  uint64_t swap_add;  // also AtomicAckETH's original value
+  uint64_t compare;
+  // Source of payload bytes (requester or responder memory), null if modelled.
+  const uint8_t* data;
+};
+
+// Extension header bytes carried by a BTH opcode.
+int ExtHeaderBytes(uint8_t opcode);
+// IP packet length: IP + UDP + BTH + ext + payload + pad + ICRC (what a link
+// MTU limits).
+uint32_t IpPacketBytes(const Packet& p);
+// Bytes a frame occupies on the wire, including preamble, SFD, FCS and IFG:
+// what serialization time is computed from.
+uint32_t FrameWireBytes(const Packet& p);
+inline constexpr uint32_t kEthernetWireOverhead = 14 + 4 + 8 + 12;
+
+// Free-list packet pool: grows in chunks, never frees until destroyed; Alloc
+// returns a zeroed packet. Not thread-safe (one engine, one thread).
+class PacketPool {
+ public:
+  PacketPool() = default;
+  PacketPool(const PacketPool&) = delete;
+  PacketPool& operator=(const PacketPool&) = delete;
+
+  Packet* Alloc() {
+    if (free_ == nullptr) Grow();
+    Packet* p = free_;
+    free_ = p->next;
+    *p = Packet{};
+    ++in_use_;
+    if (in_use_ > peak_in_use_) peak_in_use_ = in_use_;
+    return p;
+  }
+  void Free(Packet* p) {
+    p->next = free_;
+    free_ = p;
+    --in_use_;
+  }
+  size_t in_use() const { return in_use_; }
+  size_t peak_in_use() const { return peak_in_use_; }
+
+ private:
+  void Grow();
+  static constexpr size_t kChunk = 4096;
+  std::vector<std::unique_ptr<Packet[]>> chunks_;
+  Packet* free_ = nullptr;
+  size_t in_use_ = 0;
+  size_t peak_in_use_ = 0;
+};
+
+}  // namespace fathom::sim

@@ -1,0 +1,130 @@
+#include "fabric/sim/port.h"
+
+namespace fathom::sim {
+
+const char* DropReasonName(DropReason r) {
+  switch (r) {
+    case DropReason::kTailDrop:
+      return "tail_drop";
+    case DropReason::kMtuExceeded:
+      return "mtu_exceeded";
+    case DropReason::kNoRoute:
+      return "no_route";
+    case DropReason::kImpairment:
+      return "impairment";
+    case DropReason::kBadIcrc:
+      return "bad_icrc";
+    case DropReason::kQpNotReady:
+      return "qp_not_ready";
+    case DropReason::kCount:
+      break;
+  }
+  return "unknown";
+}
+
+uint64_t DropStats::total() const {
+  uint64_t t = 0;
+  for (uint64_t v : by_reason) t += v;
+  return t;
+}
+
+Port::Port(Engine* engine, PacketPool* pool, DropStats* drops, const PortConfig& config)
+    : engine_(engine),
+      pool_(pool),
+      drops_(drops),
+      config_(config),
+      ring_(16),
+      component_(static_cast<uint32_t>(config.node) * 1024u + static_cast<uint32_t>(config.index)) {
+  const int64_t bps = config_.rate.bps();
+  if (bps > 0 && (8 * 1000000000000LL) % bps == 0) ps_per_byte_ = 8 * 1000000000000LL / bps;
+}
+
+void Port::Drain(int64_t now_ps) {
+  const size_t mask = ring_.size() - 1;
+  while (count_ > 0 && ring_[head_].end_ps <= now_ps) {
+    occupancy_[ring_[head_].tc] -= ring_[head_].bytes;
+    head_ = (head_ + 1) & mask;
+    --count_;
+  }
+}
+
+void Port::Drop(Packet* p, DropReason r) {
+  drops_->Add(r);
+  engine_->TraceMix(0xd0000000ULL | static_cast<uint64_t>(r) | (uint64_t{p->psn} << 8));
+  pool_->Free(p);
+}
+
+void Port::Send(Packet* p) {
+  const int64_t now = engine_->Now().ps();
+  if (config_.mtu_bytes > 0 && IpPacketBytes(*p) > static_cast<uint32_t>(config_.mtu_bytes)) {
+    ++counters_.mtu_discards;
+    Drop(p, DropReason::kMtuExceeded);
+    return;
+  }
+  Drain(now);
+  const uint32_t bytes = p->wire_bytes;
+  const uint8_t tc = static_cast<uint8_t>((p->traffic_class >> 5) & 7);
+  if (config_.buffer_bytes > 0 && occupancy_[tc] + bytes > config_.buffer_bytes) {
+    ++counters_.port_xmit_discards;
+    Drop(p, DropReason::kTailDrop);
+    return;
+  }
+  const int64_t start = busy_until_ps_ > now ? busy_until_ps_ : now;
+  const int64_t ser =
+      ps_per_byte_ > 0 ? ps_per_byte_ * bytes : config_.rate.SerializationTime(bytes).ps();
+  const int64_t end = start + ser;
+  busy_until_ps_ = end;
+  if (count_ == ring_.size()) {
+    // Grow the ring (power of two), keeping order.
+    std::vector<Queued> bigger(ring_.size() * 2);
+    for (size_t i = 0; i < count_; ++i) bigger[i] = ring_[(head_ + i) & (ring_.size() - 1)];
+    ring_.swap(bigger);
+    head_ = 0;
+  }
+  ring_[(head_ + count_) & (ring_.size() - 1)] = Queued{end, bytes, tc};
+  ++count_;
+  occupancy_[tc] += bytes;
+  counters_.port_xmit_wait_ps += static_cast<uint64_t>(start - now);
+  ++counters_.port_xmit_packets;
+  counters_.port_xmit_data += bytes - 20;  // without preamble/SFD and IFG
+  if (tap_ != nullptr) tap_->on_packet(tap_->ctx, *p, Picoseconds(start));
+  int64_t arrival = end + config_.latency.ps();
+  if (impairment_ != nullptr) {
+    const ImpairmentVerdict v =
+        impairment_->decide(impairment_->ctx, *p, bytes, Picoseconds(start));
+    switch (v.action) {
+      case ImpairmentVerdict::kPass:
+        break;
+      case ImpairmentVerdict::kDrop:
+        Drop(p, DropReason::kImpairment);
+        return;
+      case ImpairmentVerdict::kCorrupt:
+        p->corrupt = 1;
+        break;
+      case ImpairmentVerdict::kDelay:
+        arrival += v.extra_delay.ps();
+        break;
+    }
+  }
+  ++p->hops;
+  engine_->Schedule(Picoseconds(arrival), EventKind::kArrival, peer_->component_, &Port::OnArrival,
+                    peer_, reinterpret_cast<uint64_t>(p));
+}
+
+void Port::OnArrival(void* obj, uint64_t arg) {
+  Port* rx = static_cast<Port*>(obj);
+  Packet* p = reinterpret_cast<Packet*>(arg);
+  rx->engine_->TraceMix(uint64_t{p->psn} | (uint64_t{p->opcode} << 24) |
+                        (uint64_t{p->dest_qpn} << 32));
+  ++rx->counters_.port_rcv_packets;
+  rx->counters_.port_rcv_data += p->wire_bytes - 20;
+  if (p->corrupt) {
+    // The ICRC (and FCS) no longer match: the receiver discards the frame.
+    ++rx->counters_.port_rcv_errors;
+    rx->Drop(p, DropReason::kBadIcrc);
+    return;
+  }
+  rx->rx_fn_(rx->rx_obj_, p, rx->config_.index);
+}
+
+}  // namespace fathom::sim

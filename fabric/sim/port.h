@@ -1,0 +1,147 @@
+// Port: one direction of a full-duplex link — the egress queue of a node's
+// port, its serializer, and the cable to the far end. The Network owns every
+// Port; a Port knows its peer (the reverse direction) and who receives at the
+// far end.
+//
+// Model: a FIFO served at line rate. Because service is FIFO at a fixed rate,
+// a packet's departure is known when it is queued, so Send() schedules its
+// arrival at the far end at once: one event per packet per hop. Occupancy for
+// tail drop is the bytes not yet fully serialized, per traffic class
+// (buffer_bytes each). Counters carry the IB port counter names (ROCEV2.md
+// "Counters users look at"); data counters are in bytes, not the 4-byte words
+// of the IB PMA.
+//
+// Faults: an optional Impairment (null when no fault is attached, so the
+// fault-free path pays one branch) sees each packet as it leaves and decides
+// pass / drop / corrupt / delay. Capture: an optional PacketTap sees each
+// transmitted packet (pcap through the wire codec; off = one branch).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "base/units.h"
+#include "fabric/sim/engine.h"
+#include "fabric/sim/packet.h"
+
+namespace fathom::sim {
+
+// Why a packet vanished; the run summary counts drops by reason.
+enum class DropReason : uint8_t {
+  kTailDrop = 0,  // egress buffer full (port_xmit_discards)
+  kMtuExceeded,   // frame larger than the link MTU: dropped silently (CASES.md 4)
+  kNoRoute,       // a switch has no next hop (rail-only wiring, CASES.md 8)
+  kImpairment,    // a fault model dropped it on the wire
+  kBadIcrc,       // corrupted on the wire: receiver drops it (port_rcv_errors)
+  kQpNotReady,    // the destination QP does not exist or cannot receive
+  kCount,
+};
+const char* DropReasonName(DropReason r);
+
+// Drops across the whole network, by reason.
+struct DropStats {
+  std::array<uint64_t, static_cast<size_t>(DropReason::kCount)> by_reason{};
+  void Add(DropReason r) { ++by_reason[static_cast<size_t>(r)]; }
+  uint64_t total() const;
+};
+
+struct PortCounters {
+  uint64_t port_xmit_data = 0;  // bytes (frame without preamble/IFG)
+  uint64_t port_xmit_packets = 0;
+  uint64_t port_rcv_data = 0;
+  uint64_t port_rcv_packets = 0;
+  uint64_t port_xmit_discards = 0;  // tail drops
+  uint64_t port_rcv_errors = 0;     // bad ICRC/FCS on arrival
+  uint64_t mtu_discards = 0;        // frames over the link MTU, dropped silently
+  uint64_t port_xmit_wait_ps = 0;   // time packets waited behind others
+};
+
+// A fault model's decision for one packet (faults/ implements these).
+struct ImpairmentVerdict {
+  enum Action : uint8_t { kPass, kDrop, kCorrupt, kDelay } action = kPass;
+  Picoseconds extra_delay;  // for kDelay
+};
+struct Impairment {
+  ImpairmentVerdict (*decide)(void* ctx, const Packet& p, uint32_t wire_bytes, Picoseconds at);
+  void* ctx;
+};
+
+// Sees packets a port transmits (capture). `at` is the start of transmission.
+struct PacketTap {
+  void (*on_packet)(void* ctx, const Packet& p, Picoseconds at);
+  void* ctx;
+};
+
+// Who receives at a port: fn(obj, packet, port index at that node).
+using ReceiveFn = void (*)(void* obj, Packet* p, int32_t in_port);
+
+struct PortConfig {
+  int32_t node = -1;
+  int32_t index = -1;  // port index at the node
+  int32_t link = -1;   // topology link id
+  BitsPerSecond rate;
+  Picoseconds latency;
+  int32_t mtu_bytes = 0;     // IP MTU in this direction; 0 = unlimited
+  int64_t buffer_bytes = 0;  // per traffic class; 0 = unlimited
+};
+
+class Port {
+ public:
+  Port(Engine* engine, PacketPool* pool, DropStats* drops, const PortConfig& config);
+  Port(const Port&) = delete;
+  Port& operator=(const Port&) = delete;
+
+  // Wires the far end: the reverse-direction port and its receiver.
+  void Connect(Port* peer, ReceiveFn receive, void* receiver) {
+    peer_ = peer;
+    peer_->rx_fn_ = receive;
+    peer_->rx_obj_ = receiver;
+  }
+
+  // Queues a packet for transmission (takes ownership). Drops it (and frees
+  // it) when the buffer of its traffic class is full or it exceeds the MTU.
+  void Send(Packet* p);
+
+  // Time the serializer is busy until (a NIC sends when this is <= Now()).
+  Picoseconds busy_until() const { return Picoseconds(busy_until_ps_); }
+  int64_t queued_bytes(int tc) const { return occupancy_[tc & 7]; }
+
+  const PortConfig& config() const { return config_; }
+  const PortCounters& counters() const { return counters_; }
+  Port* peer() const { return peer_; }
+  void set_impairment(const Impairment* i) { impairment_ = i; }
+  void set_tap(const PacketTap* t) { tap_ = t; }
+
+ private:
+  static void OnArrival(void* obj, uint64_t arg);
+  void Drain(int64_t now_ps);
+  void Drop(Packet* p, DropReason r);
+
+  struct Queued {
+    int64_t end_ps;
+    uint32_t bytes;
+    uint8_t tc;
+  };
+
+  Engine* engine_;
+  PacketPool* pool_;
+  DropStats* drops_;
+  PortConfig config_;
+  Port* peer_ = nullptr;
+  ReceiveFn rx_fn_ = nullptr;
+  void* rx_obj_ = nullptr;
+  const Impairment* impairment_ = nullptr;
+  const PacketTap* tap_ = nullptr;
+  int64_t busy_until_ps_ = 0;
+  std::array<int64_t, 8> occupancy_{};
+  // Ring of packets still in the serializer's queue, oldest first.
+  std::vector<Queued> ring_;
+  size_t head_ = 0;
+  size_t count_ = 0;
+  PortCounters counters_;
+  int64_t ps_per_byte_ = 0;  // exact serialization cost when the rate allows
+  uint32_t component_;
+};
+
+}  // namespace fathom::sim

@@ -1,0 +1,133 @@
+// The emulated NIC's public vocabulary: memory regions, work requests,
+// completions, completion queues, QP attributes and per-QP counters. The
+// names and numbers follow libibverbs (ibv_send_wr, ibv_wc, ibv_qp_attr) so
+// that transport/emulated maps onto them one to one.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <span>
+
+#include "base/units.h"
+#include "base/verbs_types.h"
+
+namespace fathom::sim {
+
+// ibv_access_flags.
+inline constexpr uint32_t kAccessLocalWrite = 1;
+inline constexpr uint32_t kAccessRemoteWrite = 2;
+inline constexpr uint32_t kAccessRemoteRead = 4;
+inline constexpr uint32_t kAccessRemoteAtomic = 8;
+
+// A registered range of host memory. Addresses are real pointers of this
+// process (the emulator moves real bytes for the transport API).
+struct MemoryRegion {
+  uint64_t addr = 0;
+  uint64_t length = 0;
+  uint32_t lkey = 0;
+  uint32_t rkey = 0;
+  uint32_t access = 0;
+};
+
+// Key 0 means "modelled bytes": the NIC times and counts the transfer but
+// moves no data and checks no region — what flow workloads use.
+inline constexpr uint32_t kModelledKey = 0;
+
+struct Sge {
+  uint64_t addr = 0;
+  uint32_t length = 0;
+  uint32_t lkey = kModelledKey;
+};
+
+// ibv_send_wr with one SGE.
+struct SendWr {
+  uint64_t wr_id = 0;
+  WrOpcode opcode = WrOpcode::kSend;
+  Sge sge;
+  bool signaled = true;
+  uint32_t imm = 0;          // *_WITH_IMM, network order is not modelled
+  uint64_t remote_addr = 0;  // RDMA and atomics
+  uint32_t rkey = kModelledKey;
+  uint64_t compare_add = 0;  // CMP_SWP: compare; FETCH_ADD: add
+  uint64_t swap = 0;         // CMP_SWP: swap
+};
+
+struct RecvWr {
+  uint64_t wr_id = 0;
+  Sge sge;
+};
+
+// ibv_wc.
+struct Completion {
+  uint64_t wr_id = 0;
+  WcStatus status = WcStatus::kSuccess;
+  WcOpcode opcode = WcOpcode::kSend;
+  uint32_t byte_len = 0;
+  uint32_t imm = 0;
+  bool has_imm = false;  // IBV_WC_WITH_IMM
+  uint32_t qp_num = 0;
+  Picoseconds time;  // virtual time the completion was generated
+};
+
+// A completion queue. The owner polls it, or sets a callback that sees each
+// completion as it is generated (in virtual time, from inside the engine);
+// with a callback set, completions are not queued.
+class CompletionQueue {
+ public:
+  // Moves up to out.size() completions out, oldest first; returns how many.
+  int Poll(std::span<Completion> out);
+  size_t size() const { return entries_.size(); }
+  void set_callback(std::function<void(const Completion&)> cb) { callback_ = std::move(cb); }
+  void Push(const Completion& c) {
+    if (callback_) {
+      callback_(c);
+    } else {
+      entries_.push_back(c);
+    }
+  }
+
+ private:
+  std::deque<Completion> entries_;
+  std::function<void(const Completion&)> callback_;
+};
+
+// ibv_qp_attr fields that shape the RC protocol (ROCEV2.md "PSN arithmetic
+// and timers").
+struct QpAttr {
+  int path_mtu_bytes = 4096;  // 256..4096
+  int timeout = 14;           // local ACK timeout 4.096 us * 2^timeout; 0 = none
+  int retry_cnt = 7;          // 0..7
+  int rnr_retry = 7;          // 0..7; 7 = infinite (IBTA)
+  int min_rnr_timer = 12;     // RNR timer code the responder sends (0..31)
+  int max_rd_atomic = 16;     // outstanding READ/atomic requests
+  uint8_t traffic_class = 0;  // IP TOS byte (DSCP << 2 | ECN)
+  // rxe treats retry_cnt 7 as infinite; the IBTA and hardware NICs do not.
+  bool rxe_infinite_retry = false;
+  // The requester asks for an ACK at least every this many packets (rxe's
+  // RXE_MAX_PKT_PER_ACK) and on the last packet of every message.
+  int ack_every_packets = 64;
+};
+
+// Per-QP counters, named after rxe and mlx5 hw_counters (ROCEV2.md).
+struct QpCounters {
+  uint64_t sent_pkts = 0;
+  uint64_t rcvd_pkts = 0;
+  uint64_t retransmitted_packets = 0;
+  // Requester side.
+  uint64_t packet_seq_err = 0;         // NAK sequence errors received
+  uint64_t implied_nak_seq_err = 0;    // gaps seen in READ responses / ACKs
+  uint64_t local_ack_timeout_err = 0;  // local ACK timer expirations
+  uint64_t rcvd_rnr_err = 0;           // RNR NAKs received
+  uint64_t retry_exceeded_err = 0;     // IBV_WC_RETRY_EXC_ERR completions
+  uint64_t rnr_nak_retry_err = 0;      // IBV_WC_RNR_RETRY_EXC_ERR completions
+  // Responder side.
+  uint64_t out_of_sequence = 0;    // request PSN ahead of the expected PSN
+  uint64_t duplicate_request = 0;  // request PSN behind it
+  uint64_t send_rnr_err = 0;       // RNR NAKs sent (no receive WQE)
+  uint64_t ack_deferred = 0;       // ACKs merged into a queued one
+  uint64_t rdma_sends = 0;
+  uint64_t rdma_recvs = 0;
+};
+
+}  // namespace fathom::sim

@@ -1,0 +1,377 @@
+// The RC requester: segmentation, PSNs, ACK/NAK processing, go-back-N, the
+// local ACK timer with retry_cnt, RNR waits with rnr_retry, READ and atomic
+// responses (IBTA vol. 1 9.7.4 "requester side", rxe_req.c / rxe_comp.c).
+#include <cstring>
+
+#include "fabric/sim/nic.h"
+#include "fabric/wire/psn.h"
+
+namespace fathom::sim {
+namespace {
+
+using wire::PsnAdd;
+using wire::PsnDiff;
+
+bool IsReadOrAtomic(WrOpcode op) {
+  return op == WrOpcode::kRdmaRead || op == WrOpcode::kAtomicCmpAndSwp ||
+         op == WrOpcode::kAtomicFetchAndAdd;
+}
+
+}  // namespace
+
+WcOpcode WcOpcodeFor(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm:
+      return WcOpcode::kRdmaWrite;
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm:
+      return WcOpcode::kSend;
+    case WrOpcode::kRdmaRead:
+      return WcOpcode::kRdmaRead;
+    case WrOpcode::kAtomicCmpAndSwp:
+      return WcOpcode::kCompSwap;
+    case WrOpcode::kAtomicFetchAndAdd:
+      return WcOpcode::kFetchAdd;
+  }
+  return WcOpcode::kSend;
+}
+
+uint32_t Nic::SendPsn(const Qp& qp) const {
+  if (qp.send_idx >= qp.sq.size()) return qp.next_psn;
+  return PsnAdd(qp.sq[qp.send_idx].first_psn, qp.send_pkt);
+}
+
+bool Nic::RequesterHasWork(const Qp& qp) const {
+  if (qp.state != QpState::kRts || qp.rnr_until_ps != 0 || qp.send_idx >= qp.sq.size()) {
+    return false;
+  }
+  const SendWqe& w = qp.sq[qp.send_idx];
+  // A WR with a bad local key fails when it reaches the head, in order.
+  if (w.local_error) return qp.send_idx == 0;
+  if (IsReadOrAtomic(w.wr.opcode) && qp.outstanding_rd >= qp.attr.max_rd_atomic) return false;
+  return true;
+}
+
+void Nic::RestartAckTimer(Qp& qp) {
+  if (qp.attr.timeout == 0) {
+    qp.ack_deadline_ps = 0;  // timeout 0: no local ACK timer (IBTA 9.7.6.1.3)
+    return;
+  }
+  qp.ack_deadline_ps = engine_->Now().ps() + LocalAckTimeoutPs(qp.attr.timeout);
+  ArmTimer(qp, qp.ack_deadline_ps);
+}
+
+Packet* Nic::RequesterNext(Qp& qp) {
+  SendWqe& w = qp.sq[qp.send_idx];
+  if (w.local_error) {
+    FailFront(qp, WcStatus::kLocProtErr);
+    return nullptr;
+  }
+  const uint32_t mtu = static_cast<uint32_t>(qp.attr.path_mtu_bytes);
+  const uint32_t psn = PsnAdd(w.first_psn, qp.send_pkt);
+  const SendWr& wr = w.wr;
+  Packet* p = nullptr;
+  uint32_t psn_end = PsnAdd(psn, 1);
+  if (wr.opcode == WrOpcode::kRdmaRead) {
+    // One request for the rest of the READ from this PSN on (a retried READ
+    // asks only for the responses still missing).
+    const uint32_t offset = qp.send_pkt * mtu;
+    p = NewPacket(qp, op::kReadRequest, psn);
+    p->va = wr.remote_addr + offset;
+    p->rkey = wr.rkey;
+    p->dma_len = wr.sge.length - offset;
+    p->ack_req = 1;
+    psn_end = PsnAdd(w.first_psn, w.npkts);
+    ++qp.send_idx;
+    qp.send_pkt = 0;
+    ++qp.outstanding_rd;
+  } else if (wr.opcode == WrOpcode::kAtomicCmpAndSwp || wr.opcode == WrOpcode::kAtomicFetchAndAdd) {
+    const bool cas = wr.opcode == WrOpcode::kAtomicCmpAndSwp;
+    p = NewPacket(qp, cas ? op::kCompareSwap : op::kFetchAdd, psn);
+    p->va = wr.remote_addr;
+    p->rkey = wr.rkey;
+    p->swap_add = cas ? wr.swap : wr.compare_add;
+    p->compare = cas ? wr.compare_add : 0;
+    p->ack_req = 1;
+    ++qp.send_idx;
+    qp.send_pkt = 0;
+    ++qp.outstanding_rd;
+  } else {
+    const bool write =
+        wr.opcode == WrOpcode::kRdmaWrite || wr.opcode == WrOpcode::kRdmaWriteWithImm;
+    const bool imm =
+        wr.opcode == WrOpcode::kSendWithImm || wr.opcode == WrOpcode::kRdmaWriteWithImm;
+    const uint32_t i = qp.send_pkt;
+    const uint32_t offset = i * mtu;
+    const uint32_t payload = wr.sge.length - offset < mtu ? wr.sge.length - offset : mtu;
+    uint8_t opcode;
+    if (w.npkts == 1) {
+      opcode = write ? (imm ? op::kWriteOnlyImm : op::kWriteOnly)
+                     : (imm ? op::kSendOnlyImm : op::kSendOnly);
+    } else if (i == 0) {
+      opcode = write ? op::kWriteFirst : op::kSendFirst;
+    } else if (i + 1 == w.npkts) {
+      opcode = write ? (imm ? op::kWriteLastImm : op::kWriteLast)
+                     : (imm ? op::kSendLastImm : op::kSendLast);
+    } else {
+      opcode = write ? op::kWriteMiddle : op::kSendMiddle;
+    }
+    p = NewPacket(qp, opcode, psn);
+    p->payload_bytes = payload;
+    if (wr.sge.lkey != kModelledKey)
+      p->data = reinterpret_cast<const uint8_t*>(wr.sge.addr) + offset;
+    if (write && i == 0) {
+      p->va = wr.remote_addr;
+      p->rkey = wr.rkey;
+      p->dma_len = wr.sge.length;
+    }
+    if (imm) p->imm = wr.imm;
+    const bool last = i + 1 == w.npkts;
+    if (last || ++qp.pkts_since_ackreq >= static_cast<uint32_t>(qp.attr.ack_every_packets)) {
+      p->ack_req = 1;
+      qp.pkts_since_ackreq = 0;
+    }
+    if (++qp.send_pkt == w.npkts) {
+      ++qp.send_idx;
+      qp.send_pkt = 0;
+    }
+    if (last && write) ++qp.counters.rdma_sends;
+  }
+  if (PsnDiff(psn, qp.max_sent_psn) < 0) {
+    ++qp.counters.retransmitted_packets;
+  }
+  if (PsnDiff(psn_end, qp.max_sent_psn) > 0) qp.max_sent_psn = psn_end;
+  if (qp.ack_deadline_ps == 0) RestartAckTimer(qp);
+  return p;
+}
+
+// Every PSN before `psn` is acknowledged: complete the SEND/WRITE WRs it
+// covers, in order. A READ or atomic at the head is only completed by its
+// responses; an ACK beyond it means they were lost (an implied NAK).
+void Nic::AckUpTo(Qp& qp, uint32_t psn) {
+  if (PsnDiff(psn, qp.acked_psn) <= 0) return;  // stale or duplicate
+  if (PsnDiff(psn, qp.max_sent_psn) > 0) psn = qp.max_sent_psn;
+  bool implied_nak = false;
+  while (!qp.sq.empty()) {
+    const SendWqe& w = qp.sq.front();
+    if (IsReadOrAtomic(w.wr.opcode)) {
+      if (PsnDiff(psn, w.first_psn) > 0) implied_nak = true;
+      break;
+    }
+    const uint32_t end = PsnAdd(w.first_psn, w.npkts);
+    if (PsnDiff(end, psn) > 0) {
+      qp.acked_psn = psn;  // part of this message
+      break;
+    }
+    qp.acked_psn = end;
+    const SendWqe done = w;
+    qp.sq.pop_front();
+    if (qp.send_idx > 0) {
+      --qp.send_idx;
+    } else {
+      qp.send_pkt = 0;
+    }
+    if (done.wr.signaled) {
+      Complete(qp, qp.send_cq,
+               Completion{done.wr.wr_id,
+                          WcStatus::kSuccess,
+                          WcOpcodeFor(done.wr.opcode),
+                          done.wr.sge.length,
+                          0,
+                          false,
+                          0,
+                          {}});
+    }
+  }
+  if (qp.state != QpState::kRts) return;  // a completion callback moved the QP
+  // Progress: the retry budgets start over (rxe reset_retry_counters).
+  qp.retries_left = qp.attr.retry_cnt;
+  qp.rnr_retries_left = qp.attr.rnr_retry;
+  qp.retry_pending = false;
+  // A go-back-N pointer left behind the acknowledged PSN moves up to it.
+  if (!qp.sq.empty() && PsnDiff(SendPsn(qp), qp.acked_psn) < 0) {
+    qp.send_idx = 0;
+    qp.send_pkt = static_cast<uint32_t>(PsnDiff(qp.acked_psn, qp.sq.front().first_psn));
+  }
+  if (PsnDiff(qp.max_sent_psn, qp.acked_psn) > 0) {
+    RestartAckTimer(qp);
+  } else {
+    qp.ack_deadline_ps = 0;
+  }
+  if (implied_nak) {
+    ++qp.counters.implied_nak_seq_err;
+    RetryOrFail(qp, qp.acked_psn);
+    return;
+  }
+  if (RequesterHasWork(qp)) Activate(qp);
+}
+
+void Nic::GoBackN(Qp& qp, uint32_t psn) {
+  if (qp.sq.empty()) return;
+  qp.send_idx = 0;
+  const int32_t into = PsnDiff(psn, qp.sq.front().first_psn);
+  qp.send_pkt = into > 0 ? static_cast<uint32_t>(into) : 0;
+  qp.outstanding_rd = 0;
+  qp.pkts_since_ackreq = 0;
+  qp.retry_pending = true;
+  qp.retry_psn = psn;
+  RestartAckTimer(qp);
+  if (RequesterHasWork(qp)) Activate(qp);
+}
+
+// NAK sequence error, implied NAK or timeout: retransmit from the oldest
+// unacknowledged PSN while retry_cnt allows (rxe: retry_cnt 7 is infinite
+// when rxe_infinite_retry is set), else IBV_WC_RETRY_EXC_ERR.
+void Nic::RetryOrFail(Qp& qp, uint32_t psn) {
+  const bool infinite = qp.attr.rxe_infinite_retry && qp.attr.retry_cnt == 7;
+  if (qp.retries_left <= 0 && !infinite) {
+    ++qp.counters.retry_exceeded_err;
+    FailFront(qp, WcStatus::kRetryExcErr);
+    return;
+  }
+  if (!infinite) --qp.retries_left;
+  GoBackN(qp, psn);
+}
+
+void Nic::FailFront(Qp& qp, WcStatus status) {
+  if (!qp.sq.empty()) {
+    const SendWqe w = qp.sq.front();
+    qp.sq.pop_front();
+    Complete(qp, qp.send_cq,
+             Completion{w.wr.wr_id, status, WcOpcodeFor(w.wr.opcode), 0, 0, false, 0, {}});
+  }
+  EnterError(qp);
+}
+
+void Nic::TimerExpired(Qp& qp) {
+  qp.ack_deadline_ps = 0;
+  if (qp.state != QpState::kRts || PsnDiff(qp.max_sent_psn, qp.acked_psn) <= 0) return;
+  ++qp.counters.local_ack_timeout_err;
+  RetryOrFail(qp, qp.acked_psn);
+}
+
+void Nic::OnResponse(Qp& qp, Packet* p) {
+  if (qp.state != QpState::kRts) return;
+  const uint32_t psn = p->psn;
+  if (p->opcode == op::kAck) {
+    const uint8_t kind = p->aeth_syndrome >> 5;
+    if (kind == 0) {  // ACK: every PSN up to and including psn
+      AckUpTo(qp, PsnAdd(psn, 1));
+      return;
+    }
+    if (PsnDiff(psn, qp.acked_psn) < 0) return;  // a NAK for something already acknowledged
+    AckUpTo(qp, psn);
+    if (qp.state != QpState::kRts) return;
+    if (kind == 1) {  // RNR NAK (IBTA 9.7.5.2.8)
+      ++qp.counters.rcvd_rnr_err;
+      if (qp.rnr_retries_left <= 0 && qp.attr.rnr_retry != 7) {
+        ++qp.counters.rnr_nak_retry_err;
+        FailFront(qp, WcStatus::kRnrRetryExcErr);
+        return;
+      }
+      if (qp.attr.rnr_retry != 7) --qp.rnr_retries_left;
+      GoBackN(qp, psn);
+      qp.ack_deadline_ps = 0;  // no ACK timer while waiting out the RNR delay
+      qp.rnr_until_ps = engine_->Now().ps() + RnrTimerPs(p->aeth_syndrome & 0x1F);
+      ArmTimer(qp, qp.rnr_until_ps);
+      return;
+    }
+    switch (p->aeth_syndrome) {
+      case kAethNakSeq:
+        ++qp.counters.packet_seq_err;
+        RetryOrFail(qp, psn);
+        return;
+      case kAethNakAccess:
+        FailFront(qp, WcStatus::kRemAccessErr);
+        return;
+      case kAethNakOperational:
+        FailFront(qp, WcStatus::kRemOpErr);
+        return;
+      default:
+        FailFront(qp, WcStatus::kRemInvReqErr);
+        return;
+    }
+  }
+  // READ responses and atomic ACKs must come in PSN order; a gap means
+  // responses were lost: go back to the first missing one (implied NAK).
+  int32_t d = PsnDiff(psn, qp.acked_psn);
+  if (d < 0) return;  // duplicate
+  if (d > 0) {
+    // A response also acknowledges the SEND/WRITEs before its READ (their
+    // ACK may have been lost): complete those first.
+    for (const SendWqe& w : qp.sq) {
+      if (wire::PsnInWindow(psn, w.first_psn, w.npkts)) {
+        if (IsReadOrAtomic(w.wr.opcode)) AckUpTo(qp, w.first_psn);
+        break;
+      }
+    }
+    if (qp.state != QpState::kRts) return;
+    d = PsnDiff(psn, qp.acked_psn);
+  }
+  if (d > 0) {
+    // Responses past a lost one: go back to the first missing response.
+    if (!qp.retry_pending || qp.retry_psn != qp.acked_psn) {
+      ++qp.counters.implied_nak_seq_err;
+      RetryOrFail(qp, qp.acked_psn);
+    }
+    return;
+  }
+  if (qp.sq.empty() || !IsReadOrAtomic(qp.sq.front().wr.opcode)) return;
+  SendWqe& w = qp.sq.front();
+  const uint32_t mtu = static_cast<uint32_t>(qp.attr.path_mtu_bytes);
+  const uint32_t index = static_cast<uint32_t>(PsnDiff(psn, w.first_psn));
+  bool done;
+  uint32_t byte_len;
+  if (p->opcode == op::kAtomicAck) {
+    if (w.wr.sge.lkey != kModelledKey) {
+      std::memcpy(reinterpret_cast<void*>(w.wr.sge.addr), &p->swap_add, sizeof(uint64_t));
+    }
+    done = true;
+    byte_len = 8;
+  } else {
+    if (w.wr.sge.lkey != kModelledKey && p->data != nullptr && p->payload_bytes > 0) {
+      std::memcpy(reinterpret_cast<uint8_t*>(w.wr.sge.addr) + uint64_t{index} * mtu, p->data,
+                  p->payload_bytes);
+    }
+    done = index + 1 == w.npkts;
+    byte_len = w.wr.sge.length;
+  }
+  qp.acked_psn = PsnAdd(psn, 1);
+  qp.retries_left = qp.attr.retry_cnt;
+  qp.retry_pending = false;
+  if (done) {
+    const SendWqe finished = w;
+    qp.sq.pop_front();
+    if (qp.send_idx > 0) {
+      --qp.send_idx;
+    } else {
+      qp.send_pkt = 0;
+    }
+    if (qp.outstanding_rd > 0) --qp.outstanding_rd;
+    if (finished.wr.signaled) {
+      Complete(qp, qp.send_cq,
+               Completion{finished.wr.wr_id,
+                          WcStatus::kSuccess,
+                          WcOpcodeFor(finished.wr.opcode),
+                          byte_len,
+                          0,
+                          false,
+                          0,
+                          {}});
+    }
+    if (qp.state != QpState::kRts) return;
+  }
+  if (!qp.sq.empty() && PsnDiff(SendPsn(qp), qp.acked_psn) < 0) {
+    qp.send_idx = 0;
+    qp.send_pkt = static_cast<uint32_t>(PsnDiff(qp.acked_psn, qp.sq.front().first_psn));
+  }
+  if (PsnDiff(qp.max_sent_psn, qp.acked_psn) > 0) {
+    RestartAckTimer(qp);
+  } else {
+    qp.ack_deadline_ps = 0;
+  }
+  if (RequesterHasWork(qp)) Activate(qp);
+}
+
+}  // namespace fathom::sim

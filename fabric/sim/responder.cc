@@ -1,0 +1,306 @@
+// The RC responder: PSN checking, duplicate and out-of-sequence requests,
+// ACK coalescing, NAK sequence error, RNR NAK, remote access checks, RDMA
+// WRITE / SEND placement, READ responses and atomics (IBTA vol. 1 9.7.5
+// "responder side", rxe_resp.c).
+#include <cstring>
+
+#include "fabric/sim/nic.h"
+#include "fabric/wire/psn.h"
+
+namespace fathom::sim {
+namespace {
+
+using wire::PsnAdd;
+using wire::PsnDiff;
+
+bool IsSend(uint8_t opcode) { return opcode <= op::kSendOnlyImm; }
+bool IsWrite(uint8_t opcode) { return opcode >= op::kWriteFirst && opcode <= op::kWriteOnlyImm; }
+bool StartsMessage(uint8_t opcode) {
+  return opcode == op::kSendFirst || opcode == op::kSendOnly || opcode == op::kSendOnlyImm ||
+         opcode == op::kWriteFirst || opcode == op::kWriteOnly || opcode == op::kWriteOnlyImm;
+}
+bool EndsMessage(uint8_t opcode) {
+  return opcode == op::kSendLast || opcode == op::kSendLastImm || opcode == op::kSendOnly ||
+         opcode == op::kSendOnlyImm || opcode == op::kWriteLast || opcode == op::kWriteLastImm ||
+         opcode == op::kWriteOnly || opcode == op::kWriteOnlyImm;
+}
+bool HasImm(uint8_t opcode) {
+  return opcode == op::kSendLastImm || opcode == op::kSendOnlyImm || opcode == op::kWriteLastImm ||
+         opcode == op::kWriteOnlyImm;
+}
+bool ConsumesRecv(uint8_t opcode) {
+  return opcode == op::kSendFirst || opcode == op::kSendOnly || opcode == op::kSendOnlyImm ||
+         opcode == op::kWriteOnlyImm || opcode == op::kWriteLastImm;
+}
+
+}  // namespace
+
+void Nic::OnRequest(Qp& qp, Packet* p) {
+  const int32_t d = PsnDiff(p->psn, qp.epsn);
+  if (d == 0) {
+    ExecuteRequest(qp, *p);
+  } else if (d < 0) {
+    ++qp.counters.duplicate_request;
+    OnDuplicate(qp, *p);
+  } else {
+    // A gap: NAK once with the expected PSN, then drop silently until it
+    // arrives (IBTA 9.7.5.1.3 "PSN sequence error").
+    ++qp.counters.out_of_sequence;
+    if (!qp.nak_sent) {
+      qp.nak_sent = true;
+      QueueAck(qp, qp.epsn, kAethNakSeq);
+    }
+  }
+}
+
+void Nic::ResponderError(Qp& qp, uint32_t psn, uint8_t nak) {
+  qp.reads.clear();  // the NAK goes out now, not behind responses
+  qp.has_deferred_ack = false;
+  QueueAck(qp, psn, nak);
+  qp.nak_sent = true;
+  EnterError(qp);
+}
+
+void Nic::ExecuteRequest(Qp& qp, const Packet& p) {
+  const uint8_t opc = p.opcode;
+  if (ConsumesRecv(opc) && !(opc == op::kSendFirst && qp.recv_active) && qp.rq.empty()) {
+    // No receive WQE: RNR NAK with our min_rnr_timer; later packets of the
+    // message are dropped as out of sequence until the retry (9.7.5.2.8).
+    ++qp.counters.send_rnr_err;
+    QueueAck(qp, p.psn, static_cast<uint8_t>(kAethRnrNak | (qp.attr.min_rnr_timer & 0x1F)));
+    qp.nak_sent = true;
+    return;
+  }
+  if (opc == op::kReadRequest || opc == op::kCompareSwap || opc == op::kFetchAdd) {
+    if (!QueueResponses(qp, p)) return;
+    ++qp.msn;
+    qp.nak_sent = false;
+    return;
+  }
+  if (IsSend(opc)) {
+    if (StartsMessage(opc)) {
+      qp.recv_active = true;
+      qp.recv_offset = 0;
+    } else if (!qp.recv_active) {
+      ResponderError(qp, p.psn, kAethNakInvalid);  // MIDDLE/LAST without FIRST
+      return;
+    }
+    RecvWqe& r = qp.rq.front();
+    if (uint64_t{qp.recv_offset} + p.payload_bytes > r.wr.sge.length) {
+      // The message does not fit the receive buffer: IBV_WC_LOC_LEN_ERR here,
+      // IBV_WC_REM_INV_REQ_ERR at the requester (CASES.md 2).
+      const RecvWqe failed = r;
+      qp.rq.pop_front();
+      Complete(
+          qp, qp.recv_cq,
+          Completion{failed.wr.wr_id, WcStatus::kLocLenErr, WcOpcode::kRecv, 0, 0, false, 0, {}});
+      ResponderError(qp, p.psn, kAethNakInvalid);
+      return;
+    }
+    if (r.wr.sge.lkey != kModelledKey && p.data != nullptr && p.payload_bytes > 0) {
+      std::memcpy(reinterpret_cast<uint8_t*>(r.wr.sge.addr) + qp.recv_offset, p.data,
+                  p.payload_bytes);
+    }
+    qp.recv_offset += p.payload_bytes;
+    if (EndsMessage(opc)) {
+      const RecvWqe done = r;
+      qp.rq.pop_front();
+      qp.recv_active = false;
+      ++qp.counters.rdma_recvs;
+      Complete(qp, qp.recv_cq,
+               Completion{done.wr.wr_id,
+                          WcStatus::kSuccess,
+                          WcOpcode::kRecv,
+                          qp.recv_offset,
+                          p.imm,
+                          HasImm(opc),
+                          0,
+                          {}});
+    }
+  } else if (IsWrite(opc)) {
+    if (opc == op::kWriteFirst || opc == op::kWriteOnly || opc == op::kWriteOnlyImm) {
+      qp.write_modelled = p.rkey == kModelledKey;
+      if (!qp.write_modelled &&
+          CheckRemote(p.rkey, p.va, p.dma_len, kAccessRemoteWrite) == nullptr) {
+        ResponderError(qp, p.psn, kAethNakAccess);  // IBV_WC_REM_ACCESS_ERR at the requester
+        return;
+      }
+      qp.write_va = p.va;
+      qp.write_len = 0;
+    }
+    if (!qp.write_modelled && p.data != nullptr && p.payload_bytes > 0) {
+      std::memcpy(reinterpret_cast<void*>(qp.write_va), p.data, p.payload_bytes);
+    }
+    qp.write_va += p.payload_bytes;
+    qp.write_len += p.payload_bytes;
+    if (opc == op::kWriteLastImm || opc == op::kWriteOnlyImm) {
+      const RecvWqe done = qp.rq.front();
+      qp.rq.pop_front();
+      ++qp.counters.rdma_recvs;
+      Complete(qp, qp.recv_cq,
+               Completion{done.wr.wr_id,
+                          WcStatus::kSuccess,
+                          WcOpcode::kRecvRdmaWithImm,
+                          qp.write_len,
+                          p.imm,
+                          true,
+                          0,
+                          {}});
+    }
+  } else {
+    ResponderError(qp, p.psn, kAethNakInvalid);
+    return;
+  }
+  if (qp.state == QpState::kErr) return;
+  if (EndsMessage(opc)) ++qp.msn;
+  qp.epsn = PsnAdd(p.psn, 1);
+  qp.nak_sent = false;
+  if (p.ack_req) QueueAck(qp, p.psn, kAethAck);
+}
+
+// READ: queue its responses; atomics: execute now and queue the atomic ACK.
+bool Nic::QueueResponses(Qp& qp, const Packet& p) {
+  const uint32_t mtu = static_cast<uint32_t>(qp.attr.path_mtu_bytes);
+  ReadJob job{};
+  job.first_psn = p.psn;
+  job.modelled = p.rkey == kModelledKey;
+  if (p.opcode == op::kReadRequest) {
+    if (!job.modelled && CheckRemote(p.rkey, p.va, p.dma_len, kAccessRemoteRead) == nullptr) {
+      ResponderError(qp, p.psn, kAethNakAccess);
+      return false;
+    }
+    job.npkts = p.dma_len == 0 ? 1 : (p.dma_len + mtu - 1) / mtu;
+    job.va = p.va;
+    job.len = p.dma_len;
+  } else {
+    if (!job.modelled &&
+        (p.va % 8 != 0 || CheckRemote(p.rkey, p.va, 8, kAccessRemoteAtomic) == nullptr)) {
+      ResponderError(qp, p.psn, kAethNakAccess);
+      return false;
+    }
+    job.npkts = 1;
+    job.atomic = true;
+    if (!job.modelled) {
+      uint64_t value;
+      std::memcpy(&value, reinterpret_cast<const void*>(p.va), sizeof value);
+      job.orig = value;
+      if (p.opcode == op::kFetchAdd) {
+        value += p.swap_add;
+      } else if (value == p.compare) {
+        value = p.swap_add;
+      }
+      std::memcpy(reinterpret_cast<void*>(p.va), &value, sizeof value);
+    }
+    // Kept so that a duplicate atomic is answered, not executed twice (9.4.5).
+    qp.atomics.push_back(AtomicResult{p.psn, job.orig});
+    while (qp.atomics.size() > static_cast<size_t>(qp.attr.max_rd_atomic)) qp.atomics.pop_front();
+  }
+  qp.epsn = PsnAdd(p.psn, job.npkts);
+  qp.reads.push_back(job);
+  Activate(qp);
+  return true;
+}
+
+void Nic::OnDuplicate(Qp& qp, const Packet& p) {
+  if (p.opcode == op::kReadRequest) {
+    // Re-execute from the requested PSN; responses queued at or after it are
+    // superseded (the requester resends everything after it anyway).
+    while (!qp.reads.empty() && PsnDiff(qp.reads.back().first_psn, p.psn) >= 0) {
+      qp.reads.pop_back();
+    }
+    const uint32_t epsn = qp.epsn;
+    if (QueueResponses(qp, p)) qp.epsn = epsn;
+    return;
+  }
+  if (p.opcode == op::kCompareSwap || p.opcode == op::kFetchAdd) {
+    for (const AtomicResult& a : qp.atomics) {
+      if (a.psn == p.psn) {
+        ReadJob job{};
+        job.first_psn = p.psn;
+        job.npkts = 1;
+        job.atomic = true;
+        job.orig = a.orig;
+        qp.reads.push_back(job);
+        Activate(qp);
+        return;
+      }
+    }
+    return;
+  }
+  // A retransmitted SEND/WRITE we already have: acknowledge the newest PSN
+  // so a requester whose ACK was lost makes progress (9.7.5.1.2).
+  QueueAck(qp, PsnAdd(qp.epsn, -1), kAethAck);
+}
+
+void Nic::QueueAck(Qp& qp, uint32_t psn, uint8_t syndrome) {
+  if (!qp.reads.empty()) {
+    // Behind queued READ responses: sent after them, in PSN order.
+    if (qp.has_deferred_ack && syndrome == kAethAck && qp.deferred_ack_syndrome != kAethAck) {
+      return;  // keep the NAK
+    }
+    if (qp.has_deferred_ack) ++qp.counters.ack_deferred;
+    qp.has_deferred_ack = true;
+    qp.deferred_ack_psn = psn;
+    qp.deferred_ack_syndrome = syndrome;
+    Activate(qp);
+    return;
+  }
+  if (syndrome == kAethAck && qp.pending_ack != nullptr) {
+    // Coalesce with the ACK still waiting for the port.
+    ++qp.counters.ack_deferred;
+    qp.pending_ack->psn = psn & wire::kPsnMask;
+    qp.pending_ack->msn = qp.msn;
+    return;
+  }
+  Packet* ack = NewPacket(qp, op::kAck, psn);
+  ack->aeth_syndrome = syndrome;
+  ack->msn = qp.msn & wire::kPsnMask;
+  if (syndrome == kAethAck) qp.pending_ack = ack;
+  SendControl(ack);
+}
+
+Packet* Nic::ResponderNext(Qp& qp) {
+  if (!qp.reads.empty()) {
+    ReadJob& job = qp.reads.front();
+    if (job.atomic) {
+      Packet* p = NewPacket(qp, op::kAtomicAck, job.first_psn);
+      p->aeth_syndrome = kAethAck;
+      p->msn = qp.msn & wire::kPsnMask;
+      p->swap_add = job.orig;
+      qp.reads.pop_front();
+      return p;
+    }
+    const uint32_t mtu = static_cast<uint32_t>(qp.attr.path_mtu_bytes);
+    const uint32_t i = job.next;
+    uint8_t opcode;
+    if (job.npkts == 1) {
+      opcode = op::kReadRespOnly;
+    } else if (i == 0) {
+      opcode = op::kReadRespFirst;
+    } else if (i + 1 == job.npkts) {
+      opcode = op::kReadRespLast;
+    } else {
+      opcode = op::kReadRespMiddle;
+    }
+    Packet* p = NewPacket(qp, opcode, PsnAdd(job.first_psn, i));
+    const uint32_t offset = i * mtu;
+    p->payload_bytes = job.len - offset < mtu ? job.len - offset : mtu;
+    if (opcode != op::kReadRespMiddle) {
+      p->aeth_syndrome = kAethAck;
+      p->msn = qp.msn & wire::kPsnMask;
+    }
+    if (!job.modelled) p->data = reinterpret_cast<const uint8_t*>(job.va) + offset;
+    if (++job.next == job.npkts) qp.reads.pop_front();
+    return p;
+  }
+  if (qp.has_deferred_ack) {
+    qp.has_deferred_ack = false;
+    Packet* p = NewPacket(qp, op::kAck, qp.deferred_ack_psn);
+    p->aeth_syndrome = qp.deferred_ack_syndrome;
+    p->msn = qp.msn & wire::kPsnMask;
+    return p;
+  }
+  return nullptr;
+}
+
+}  // namespace fathom::sim

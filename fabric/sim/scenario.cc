@@ -1,0 +1,382 @@
+#include "fabric/sim/scenario.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+
+#include "base/verbs_types.h"
+#include "fabric/sim/capture.h"
+#include "fabric/sim/engine.h"
+#include "fabric/sim/fault_attach.h"
+#include "fabric/sim/network.h"
+#include "fabric/sim/workload.h"
+#include "topologies/spec.h"
+
+namespace fathom::sim {
+namespace {
+
+constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 30;
+
+bool IsWcStatusName(const std::string& name) {
+  for (int s = 0; s <= static_cast<int>(WcStatus::kGeneralErr); ++s) {
+    if (WcStatusName(static_cast<WcStatus>(s)) == name) return true;
+  }
+  return false;
+}
+
+// Host rank of a host node name, or an error placed on `path`.
+StatusOr<int32_t> HostRank(const LoadedScenario& sc, const std::string& name,
+                           const std::string& path) {
+  auto node = sc.topology.FindNode(name);
+  if (!node.ok() || sc.topology.node(*node).kind != topo::NodeKind::kHost) {
+    return sc.map.Error(path, "'" + name + "' is not a host of topology '" + sc.topology.name() +
+                                  "' (hosts are h0..h" +
+                                  std::to_string(sc.topology.hosts().size() - 1) + ")");
+  }
+  return sc.topology.HostRank(*node);
+}
+
+Status CheckRange(const config::SourceMap& map, const std::string& path, int64_t v, int64_t lo,
+                  int64_t hi) {
+  if (v < lo || v > hi) {
+    return map.Error(path, std::to_string(v) + " is out of range " + std::to_string(lo) + ".." +
+                               std::to_string(hi));
+  }
+  return Status::Ok();
+}
+
+Status Validate(const LoadedScenario& sc) {
+  const proto::Scenario& s = sc.spec;
+  const config::SourceMap& m = sc.map;
+  if (!(s.end_time_us() > 0) || !std::isfinite(s.end_time_us())) {
+    return m.Error("end_time_us", "must be a positive number of microseconds");
+  }
+  const proto::TransportSpec& t = s.transport();
+  if (t.has_ib_timeout())
+    FATHOM_RETURN_IF_ERROR(CheckRange(m, "transport.ib_timeout", t.ib_timeout(), 0, 31));
+  if (t.has_retry_cnt())
+    FATHOM_RETURN_IF_ERROR(CheckRange(m, "transport.retry_cnt", t.retry_cnt(), 0, 7));
+  if (t.has_rnr_retry())
+    FATHOM_RETURN_IF_ERROR(CheckRange(m, "transport.rnr_retry", t.rnr_retry(), 0, 7));
+  if (t.has_min_rnr_timer()) {
+    FATHOM_RETURN_IF_ERROR(CheckRange(m, "transport.min_rnr_timer", t.min_rnr_timer(), 0, 31));
+  }
+  if (t.has_traffic_class()) {
+    FATHOM_RETURN_IF_ERROR(CheckRange(m, "transport.traffic_class", t.traffic_class(), 0, 255));
+  }
+  if (t.has_qps_per_connection()) {
+    FATHOM_RETURN_IF_ERROR(
+        CheckRange(m, "transport.qps_per_connection", t.qps_per_connection(), 1, 64));
+  }
+  if (t.has_max_rd_atomic()) {
+    FATHOM_RETURN_IF_ERROR(CheckRange(m, "transport.max_rd_atomic", t.max_rd_atomic(), 1, 16));
+  }
+  if (t.has_mtu_bytes() && MtuBytesToEnum(t.mtu_bytes()) <= 0) {
+    return m.Error("transport.mtu_bytes", std::to_string(t.mtu_bytes()) +
+                                              " is not a verbs MTU (256, 512, 1024, 2048, 4096)");
+  }
+  if (!t.opcode().empty() && t.opcode() != "write" && t.opcode() != "send" &&
+      t.opcode() != "read") {
+    return m.Error("transport.opcode", "'" + t.opcode() + "' is not one of write, send, read");
+  }
+  if (t.has_message_bytes() && (t.message_bytes() == 0 || t.message_bytes() > kMaxMessageBytes)) {
+    return m.Error("transport.message_bytes",
+                   std::to_string(t.message_bytes()) + " must be between 1 and 2^30");
+  }
+  const proto::NetworkSpec& n = s.network();
+  if (n.has_switch_buffer_bytes() && n.switch_buffer_bytes() < 9216) {
+    return m.Error("network.switch_buffer_bytes",
+                   std::to_string(n.switch_buffer_bytes()) + " cannot hold one jumbo frame (9216)");
+  }
+  const proto::WorkloadSpec& w = s.workload();
+  const int32_t hosts = static_cast<int32_t>(sc.topology.hosts().size());
+  if (w.pattern() == proto::WorkloadSpec::PATTERN_UNSPECIFIED) {
+    return m.Error("workload.pattern", "must be permutation, all_to_all, incast or flows");
+  }
+  if (hosts < 2) return m.Error("topology", "needs at least 2 hosts for a workload");
+  if (w.start_us() < 0) return m.Error("workload.start_us", "must not be negative");
+  if (w.start_jitter_us() < 0) return m.Error("workload.start_jitter_us", "must not be negative");
+  if (w.pattern() == proto::WorkloadSpec::PATTERN_FLOWS) {
+    if (w.flows_size() == 0) return m.Error("workload.flows", "pattern flows needs a flows list");
+    for (int i = 0; i < w.flows_size(); ++i) {
+      const std::string p = "workload.flows[" + std::to_string(i) + "]";
+      const proto::FlowSpec& f = w.flows(i);
+      FATHOM_ASSIGN_OR_RETURN(int32_t src, HostRank(sc, f.src(), p + ".src"));
+      FATHOM_ASSIGN_OR_RETURN(int32_t dst, HostRank(sc, f.dst(), p + ".dst"));
+      if (src == dst) return m.Error(p + ".dst", "a flow cannot go from a host to itself");
+      if (f.bytes() == 0 && w.flow_bytes() == 0) {
+        return m.Error(p + ".bytes", "no size: set bytes or workload.flow_bytes");
+      }
+      if (f.start_us() < 0) return m.Error(p + ".start_us", "must not be negative");
+    }
+  } else {
+    if (w.flows_size() > 0) return m.Error("workload.flows", "only with pattern: flows");
+    if (w.flow_bytes() == 0) return m.Error("workload.flow_bytes", "must be > 0");
+  }
+  if (w.pattern() == proto::WorkloadSpec::PATTERN_INCAST) {
+    if (!w.incast_target().empty()) {
+      FATHOM_RETURN_IF_ERROR(HostRank(sc, w.incast_target(), "workload.incast_target").status());
+    }
+    if (w.incast_senders() < 0 || w.incast_senders() > hosts - 1) {
+      return m.Error("workload.incast_senders", std::to_string(w.incast_senders()) +
+                                                    " senders, but only " +
+                                                    std::to_string(hosts - 1) + " other hosts");
+    }
+  }
+  for (const auto& [name, count] : s.expect().completion_statuses()) {
+    if (!IsWcStatusName(name)) {
+      return m.Error("expect.completion_statuses[" + name + "]",
+                     "'" + name + "' is not an ibv_wc_status name (e.g. IBV_WC_RETRY_EXC_ERR)");
+    }
+  }
+  if (s.expect().has_flows_completed() && s.expect().flows_completed() < 0) {
+    return m.Error("expect.flows_completed", "must not be negative");
+  }
+  return Status::Ok();
+}
+
+StatusOr<LoadedScenario> Finish(LoadedScenario sc) {
+  auto topo = topo::BuildTopology(sc.spec.topology(), &sc.map, "topology");
+  if (!topo.ok()) return topo.status();
+  sc.topology = std::move(topo).value();
+  FATHOM_RETURN_IF_ERROR(Validate(sc));
+  return sc;
+}
+
+double Percentile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  size_t idx = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  idx = idx == 0 ? 0 : idx - 1;
+  return sorted[std::min(idx, sorted.size() - 1)];
+}
+
+struct Progress {
+  std::chrono::steady_clock::time_point start;
+  double end_ns;
+  static void Print(void* ctx, const Engine& e) {
+    auto* self = static_cast<Progress*>(ctx);
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - self->start).count();
+    std::fprintf(stderr, "\r[sim] %10.3f us of %.3f us  %6.2f M events/s   ", e.Now().us(),
+                 self->end_ns / 1e3, wall > 0 ? e.events_dispatched() / wall / 1e6 : 0.0);
+  }
+};
+
+}  // namespace
+
+StatusOr<LoadedScenario> LoadScenario(const std::string& path) {
+  LoadedScenario sc;
+  sc.path = path;
+  sc.map = config::SourceMap(path);
+  config::YamlLoadOptions opts;
+  opts.source_map = &sc.map;
+  FATHOM_RETURN_IF_ERROR(config::LoadYamlFile(path, &sc.spec, opts));
+  return Finish(std::move(sc));
+}
+
+StatusOr<LoadedScenario> LoadScenarioString(const std::string& text, const std::string& name) {
+  LoadedScenario sc;
+  sc.path = name;
+  sc.map = config::SourceMap(name);
+  config::YamlLoadOptions opts;
+  opts.source_map = &sc.map;
+  FATHOM_RETURN_IF_ERROR(config::LoadYamlString(text, name, &sc.spec, opts));
+  return Finish(std::move(sc));
+}
+
+StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& options) {
+  const proto::Scenario& s = sc.spec;
+  const uint64_t seed = options.seed.value_or(s.seed() == 0 ? 1 : s.seed());
+  Engine engine(seed);
+  NetworkConfig nc;
+  if (s.network().has_switch_buffer_bytes()) {
+    nc.switch_buffer_bytes = static_cast<int64_t>(s.network().switch_buffer_bytes());
+  }
+  nc.ecmp_salt = !s.network().has_ecmp_salt() || s.network().ecmp_salt();
+  if (s.network().has_ipv6()) {
+    nc.ipv6 = s.network().ipv6();
+  } else if (s.topology().has_cluster_network()) {
+    for (const auto& f : s.topology().cluster_network().features()) {
+      if (f.has_ipv6_support() && f.ipv6_support()) nc.ipv6 = true;
+    }
+  }
+  Network net(&engine, &sc.topology, nc);
+
+  std::unique_ptr<FaultAttachment> faults;
+  if (s.faults_size() > 0) {
+    FATHOM_ASSIGN_OR_RETURN(faults, FaultAttachment::Attach(&net, s.faults(), seed, sc.map));
+  }
+
+  // Workload.
+  const proto::WorkloadSpec& w = s.workload();
+  const int32_t hosts = net.host_count();
+  const Picoseconds start = Picoseconds::FromSeconds(w.start_us() * 1e-6);
+  Rng rng = engine.MakeRng(0xF1085);
+  std::vector<Flow> flows;
+  switch (w.pattern()) {
+    case proto::WorkloadSpec::PATTERN_PERMUTATION:
+      flows = PermutationFlows(hosts, w.flow_bytes(), start, rng);
+      break;
+    case proto::WorkloadSpec::PATTERN_ALL_TO_ALL:
+      flows = AllToAllFlows(hosts, w.flow_bytes(), start);
+      break;
+    case proto::WorkloadSpec::PATTERN_INCAST: {
+      int32_t target = 0;
+      if (!w.incast_target().empty()) {
+        FATHOM_ASSIGN_OR_RETURN(target, HostRank(sc, w.incast_target(), "workload.incast_target"));
+      }
+      flows = IncastFlows(hosts, target, w.incast_senders() == 0 ? hosts - 1 : w.incast_senders(),
+                          w.flow_bytes(), start);
+      break;
+    }
+    default:
+      for (int i = 0; i < w.flows_size(); ++i) {
+        const proto::FlowSpec& f = w.flows(i);
+        const std::string p = "workload.flows[" + std::to_string(i) + "]";
+        FATHOM_ASSIGN_OR_RETURN(int32_t src, HostRank(sc, f.src(), p + ".src"));
+        FATHOM_ASSIGN_OR_RETURN(int32_t dst, HostRank(sc, f.dst(), p + ".dst"));
+        flows.push_back(Flow{src, dst, f.bytes() != 0 ? f.bytes() : w.flow_bytes(),
+                             start + Picoseconds::FromSeconds(f.start_us() * 1e-6)});
+      }
+  }
+  if (w.start_jitter_us() > 0) {
+    const int64_t jitter_ps = Picoseconds::FromSeconds(w.start_jitter_us() * 1e-6).ps();
+    for (Flow& f : flows)
+      f.start += Picoseconds(static_cast<int64_t>(rng.Below(static_cast<uint64_t>(jitter_ps) + 1)));
+  }
+  const proto::TransportSpec& t = s.transport();
+  FlowOptions fo;
+  fo.qp.path_mtu_bytes = t.has_mtu_bytes() ? t.mtu_bytes() : 4096;
+  fo.qp.timeout = t.has_ib_timeout() ? t.ib_timeout() : 20;
+  fo.qp.retry_cnt = t.has_retry_cnt() ? t.retry_cnt() : 7;
+  fo.qp.rnr_retry = t.has_rnr_retry() ? t.rnr_retry() : 7;
+  fo.qp.min_rnr_timer = t.has_min_rnr_timer() ? t.min_rnr_timer() : 12;
+  fo.qp.max_rd_atomic = t.has_max_rd_atomic() ? t.max_rd_atomic() : 16;
+  fo.qp.traffic_class = static_cast<uint8_t>(t.has_traffic_class() ? t.traffic_class() : 0);
+  fo.qp.rxe_infinite_retry = t.rxe_infinite_retry();
+  fo.qps_per_connection = t.has_qps_per_connection() ? t.qps_per_connection() : 1;
+  fo.op = t.opcode() == "send"   ? FlowOp::kSend
+          : t.opcode() == "read" ? FlowOp::kRead
+                                 : FlowOp::kWrite;
+  fo.message_bytes = t.has_message_bytes() ? t.message_bytes() : 0;
+  FlowDriver driver(&net, flows, fo);
+  FATHOM_RETURN_IF_ERROR(driver.Setup());
+
+  std::vector<std::unique_ptr<PortCapture>> captures;
+  for (const auto& [what, path] : options.captures) {
+    FATHOM_ASSIGN_OR_RETURN(auto cap, PortCapture::Open(&net, what, path));
+    captures.push_back(std::move(cap));
+  }
+  const Picoseconds end = Picoseconds::FromSeconds(s.end_time_us() * 1e-6);
+  Progress progress{std::chrono::steady_clock::now(), end.ns()};
+  if (options.progress) engine.set_progress(&Progress::Print, &progress, 1u << 20);
+  engine.set_trace_file(options.trace_file);
+
+  const auto wall_start = std::chrono::steady_clock::now();
+  engine.Run(end);
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  if (options.progress) std::fprintf(stderr, "\r%80s\r", "");
+
+  RunReport r;
+  r.name = s.name();
+  r.topology = sc.topology.name();
+  r.seed = seed;
+  r.hosts = hosts;
+  r.flows_total = static_cast<int32_t>(flows.size());
+  r.flows_completed = driver.completed();
+  r.flows_failed = driver.failed();
+  r.flows_stalled = r.flows_total - r.flows_completed - r.flows_failed;
+  std::vector<double> fct;
+  double first_start = 0, last_end = 0, rate_sum = 0;
+  bool any = false;
+  for (size_t i = 0; i < flows.size(); ++i) {
+    const FlowResult& fr = driver.results()[i];
+    if (fr.state != FlowState::kDone) continue;
+    const double ns = (fr.end - flows[i].start).ns();
+    fct.push_back(ns);
+    r.bytes_completed += flows[i].bytes;
+    if (ns > 0) rate_sum += static_cast<double>(flows[i].bytes) * 8 / ns;
+    first_start = any ? std::min(first_start, flows[i].start.ns()) : flows[i].start.ns();
+    last_end = any ? std::max(last_end, fr.end.ns()) : fr.end.ns();
+    any = true;
+  }
+  std::sort(fct.begin(), fct.end());
+  r.fct_p50_ns = Percentile(fct, 0.50);
+  r.fct_p99_ns = Percentile(fct, 0.99);
+  r.fct_max_ns = fct.empty() ? 0 : fct.back();
+  if (any && last_end > first_start) {
+    r.goodput_gbps = static_cast<double>(r.bytes_completed) * 8 / (last_end - first_start);
+  }
+  if (!fct.empty()) r.mean_flow_gbps = rate_sum / static_cast<double>(fct.size());
+  if (hosts > 0 && net.topology().PortCount(net.topology().hosts()[0]) > 0) {
+    r.line_rate_gbps = net.port(net.topology().hosts()[0], 0).config().rate.gbps();
+  }
+  for (size_t i = 0; i < static_cast<size_t>(DropReason::kCount); ++i) {
+    if (net.drops().by_reason[i] > 0) {
+      r.drops[DropReasonName(static_cast<DropReason>(i))] = net.drops().by_reason[i];
+    }
+  }
+  for (const auto& port : net.ports()) {
+    const PortCounters& c = port->counters();
+    r.packet_hops += c.port_xmit_packets;
+    if (c.port_xmit_discards + c.mtu_discards + c.port_rcv_errors > 0) {
+      const std::string name = sc.topology.node(port->config().node).name + "->" +
+                               sc.topology.node(port->peer()->config().node).name;
+      r.port_drops.push_back({name, {c.port_xmit_discards, c.mtu_discards, c.port_rcv_errors}});
+    }
+  }
+  const QpCounters q = net.TotalQpCounters();
+  r.retransmitted_packets = q.retransmitted_packets;
+  r.packet_seq_err = q.packet_seq_err;
+  r.local_ack_timeout_err = q.local_ack_timeout_err;
+  r.implied_nak_seq_err = q.implied_nak_seq_err;
+  r.rnr_naks = q.rcvd_rnr_err;
+  r.duplicate_request = q.duplicate_request;
+  r.out_of_sequence = q.out_of_sequence;
+  for (size_t st = 0; st < driver.status_counts().size(); ++st) {
+    if (driver.status_counts()[st] > 0) {
+      r.completion_statuses[std::string(WcStatusName(static_cast<WcStatus>(st)))] =
+          driver.status_counts()[st];
+    }
+  }
+  r.events = engine.events_dispatched();
+  r.sim_time_ns = engine.Now().ns();
+  r.wall_s = wall;
+  r.trace_digest = engine.trace_digest();
+  r.peak_packets = net.pool().peak_in_use();
+  if (faults != nullptr) r.faults_summary = faults->Summary(engine.Now());
+  for (const auto& cap : captures) {
+    FATHOM_RETURN_IF_ERROR(cap->status());
+    r.captured_frames += cap->frames();
+  }
+  return r;
+}
+
+std::vector<std::string> CheckExpectations(const proto::Scenario& spec, const RunReport& r) {
+  std::vector<std::string> out;
+  const proto::ExpectSpec& e = spec.expect();
+  auto check = [&](const char* what, bool has, int64_t want, int64_t got) {
+    if (has && want != got) {
+      out.push_back(std::string(what) + ": expected " + std::to_string(want) + ", got " +
+                    std::to_string(got));
+    }
+  };
+  check("flows_completed", e.has_flows_completed(), e.flows_completed(), r.flows_completed);
+  check("flows_failed", e.has_flows_failed(), e.flows_failed(), r.flows_failed);
+  check("flows_stalled", e.has_flows_stalled(), e.flows_stalled(), r.flows_stalled);
+  for (const auto& [name, want] : e.completion_statuses()) {
+    auto it = r.completion_statuses.find(name);
+    const uint64_t got = it == r.completion_statuses.end() ? 0 : it->second;
+    if (got != want) {
+      out.push_back("completion_statuses." + name + ": expected " + std::to_string(want) +
+                    ", got " + std::to_string(got));
+    }
+  }
+  return out;
+}
+
+}  // namespace fathom::sim

@@ -1,0 +1,85 @@
+// Scenarios: load a YAML scenario (proto/scenario.proto) with the shared
+// loader, check it (errors name file:line and field), build the topology,
+// network, workload and fault timeline, run it in virtual time, and report
+// what happened — the engine of `fathom sim`, also used by tests and bench.
+//
+// Ownership: LoadedScenario is a value; RunScenario builds and destroys its
+// whole world per call, so runs are independent and deterministic.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "proto/scenario.pb.h"
+#include "proto/yaml_loader.h"
+#include "topologies/topology.h"
+
+namespace fathom::sim {
+
+struct LoadedScenario {
+  std::string path;
+  proto::Scenario spec;
+  config::SourceMap map;
+  topo::Topology topology;
+};
+
+// Loads and validates a scenario file; InvalidArgument "file:line:col:
+// field: problem" for anything wrong, IoError/NotFound for unreadable files.
+StatusOr<LoadedScenario> LoadScenario(const std::string& path);
+StatusOr<LoadedScenario> LoadScenarioString(const std::string& text, const std::string& name);
+
+struct RunOptions {
+  std::optional<uint64_t> seed;  // overrides the scenario's
+  FILE* trace_file = nullptr;    // every event, one line each (not owned)
+  // (link or host name, pcap path) pairs to capture.
+  std::vector<std::pair<std::string, std::string>> captures;
+  bool progress = false;  // a progress line on stderr (only for terminals)
+};
+
+struct RunReport {
+  std::string name;
+  std::string topology;
+  uint64_t seed = 0;
+  int32_t hosts = 0;
+  int32_t flows_total = 0;
+  int32_t flows_completed = 0;
+  int32_t flows_failed = 0;
+  int32_t flows_stalled = 0;
+  double fct_p50_ns = 0, fct_p99_ns = 0, fct_max_ns = 0;
+  uint64_t bytes_completed = 0;
+  double goodput_gbps = 0;                // completed bytes over the time they took, all flows
+  double mean_flow_gbps = 0;              // per completed flow, averaged
+  double line_rate_gbps = 0;              // of a host NIC
+  std::map<std::string, uint64_t> drops;  // by reason
+  // Ports with drops: "leaf0->h3" -> {tail drops, mtu drops, rx errors}.
+  std::vector<std::pair<std::string, std::array<uint64_t, 3>>> port_drops;
+  uint64_t retransmitted_packets = 0;
+  uint64_t packet_seq_err = 0, local_ack_timeout_err = 0, implied_nak_seq_err = 0;
+  uint64_t rnr_naks = 0, duplicate_request = 0, out_of_sequence = 0;
+  std::map<std::string, uint64_t> completion_statuses;  // by IBV_WC_* name
+  uint64_t packet_hops = 0;                             // packets put on a link
+  uint64_t events = 0;
+  double sim_time_ns = 0;
+  double wall_s = 0;
+  uint64_t trace_digest = 0;
+  size_t peak_packets = 0;  // in flight at once (pool)
+  std::string faults_summary;
+  uint64_t captured_frames = 0;
+};
+
+StatusOr<RunReport> RunScenario(const LoadedScenario& scenario, const RunOptions& options);
+
+// Differences between the scenario's `expect` block and the report, one line
+// each ("flows_failed: expected 1, got 0"); empty when everything matches.
+std::vector<std::string> CheckExpectations(const proto::Scenario& spec, const RunReport& report);
+
+std::string FormatSummary(const RunReport& report);
+std::string FormatJson(const RunReport& report);
+
+}  // namespace fathom::sim

@@ -1,0 +1,101 @@
+// Flow workloads: each flow moves `bytes` from one host to another over its
+// own RC connection(s) (qps_per_connection QPs, the bytes split between
+// them), with modelled payloads (no data is moved). A flow completes when
+// every WR of every QP completed successfully, fails at its first error
+// completion, and is stalled if neither happened by the end of the run.
+//
+// Ownership: FlowDriver keeps pointers to the Network (which must outlive
+// it) and owns the flow table; it installs completion callbacks on the CQs it
+// creates. Everything runs on the engine's thread.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+#include "base/units.h"
+#include "base/verbs_types.h"
+#include "fabric/sim/network.h"
+#include "fabric/sim/qp.h"
+
+namespace fathom::sim {
+
+struct Flow {
+  int32_t src = -1;  // host ranks
+  int32_t dst = -1;
+  uint64_t bytes = 0;
+  Picoseconds start;
+};
+
+enum class FlowOp : uint8_t { kWrite, kSend, kRead };
+
+struct FlowOptions {
+  QpAttr qp;
+  int qps_per_connection = 1;
+  FlowOp op = FlowOp::kWrite;
+  uint64_t message_bytes = 0;  // 0: one WR per QP
+};
+
+enum class FlowState : uint8_t { kPending, kDone, kFailed };
+
+struct FlowResult {
+  FlowState state = FlowState::kPending;
+  Picoseconds end;                            // when it completed or failed
+  WcStatus first_error = WcStatus::kSuccess;  // for kFailed
+  uint32_t wrs_left = 0;
+};
+
+class FlowDriver {
+ public:
+  FlowDriver(Network* network, std::vector<Flow> flows, const FlowOptions& options);
+  FlowDriver(const FlowDriver&) = delete;
+  FlowDriver& operator=(const FlowDriver&) = delete;
+
+  // Creates and connects the QPs and schedules each flow's start.
+  Status Setup();
+
+  const std::vector<Flow>& flows() const { return flows_; }
+  const std::vector<FlowResult>& results() const { return results_; }
+  int32_t completed() const { return completed_; }
+  int32_t failed() const { return failed_; }
+  bool all_finished() const { return completed_ + failed_ == static_cast<int32_t>(flows_.size()); }
+  // Completions seen, by WcStatus value (successes included).
+  const std::array<uint64_t, 32>& status_counts() const { return status_counts_; }
+  // When set, the engine stops once every flow has finished.
+  void set_stop_when_done(bool v) { stop_when_done_ = v; }
+
+ private:
+  struct Conn {
+    int32_t flow;
+    int32_t requester;  // rank that posts (src; dst for READ)
+    int32_t responder;
+    uint32_t req_qpn;
+    uint32_t resp_qpn;
+    uint64_t bytes;
+  };
+  static void OnStart(void* driver, uint64_t flow);
+  void StartFlow(int32_t flow);
+  void OnCompletion(const Completion& c);
+
+  Network* network_;
+  std::vector<Flow> flows_;
+  FlowOptions options_;
+  std::vector<FlowResult> results_;
+  std::vector<Conn> conns_;
+  std::vector<std::vector<int32_t>> flow_conns_;
+  std::vector<CompletionQueue*> cqs_;  // per host rank
+  std::array<uint64_t, 32> status_counts_{};
+  int32_t completed_ = 0;
+  int32_t failed_ = 0;
+  bool stop_when_done_ = true;
+};
+
+// Workload generators (ranks 0..hosts-1). Permutation: a seeded random
+// derangement (nobody sends to itself). All-to-all: every ordered pair.
+std::vector<Flow> PermutationFlows(int32_t hosts, uint64_t bytes, Picoseconds start, Rng& rng);
+std::vector<Flow> AllToAllFlows(int32_t hosts, uint64_t bytes, Picoseconds start);
+std::vector<Flow> IncastFlows(int32_t hosts, int32_t target, int32_t senders, uint64_t bytes,
+                              Picoseconds start);
+
+}  // namespace fathom::sim

@@ -1,0 +1,470 @@
+#include "testbed/testbed.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "testbed/process.h"
+
+namespace fathom::testbed {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using std::chrono::steady_clock;
+
+namespace {
+
+std::atomic<bool> g_interrupt{false};
+constexpr int kMaxVms = 8;
+constexpr int kDefaultMtu = 9000;
+// Slack on top of a command's own timeout before the host gives up on a VM:
+// the in-VM timeout kills the command first; under TCG reporting back via 9p
+// can take a few seconds.
+constexpr seconds kResultSlack{30};
+constexpr milliseconds kPoll{50};
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+std::string Tail(const std::string& text, size_t bytes) {
+  std::string t = text.size() > bytes ? text.substr(text.size() - bytes) : text;
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+  for (char& c : t) {
+    if (c == '\n' || c == '\r') c = '|';
+  }
+  return t;
+}
+
+Status WriteAtomically(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out.flush()) return IoError("write " + tmp.string() + ": " + std::strerror(errno));
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return IoError("rename " + tmp.string() + " -> " + path.string() + ": " + ec.message());
+  return Status::Ok();
+}
+
+// A UDP port on 127.0.0.1 that was free a moment ago (direct wiring only:
+// through the switch, qemu binds port 0 and the switch learns its port).
+StatusOr<uint16_t> ProbeFreeUdpPort() {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return IoError(std::string("socket(AF_INET, SOCK_DGRAM): ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const int err = errno;
+    close(fd);
+    return IoError(std::string("bind 127.0.0.1:0: ") + std::strerror(err));
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// A stock kernel hangs after the BIOS under KVM on some hosts (TESTBED.md):
+// use KVM only when the kernel prints its banner within a few seconds.
+bool KvmBoots(const std::string& assets, const fs::path& work) {
+  if (access("/dev/kvm", R_OK | W_OK) != 0) return false;
+  const fs::path console = work / "kvm-probe.console.log";
+  auto pid =
+      Spawn({"qemu-system-x86_64", "-accel", "kvm", "-m", "256", "-nodefaults", "-no-user-config",
+             "-display", "none", "-no-reboot", "-kernel", assets + "/vmlinuz", "-append",
+             "console=ttyS0 panic=-1 rdinit=/fathom-probe", "-serial", "file:" + console.string()},
+            (work / "kvm-probe.log").string());
+  if (!pid.ok()) return false;
+  bool booted = false;
+  const auto end = steady_clock::now() + seconds(10);
+  while (!booted && steady_clock::now() < end && !PollExit(*pid).has_value()) {
+    booted = ReadFile(console).find("Linux version") != std::string::npos;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  Terminate(*pid, milliseconds(500));
+  return booted;
+}
+
+}  // namespace
+
+void RequestInterrupt() { g_interrupt.store(true); }
+bool InterruptRequested() { return g_interrupt.load(); }
+
+StatusOr<Accel> ParseAccel(const std::string& s) {
+  if (s == "auto") return Accel::kAuto;
+  if (s == "tcg") return Accel::kTcg;
+  if (s == "kvm") return Accel::kKvm;
+  return InvalidArgument("--accel " + s + ": expected auto, tcg or kvm");
+}
+
+std::string_view AccelName(Accel accel) {
+  switch (accel) {
+    case Accel::kAuto:
+      return "auto";
+    case Accel::kTcg:
+      return "tcg";
+    case Accel::kKvm:
+      return "kvm";
+  }
+  return "?";
+}
+
+std::string DefaultAssetsDir() {
+  if (const char* env = getenv("FATHOM_TESTBED_ASSETS"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  return FATHOM_TESTBED_DEFAULT_ASSETS_DIR;
+}
+
+Status EnsureAssets(const std::string& dir) {
+  const std::string log = dir + ".log";
+  auto rc = RunToCompletion({"bash", FATHOM_TESTBED_SCRIPT_DIR "/make_assets.sh", dir}, log,
+                            seconds(600));
+  if (!rc.ok()) return rc.status().WithContext("EnsureAssets(" + dir + ")");
+  if (*rc != 0) {
+    return IoError("EnsureAssets(" + dir + "): make_assets.sh exited " + std::to_string(*rc) +
+                   ": " + Tail(ReadFile(log), 400));
+  }
+  return Status::Ok();
+}
+
+bool HasNativeRdmaDevice() {
+  std::error_code ec;
+  return fs::is_directory("/sys/class/infiniband", ec) &&
+         !fs::is_empty("/sys/class/infiniband", ec);
+}
+
+StatusOr<std::unique_ptr<Testbed>> Testbed::Start(TestbedOptions options) {
+  if (options.num_vms < 1 || options.num_vms > kMaxVms) {
+    return InvalidArgument("Testbed::Start num_vms=" + std::to_string(options.num_vms) +
+                           ": expected 1.." + std::to_string(kMaxVms));
+  }
+  if (options.direct && options.num_vms != 2) {
+    return InvalidArgument("Testbed::Start direct wiring needs num_vms=2, got " +
+                           std::to_string(options.num_vms));
+  }
+  for (size_t i = 0; i < options.mtus.size(); ++i) {
+    if (options.mtus[i] < 1280 || options.mtus[i] > 9000) {
+      // IPv6 (and so GID 0) needs at least 1280; virtio-net allows 9000.
+      return InvalidArgument("Testbed::Start mtu[" + std::to_string(i) +
+                             "]=" + std::to_string(options.mtus[i]) + ": expected 1280..9000");
+    }
+  }
+  if (options.temp_root.find(',') != std::string::npos) {
+    return InvalidArgument("Testbed::Start temp_root=" + options.temp_root +
+                           ": qemu option values cannot contain ','");
+  }
+  std::unique_ptr<Testbed> tb(new Testbed());
+  tb->options_ = std::move(options);
+  TestbedOptions& o = tb->options_;
+  if (o.assets_dir.empty()) o.assets_dir = DefaultAssetsDir();
+
+  std::string tmpl = o.temp_root + "/fathom-testbed-XXXXXX";
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    return IoError("Testbed::Start mkdtemp(" + tmpl + "): " + std::strerror(errno));
+  }
+  tb->work_dir_ = tmpl;
+
+  tb->mode_ = o.mode;
+  if (o.mode == Mode::kAuto) tb->mode_ = HasNativeRdmaDevice() ? Mode::kNative : Mode::kVm;
+  if (tb->mode_ == Mode::kNative) {
+    if (!HasNativeRdmaDevice()) {
+      Status s = NotFound("Testbed::Start mode=native: /sys/class/infiniband is empty");
+      (void)tb->Teardown();
+      return s;
+    }
+    tb->native_device_ = fs::directory_iterator("/sys/class/infiniband")->path().filename();
+  }
+  Status s = tb->Boot();
+  if (s.ok() && tb->mode_ == Mode::kVm) s = tb->WaitReady();
+  if (!s.ok()) {
+    (void)tb->Teardown();
+    return s;
+  }
+  return tb;
+}
+
+std::string Testbed::ModeDescription() const {
+  if (mode_ == Mode::kNative) return "native:" + native_device_;
+  return std::string("vm-") + std::string(AccelName(accel_));
+}
+
+std::string Testbed::ConfigText(int vm) const {
+  std::ostringstream os;
+  const VmInfo& v = vms_[vm];
+  os << "export FATHOM_VM_ID=" << vm << " FATHOM_NUM_VMS=" << vms_.size() << " FATHOM_MTU=" << v.mtu
+     << " FATHOM_MAC=" << v.mac << " FATHOM_IP4=" << v.ipv4 << " FATHOM_IP6=" << v.ipv6
+     << " FATHOM_RDMA_DEV=" << (mode_ == Mode::kNative ? native_device_ : "rxe0") << "\n";
+  for (const VmInfo& p : vms_) {
+    os << "export FATHOM_VM" << p.index << "_IP4=" << p.ipv4 << " FATHOM_VM" << p.index
+       << "_IP6=" << p.ipv6 << "\n";
+  }
+  return os.str();
+}
+
+Status Testbed::Boot() {
+  const TestbedOptions& o = options_;
+  for (int i = 0; i < o.num_vms; ++i) {
+    VmInfo v;
+    v.index = i;
+    char mac[32];
+    std::snprintf(mac, sizeof(mac), "52:54:00:fa:00:%02x", i + 1);
+    v.mac = mac;
+    v.ipv4 = "192.0.2." + std::to_string(i + 1);
+    v.ipv6 = "2001:db8::" + std::to_string(i + 1);
+    v.mtu = i < static_cast<int>(o.mtus.size()) ? o.mtus[i] : kDefaultMtu;
+    v.share = work_dir_ / ("vm" + std::to_string(i));
+    vms_.push_back(v);
+  }
+  for (int i = 0; i < o.num_vms; ++i) {
+    std::error_code ec;
+    fs::create_directories(vms_[i].share / "out", ec);
+    if (ec) return IoError("Testbed mkdir " + vms_[i].share.string() + ": " + ec.message());
+    FATHOM_RETURN_IF_ERROR(WriteAtomically(vms_[i].share / "config", ConfigText(i)));
+  }
+  if (mode_ == Mode::kNative) {
+    for (VmInfo& v : vms_) {
+      // Native: every "VM" is the host; peers reach each other on loopback.
+      v.ipv4 = "127.0.0.1";
+      v.ipv6 = "::1";
+    }
+    for (int i = 0; i < o.num_vms; ++i) {
+      FATHOM_RETURN_IF_ERROR(WriteAtomically(vms_[i].share / "config", ConfigText(i)));
+    }
+    return Status::Ok();
+  }
+
+  FATHOM_RETURN_IF_ERROR(EnsureAssets(o.assets_dir));
+  accel_ = o.accel;
+  if (accel_ == Accel::kAuto)
+    accel_ = KvmBoots(o.assets_dir, work_dir_) ? Accel::kKvm : Accel::kTcg;
+
+  // Wiring: each VM's netdev sends to a switch port (the switch learns the
+  // VM's ephemeral source port), or directly to the other VM.
+  std::vector<std::string> netdevs;
+  if (o.direct) {
+    FATHOM_ASSIGN_OR_RETURN(const uint16_t p0, ProbeFreeUdpPort());
+    FATHOM_ASSIGN_OR_RETURN(const uint16_t p1, ProbeFreeUdpPort());
+    netdevs.push_back("socket,id=n0,udp=127.0.0.1:" + std::to_string(p1) +
+                      ",localaddr=127.0.0.1:" + std::to_string(p0));
+    netdevs.push_back("socket,id=n0,udp=127.0.0.1:" + std::to_string(p0) +
+                      ",localaddr=127.0.0.1:" + std::to_string(p1));
+  } else {
+    switch_ = std::make_unique<Switch>();
+    for (int i = 0; i < o.num_vms; ++i) {
+      FATHOM_ASSIGN_OR_RETURN(auto port, UdpPort::Open(switch_->io(), "vm" + std::to_string(i)));
+      const uint16_t local = port->LocalPort();
+      PortImpairments imp;
+      if (i < static_cast<int>(o.impairments.size())) imp = o.impairments[i];
+      switch_->AddPort(std::move(port), imp);
+      netdevs.push_back("socket,id=n0,udp=127.0.0.1:" + std::to_string(local) +
+                        ",localaddr=127.0.0.1:0");
+    }
+    if (!o.capture_path.empty()) FATHOM_RETURN_IF_ERROR(switch_->EnableCapture(o.capture_path));
+    switch_->Start();
+  }
+
+  for (int i = 0; i < o.num_vms; ++i) {
+    VmInfo& v = vms_[i];
+    const std::string base = (work_dir_ / ("vm" + std::to_string(i))).string();
+    std::vector<std::string> argv = {
+        "qemu-system-x86_64", "-accel", std::string(AccelName(accel_)), "-m",
+        std::to_string(o.memory_mib), "-smp", "1", "-nodefaults", "-no-user-config", "-display",
+        "none", "-no-reboot", "-kernel", o.assets_dir + "/vmlinuz", "-initrd",
+        o.assets_dir + "/initramfs.cpio.gz", "-append", "console=ttyS0 panic=-1 quiet", "-serial",
+        "file:" + base + ".console.log",
+        // The host root, read-only: rdma-core, perftest and the build tree run
+        // unchanged inside the VM (TESTBED.md).
+        "-fsdev", "local,id=r,path=/,security_model=none,readonly=on,multidevs=remap", "-device",
+        "virtio-9p-pci,fsdev=r,mount_tag=hostroot", "-fsdev",
+        "local,id=s,path=" + v.share.string() + ",security_model=none,multidevs=remap", "-device",
+        "virtio-9p-pci,fsdev=s,mount_tag=results", "-netdev", netdevs[i], "-device",
+        "virtio-net-pci,netdev=n0,mac=" + v.mac + ",host_mtu=9000"};
+    FATHOM_ASSIGN_OR_RETURN(v.pid, Spawn(argv, base + ".qemu.log"));
+    spawned_at_.push_back(steady_clock::now());
+  }
+  return Status::Ok();
+}
+
+Status Testbed::WaitReady() {
+  const auto deadline = steady_clock::now() + options_.boot_timeout;
+  std::vector<bool> ready(vms_.size(), false);
+  size_t remaining = vms_.size();
+  while (remaining > 0) {
+    if (InterruptRequested()) return Aborted("Testbed boot interrupted");
+    for (VmInfo& v : vms_) {
+      if (ready[v.index]) continue;
+      const std::string base = (work_dir_ / ("vm" + std::to_string(v.index))).string();
+      std::error_code ec;
+      if (fs::exists(v.share / "ready", ec)) {
+        v.boot_to_ready =
+            std::chrono::duration_cast<milliseconds>(steady_clock::now() - spawned_at_[v.index]);
+        ready[v.index] = true;
+        --remaining;
+        continue;
+      }
+      if (fs::exists(v.share / "failed", ec)) {
+        return Unavailable("vm" + std::to_string(v.index) +
+                           " init failed: " + Tail(ReadFile(v.share / "failed"), 200) +
+                           " (console: " + Tail(ReadFile(base + ".console.log"), 300) + ")");
+      }
+      if (auto st = PollExit(v.pid)) {
+        v.pid = -1;
+        return Unavailable("vm" + std::to_string(v.index) + " qemu exited with " +
+                           std::to_string(ExitCode(*st)) +
+                           " before ready: " + Tail(ReadFile(base + ".qemu.log"), 200) +
+                           " (console: " + Tail(ReadFile(base + ".console.log"), 800) + ")");
+      }
+    }
+    if (remaining > 0 && steady_clock::now() >= deadline) {
+      for (const VmInfo& v : vms_) {
+        if (ready[v.index]) continue;
+        const std::string base = (work_dir_ / ("vm" + std::to_string(v.index))).string();
+        return DeadlineExceeded(
+            "vm" + std::to_string(v.index) + " not ready within " +
+            std::to_string(options_.boot_timeout.count()) + " s boot timeout (accel " +
+            std::string(AccelName(accel_)) +
+            "); killed. Console tail: " + Tail(ReadFile(base + ".console.log"), 300));
+      }
+    }
+    std::this_thread::sleep_for(kPoll);
+  }
+  return Status::Ok();
+}
+
+StatusOr<CommandHandle> Testbed::Launch(int vm, const std::string& script, seconds timeout) {
+  if (torn_down_) return FailedPrecondition("Testbed::Launch after Teardown");
+  if (vm < 0 || vm >= size()) {
+    return InvalidArgument("Testbed::Launch vm=" + std::to_string(vm) + ": testbed has " +
+                           std::to_string(size()) + " VMs");
+  }
+  CommandHandle h;
+  h.vm = vm;
+  h.id = next_command_++;
+  h.timeout = timeout;
+  h.started = steady_clock::now();
+  const fs::path share = vms_[vm].share;
+  const std::string id = std::to_string(h.id);
+  std::error_code ec;
+  fs::create_directories(share / "cmd", ec);
+  fs::create_directories(share / "res", ec);
+  if (mode_ == Mode::kNative) {
+    FATHOM_RETURN_IF_ERROR(WriteAtomically(share / "cmd" / (id + ".run"), script));
+    const std::string run =
+        ". " + (share / "config").string() + "; export FATHOM_OUT=" + (share / "out").string() +
+        "; cd \"$FATHOM_OUT\" && exec timeout -k 2 " + std::to_string(timeout.count()) +
+        " /bin/sh " + (share / "cmd" / (id + ".run")).string() + " >" +
+        (share / "res" / (id + ".out")).string() + " 2>" + (share / "res" / (id + ".err")).string();
+    FATHOM_ASSIGN_OR_RETURN(h.native_pid,
+                            Spawn({"/bin/sh", "-c", run}, (share / "native.log").string()));
+    return h;
+  }
+  // The VM's agent (init.sh) picks up N.sh once it appears; N.env first.
+  FATHOM_RETURN_IF_ERROR(WriteAtomically(share / "cmd" / (id + ".env"),
+                                         "T=" + std::to_string(timeout.count()) + "\n"));
+  FATHOM_RETURN_IF_ERROR(WriteAtomically(share / "cmd" / (id + ".sh"), script));
+  return h;
+}
+
+StatusOr<CommandResult> Testbed::Wait(const CommandHandle& h) {
+  const fs::path res = vms_[h.vm].share / "res";
+  const std::string id = std::to_string(h.id);
+  const auto deadline = h.started + h.timeout + kResultSlack;
+  CommandResult r;
+  r.vm = h.vm;
+  for (;;) {
+    if (InterruptRequested()) return Aborted("Testbed::Wait interrupted");
+    if (mode_ == Mode::kNative) {
+      if (auto st = PollExit(h.native_pid)) {
+        r.exit_status = ExitCode(*st);
+        break;
+      }
+    } else {
+      std::error_code ec;
+      if (fs::exists(res / (id + ".rc"), ec)) {
+        r.exit_status = std::atoi(ReadFile(res / (id + ".rc")).c_str());
+        break;
+      }
+      if (vms_[h.vm].pid > 0) {
+        if (auto st = PollExit(vms_[h.vm].pid)) {
+          vms_[h.vm].pid = -1;
+          return Unavailable("vm" + std::to_string(h.vm) + " died (qemu status " +
+                             std::to_string(ExitCode(*st)) + ") while running command " + id);
+        }
+      }
+    }
+    if (steady_clock::now() >= deadline) {
+      if (mode_ == Mode::kNative) Terminate(h.native_pid, milliseconds(500));
+      return DeadlineExceeded("vm" + std::to_string(h.vm) + " command " + id +
+                              " reported no result within its " +
+                              std::to_string(h.timeout.count()) + " s timeout + " +
+                              std::to_string(kResultSlack.count()) + " s");
+    }
+    std::this_thread::sleep_for(kPoll);
+  }
+  // timeout(1) exits 124 when the command outlived its limit (137 after -k).
+  r.timed_out = r.exit_status == 124 || r.exit_status == 137;
+  r.stdout_text = ReadFile(res / (id + ".out"));
+  r.stderr_text = ReadFile(res / (id + ".err"));
+  return r;
+}
+
+StatusOr<CommandResult> Testbed::Run(int vm, const std::string& script, seconds timeout) {
+  FATHOM_ASSIGN_OR_RETURN(const CommandHandle h, Launch(vm, script, timeout));
+  return Wait(h);
+}
+
+Status Testbed::CollectFiles(int vm, const fs::path& dest) const {
+  if (vm < 0 || vm >= size()) {
+    return InvalidArgument("Testbed::CollectFiles vm=" + std::to_string(vm));
+  }
+  std::error_code ec;
+  fs::create_directories(dest, ec);
+  if (!ec) {
+    fs::copy(vms_[vm].share / "out", dest,
+             fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+  }
+  if (ec) {
+    return IoError("Testbed::CollectFiles vm=" + std::to_string(vm) + " -> " + dest.string() +
+                   ": " + ec.message());
+  }
+  return Status::Ok();
+}
+
+Status Testbed::Teardown() {
+  if (torn_down_) return Status::Ok();
+  torn_down_ = true;
+  for (VmInfo& v : vms_) {
+    if (v.pid > 0) Terminate(v.pid, milliseconds(2000));
+    v.pid = -1;
+  }
+  Status status;
+  if (switch_) status = switch_->Stop();
+  if (!work_dir_.empty()) {
+    std::error_code ec;
+    fs::remove_all(work_dir_, ec);
+    if (ec && status.ok()) {
+      status = IoError("Testbed::Teardown remove " + work_dir_.string() + ": " + ec.message());
+    }
+  }
+  return status;
+}
+
+Testbed::~Testbed() { (void)Teardown(); }
+
+}  // namespace fathom::testbed

@@ -1,0 +1,105 @@
+#include "transport/emulated/emulated.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "topologies/builders.h"
+#include "transport/wait.h"
+
+namespace fathom::transport::emulated {
+namespace {
+
+TEST(ActiveMtuTest, FollowsRxeRule) {
+  EXPECT_EQ(ActiveMtuForEthernetMtu(4200), 4096);
+  EXPECT_EQ(ActiveMtuForEthernetMtu(9000), 4096);
+  EXPECT_EQ(ActiveMtuForEthernetMtu(2200), 2048);
+  EXPECT_EQ(ActiveMtuForEthernetMtu(1500), 1024);
+  EXPECT_EQ(ActiveMtuForEthernetMtu(200), 0);
+}
+
+struct Pair {
+  topo::Topology topo = topo::BuildPreset("fat-tree:k=4,gpus=4").value();
+  sim::Engine engine{1};
+  sim::Network net{&engine, &topo, sim::NetworkConfig{}};
+  EmulatedFabric fabric{&net, EmulatedOptions{}};
+};
+
+TEST(EmulatedTest, WriteWithImmMovesBytesAndCompletesBothSides) {
+  Pair w;
+  auto d0 = w.fabric.OpenDevice(0).value();
+  auto d5 = w.fabric.OpenDevice(5).value();
+  EXPECT_EQ(d0->info().active_mtu, 4096);
+  EXPECT_EQ(d0->info().link_layer, "Emulated");
+  auto cq0 = d0->CreateCq(16).value();
+  auto cq5 = d5->CreateCq(16).value();
+  int notified = 0;
+  cq5->SetNotify([&] { ++notified; });
+  auto qp0 = d0->CreateQp(5, QpOptions{}, cq0.get()).value();
+  auto qp5 = d5->CreateQp(0, QpOptions{}, cq5.get()).value();
+  ASSERT_TRUE(qp0->Connect(qp5->LocalInfo()).ok());
+  ASSERT_TRUE(qp5->Connect(qp0->LocalInfo()).ok());
+  EXPECT_EQ(qp0->path_mtu(), 4096);
+  std::vector<uint8_t> src(10000), dst(10000, 0);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7);
+  auto mr0 = d0->RegisterMemory(src.data(), src.size(), kAccessAll).value();
+  auto mr5 = d5->RegisterMemory(dst.data(), dst.size(), kAccessAll).value();
+  ASSERT_TRUE(
+      qp5->PostRecv(RecvWr{42, {reinterpret_cast<uint64_t>(dst.data()), 0, mr5->lkey()}}).ok());
+  SendWr wr;
+  wr.wr_id = 7;
+  wr.opcode = WrOpcode::kRdmaWriteWithImm;
+  wr.sge = {reinterpret_cast<uint64_t>(src.data()), 10000, mr0->lkey()};
+  wr.remote_addr = reinterpret_cast<uint64_t>(dst.data());
+  wr.rkey = mr5->rkey();
+  wr.imm_data = 0x1234;
+  ASSERT_TRUE(qp0->PostSend(wr).ok());
+  EXPECT_EQ(qp0->outstanding_sends(), 1);
+  std::vector<Completion> got;
+  ASSERT_TRUE(
+      WaitForCompletions(w.fabric.clock(), *cq5, *qp5, 1, Picoseconds::FromMilliseconds(1), &got)
+          .ok());
+  EXPECT_EQ(got[0].opcode, WcOpcode::kRecvRdmaWithImm);
+  EXPECT_EQ(got[0].imm_data, 0x1234u);
+  EXPECT_EQ(got[0].peer_rank, 0);
+  EXPECT_GE(notified, 1);
+  EXPECT_EQ(src, dst);
+  got.clear();
+  ASSERT_TRUE(
+      WaitForCompletions(w.fabric.clock(), *cq0, *qp0, 1, Picoseconds::FromMilliseconds(1), &got)
+          .ok());
+  EXPECT_EQ(got[0].wr_id, 7u);
+  EXPECT_EQ(got[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(qp0->outstanding_sends(), 0);
+  EXPECT_EQ(qp5->outstanding_recvs(), 0);
+}
+
+TEST(EmulatedTest, ProgressReturnsFalseWhenNothingCanHappen) {
+  Pair w;
+  EXPECT_FALSE(w.fabric.clock().Progress(Picoseconds::FromMicroseconds(5)));
+}
+
+TEST(EmulatedTest, SendQueueFullIsAnErrorNamingTheDepth) {
+  Pair w;
+  auto d0 = w.fabric.OpenDevice(0).value();
+  auto d1 = w.fabric.OpenDevice(1).value();
+  auto cq0 = d0->CreateCq(4).value();
+  auto cq1 = d1->CreateCq(4).value();
+  QpOptions o;
+  o.max_send_wr = 1;
+  auto qp0 = d0->CreateQp(1, o, cq0.get()).value();
+  auto qp1 = d1->CreateQp(0, o, cq1.get()).value();
+  ASSERT_TRUE(qp0->Connect(qp1->LocalInfo()).ok());
+  ASSERT_TRUE(qp1->Connect(qp0->LocalInfo()).ok());
+  SendWr wr;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.sge.length = 8;  // lkey 0: modelled bytes
+  ASSERT_TRUE(qp0->PostSend(wr).ok());
+  const Status s = qp0->PostSend(wr);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("max_send_wr 1"), std::string::npos) << s.ToString();
+}
+
+}  // namespace
+}  // namespace fathom::transport::emulated

@@ -1,0 +1,592 @@
+// `fathom perf`: perftest's write_bw, write_lat, read_bw, read_lat, send_bw
+// and send_lat on fathom's transport (verbs backend), with perftest's flags,
+// tables and units (ROCEV2.md, "Tool conventions"). The server runs without
+// an address and hosts the bootstrap root; the client names the server.
+// Every wait has a deadline: a stalled run fails with the QP, the peer and
+// the last completion instead of hanging. Exit 0 ok, 1 the run failed
+// (completion error, deadline, data mismatch), 2 bad usage or no device.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+
+#include "tools/command.h"
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/bootstrap/endpoints.h"
+#include "transport/verbs/perf_report.h"
+#include "transport/verbs/verbs_device.h"
+#include "transport/wait.h"
+
+namespace fathom::tools {
+namespace {
+
+namespace tv = transport::verbs;
+namespace tb = transport::bootstrap;
+using transport::Completion;
+using transport::CompletionQueue;
+using transport::QueuePair;
+
+struct PerfFlags {
+  std::string test;
+  std::string server;  // empty = server side
+  std::string device;
+  int ib_port = 0;
+  int gid_index = -1;
+  bool gid_ipv6 = false;
+  uint64_t size = 0;  // 0 = the test's default
+  bool all_sizes = false;
+  uint64_t iters = 0;  // 0 = the test's default
+  double duration = 0;
+  int qps = 1;
+  int mtu = 0;
+  int timeout = 14;
+  int tcp_port = tb::kDefaultPort;
+  std::string bind = "0.0.0.0";
+  bool gbits = false;
+  bool json = false;
+  bool verify = false;
+  int tx_depth = 128;
+  double stall_s = 30;
+};
+
+struct Session {
+  std::unique_ptr<tb::Root> root;
+  std::unique_ptr<tb::Rank> rank;
+  std::unique_ptr<transport::Device> device;
+  std::vector<uint8_t> local;  // peer writes/sends land here; region i per QP
+  std::vector<uint8_t> src;    // what we send/write from; read results land here
+  std::unique_ptr<transport::MemoryRegion> local_mr, src_mr;
+  std::unique_ptr<CompletionQueue> cq;
+  std::vector<std::unique_ptr<QueuePair>> qps;
+  std::map<uint32_t, int> qp_index;
+  transport::RemoteBuffer remote;  // the peer's `local`
+  uint64_t region = 0;             // bytes per QP region
+  bool client = false;
+  transport::WallClock clock;
+};
+
+constexpr uint32_t kDoneImm = 0xfffffffe;
+
+bool IsBw(const std::string& t) { return t.ends_with("_bw"); }
+
+uint8_t PatternByte(uint64_t size, uint64_t i) {
+  return static_cast<uint8_t>((i * 131 + size * 7 + (i >> 9)) & 0xff);
+}
+void FillPattern(uint8_t* p, uint64_t size) {
+  for (uint64_t i = 0; i < size; ++i) p[i] = PatternByte(size, i);
+}
+Status CheckPattern(const uint8_t* p, uint64_t size, uint64_t check_bytes, const char* where) {
+  for (uint64_t i = 0; i < check_bytes; ++i) {
+    if (p[i] != PatternByte(size, i)) {
+      char buf[200];
+      std::snprintf(buf, sizeof(buf),
+                    "data mismatch in %s: byte %llu of a %llu-byte message is 0x%02x, expected "
+                    "0x%02x",
+                    where, static_cast<unsigned long long>(i),
+                    static_cast<unsigned long long>(size), p[i], PatternByte(size, i));
+      return Aborted(buf);
+    }
+  }
+  return Status::Ok();
+}
+
+uint64_t Addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+// Polls the CQ once; on no progress for the stall deadline, fails naming the QP.
+class Poller {
+ public:
+  Poller(Session& s, double stall_s) : s_(s), stall_(Picoseconds::FromSeconds(stall_s)) {
+    last_progress_ = s_.clock.Now();
+  }
+  // Returns completions (0..16) or an error for a failed completion / stall.
+  StatusOr<int> Poll(std::array<Completion, 16>& out) {
+    const int n = s_.cq->Poll(out);
+    if (n > 0) {
+      last_progress_ = s_.clock.Now();
+      for (int i = 0; i < n; ++i) {
+        last_ = out[static_cast<size_t>(i)];
+        FATHOM_RETURN_IF_ERROR(transport::CompletionStatus(last_));
+      }
+      return n;
+    }
+    if ((++idle_ & 1023) == 0) FATHOM_RETURN_IF_ERROR(CheckStall());
+    return 0;
+  }
+  Status CheckStall() {
+    if (s_.clock.Now() - last_progress_ < stall_) return Status::Ok();
+    const QueuePair& qp = *s_.qps[0];
+    char buf[200];
+    std::snprintf(buf, sizeof(buf),
+                  ": no progress for %.1f s (outstanding %d send WRs, %d recv WRs; QP state %s); "
+                  "last completion: ",
+                  stall_.seconds(), qp.outstanding_sends(), qp.outstanding_recvs(),
+                  std::string(QpStateName(qp.state())).c_str());
+    return DeadlineExceeded("perf " + transport::DescribeQp(qp) + buf +
+                            (last_.qp_num ? transport::DescribeCompletion(last_) : "none"));
+  }
+
+ private:
+  Session& s_;
+  Picoseconds stall_;
+  Picoseconds last_progress_;
+  Completion last_;
+  uint64_t idle_ = 0;
+};
+
+transport::SendWr MakeWr(Session& s, int q, WrOpcode op, uint64_t size) {
+  transport::SendWr wr;
+  wr.opcode = op;
+  const uint64_t off = static_cast<uint64_t>(q) * s.region;
+  if (op == WrOpcode::kRdmaRead) {
+    wr.sge = {Addr(s.src.data() + off), static_cast<uint32_t>(size), s.src_mr->lkey()};
+  } else {
+    wr.sge = {Addr(s.src.data() + off), static_cast<uint32_t>(size), s.src_mr->lkey()};
+  }
+  wr.remote_addr = s.remote.addr + off;
+  wr.rkey = s.remote.rkey;
+  return wr;
+}
+
+Status PostRecvs(Session& s, int q, uint64_t size, int count) {
+  const uint64_t off = static_cast<uint64_t>(q) * s.region;
+  for (int i = 0; i < count; ++i) {
+    FATHOM_RETURN_IF_ERROR(s.qps[static_cast<size_t>(q)]->PostRecv(
+        {static_cast<uint64_t>(q),
+         {Addr(s.local.data() + off), static_cast<uint32_t>(size), s.local_mr->lkey()}}));
+  }
+  return Status::Ok();
+}
+
+// The bandwidth client: keeps tx_depth WRs in flight per QP, one signaled
+// every cq_mod (perftest's scheme), for `iters` per QP or `duration` seconds.
+StatusOr<tv::BwResult> RunBwClient(Session& s, const PerfFlags& f, uint64_t size) {
+  const WrOpcode op = f.test == "write_bw"  ? WrOpcode::kRdmaWrite
+                      : f.test == "read_bw" ? WrOpcode::kRdmaRead
+                                            : WrOpcode::kSend;
+  const int depth = f.tx_depth;
+  const int cq_mod = std::max(1, std::min(100, depth / 2));
+  const size_t nq = s.qps.size();
+  std::vector<uint64_t> posted(nq, 0), done(nq, 0);
+  std::vector<int> unsignaled(nq, 0);
+  const bool timed = f.duration > 0;
+  const uint64_t iters = timed ? UINT64_MAX : f.iters;
+  Poller poller(s, f.stall_s);
+  std::array<Completion, 16> wcs;
+  const auto start = s.clock.Now();
+  const auto end = start + Picoseconds::FromSeconds(timed ? f.duration : 1e6);
+  double peak = 0;
+  auto last_t = start;
+  bool stop = false;
+  uint64_t total_done = 0;
+  for (;;) {
+    if (timed && !stop && s.clock.Now() >= end) stop = true;
+    bool all_posted = true;
+    for (size_t q = 0; q < nq; ++q) {
+      while (!stop && posted[q] < iters && posted[q] - done[q] < static_cast<uint64_t>(depth)) {
+        transport::SendWr wr = MakeWr(s, static_cast<int>(q), op, size);
+        ++unsignaled[q];
+        const bool last = !timed && posted[q] + 1 == iters;
+        wr.signaled = unsignaled[q] >= cq_mod || last ||
+                      posted[q] + 1 - done[q] >= static_cast<uint64_t>(depth);
+        if (wr.signaled) {
+          wr.wr_id = static_cast<uint64_t>(unsignaled[q]);  // WRs this completion covers
+          unsignaled[q] = 0;
+        }
+        FATHOM_RETURN_IF_ERROR(s.qps[q]->PostSend(wr));
+        ++posted[q];
+      }
+      if (posted[q] < iters && !stop) all_posted = false;
+    }
+    bool drained = true;
+    for (size_t q = 0; q < nq; ++q) drained = drained && done[q] == posted[q];
+    if ((all_posted || stop) && drained) break;
+    FATHOM_ASSIGN_OR_RETURN(int n, poller.Poll(wcs));
+    for (int i = 0; i < n; ++i) {
+      const Completion& c = wcs[static_cast<size_t>(i)];
+      const size_t q = static_cast<size_t>(s.qp_index[c.qp_num]);
+      done[q] += c.wr_id;
+      total_done += c.wr_id;
+      const auto now = s.clock.Now();
+      const double per_msg = (now - last_t).seconds() / static_cast<double>(c.wr_id);
+      if (per_msg > 0 && (peak == 0 || per_msg < peak)) peak = per_msg;
+      last_t = now;
+    }
+  }
+  const double secs = (s.clock.Now() - start).seconds();
+  if (op == WrOpcode::kSend) {
+    // Tell the receiver we are done (it cannot know the count in -D mode).
+    transport::SendWr wr = MakeWr(s, 0, WrOpcode::kSendWithImm, 0);
+    wr.sge.length = 0;
+    wr.imm_data = kDoneImm;
+    wr.wr_id = 0;
+    FATHOM_RETURN_IF_ERROR(s.qps[0]->PostSend(wr));
+    int got = 0;
+    while (got == 0) {
+      FATHOM_ASSIGN_OR_RETURN(got, poller.Poll(wcs));
+    }
+  }
+  return tv::ComputeBw(size, total_done, secs, peak, f.gbits);
+}
+
+// The send_bw server: reposts receives until the client's done marker.
+Status RunSendBwServer(Session& s, const PerfFlags& f, uint64_t size) {
+  Poller poller(s, f.stall_s + f.duration);
+  std::array<Completion, 16> wcs;
+  for (;;) {
+    FATHOM_ASSIGN_OR_RETURN(int n, poller.Poll(wcs));
+    for (int i = 0; i < n; ++i) {
+      const Completion& c = wcs[static_cast<size_t>(i)];
+      if (c.has_imm && c.imm_data == kDoneImm) return Status::Ok();
+      FATHOM_RETURN_IF_ERROR(PostRecvs(s, s.qp_index[c.qp_num], size, 1));
+    }
+  }
+}
+
+// Spins until the last byte of our landing region holds `value`.
+Status WaitForByte(Session& s, Poller& poller, uint64_t size, uint8_t value) {
+  volatile uint8_t* p = s.local.data() + size - 1;
+  uint64_t spins = 0;
+  while (*p != value) {
+    if ((++spins & 4095) == 0) {
+      std::array<Completion, 16> wcs;
+      FATHOM_ASSIGN_OR_RETURN(int n, poller.Poll(wcs));
+      (void)n;
+      FATHOM_RETURN_IF_ERROR(poller.CheckStall());
+    }
+  }
+  return Status::Ok();
+}
+
+// Ping-pong latency (write_lat, send_lat) and read_lat; both sides run it.
+StatusOr<tv::LatResult> RunLat(Session& s, const PerfFlags& f, uint64_t size) {
+  QueuePair& qp = *s.qps[0];
+  Poller poller(s, f.stall_s);
+  std::array<Completion, 16> wcs;
+  std::vector<double> samples;
+  samples.reserve(f.iters);
+  const bool is_write = f.test == "write_lat";
+  const bool is_send = f.test == "send_lat";
+  if (f.test == "read_lat") {
+    if (!s.client) return tv::LatResult{};
+    for (uint64_t i = 0; i < f.iters; ++i) {
+      transport::SendWr wr = MakeWr(s, 0, WrOpcode::kRdmaRead, size);
+      const auto t0 = s.clock.Now();
+      FATHOM_RETURN_IF_ERROR(qp.PostSend(wr));
+      int n = 0;
+      while (n == 0) {
+        FATHOM_ASSIGN_OR_RETURN(n, poller.Poll(wcs));
+      }
+      samples.push_back((s.clock.Now() - t0).us());
+    }
+    return tv::ComputeLat(size, samples);
+  }
+  // Receives for send_lat: one per iteration in flight, reposted as consumed.
+  int sends_in_flight = 0;
+  auto send_one = [&](uint64_t i) -> Status {
+    transport::SendWr wr = MakeWr(s, 0, is_write ? WrOpcode::kRdmaWrite : WrOpcode::kSend, size);
+    if (is_write) s.src[size - 1] = static_cast<uint8_t>(i % 255 + 1);
+    // Signal periodically so the send queue never fills (perftest's cq_mod).
+    wr.signaled = (i % 64) == 63;
+    if (wr.signaled) ++sends_in_flight;
+    return qp.PostSend(wr);
+  };
+  auto recv_one = [&](uint64_t i) -> Status {
+    if (is_write) return WaitForByte(s, poller, size, static_cast<uint8_t>(i % 255 + 1));
+    for (;;) {
+      FATHOM_ASSIGN_OR_RETURN(int n, poller.Poll(wcs));
+      bool got = false;
+      for (int k = 0; k < n; ++k) {
+        if (wcs[static_cast<size_t>(k)].opcode == WcOpcode::kRecv)
+          got = true;
+        else
+          --sends_in_flight;
+      }
+      if (got) return PostRecvs(s, 0, size, 1);
+    }
+  };
+  (void)is_send;
+  for (uint64_t i = 0; i < f.iters; ++i) {
+    const auto t0 = s.clock.Now();
+    if (s.client) {
+      FATHOM_RETURN_IF_ERROR(send_one(i));
+      FATHOM_RETURN_IF_ERROR(recv_one(i));
+    } else {
+      FATHOM_RETURN_IF_ERROR(recv_one(i));
+      FATHOM_RETURN_IF_ERROR(send_one(i));
+    }
+    if (s.client) samples.push_back((s.clock.Now() - t0).us() / 2);  // one-way, as perftest
+  }
+  // Drain signaled sends so the next size starts clean.
+  while (sends_in_flight > 0) {
+    FATHOM_ASSIGN_OR_RETURN(int n, poller.Poll(wcs));
+    for (int k = 0; k < n; ++k) {
+      if (wcs[static_cast<size_t>(k)].opcode != WcOpcode::kRecv) --sends_in_flight;
+    }
+  }
+  return tv::ComputeLat(size, samples);
+}
+
+Status Setup(Session& s, const PerfFlags& f, uint64_t max_size) {
+  s.client = !f.server.empty();
+  tv::DeviceOptions d;
+  d.name = f.device;
+  d.port = f.ib_port;
+  d.rank = s.client ? 1 : 0;
+  if (f.gid_index >= 0)
+    d.gid = {tv::GidMode::kIndex, f.gid_index};
+  else if (f.gid_ipv6)
+    d.gid = {tv::GidMode::kRoceV2Ipv6, -1};
+  FATHOM_ASSIGN_OR_RETURN(s.device, tv::OpenDevice(d));
+  const Picoseconds op_timeout = Picoseconds::FromSeconds(600 + f.duration * 40);
+  if (!s.client) {
+    tb::RootOptions ro;
+    ro.bind_address = f.bind;
+    ro.port = static_cast<uint16_t>(f.tcp_port);
+    ro.world_size = 2;
+    ro.accept_timeout = Picoseconds::FromSeconds(600);
+    FATHOM_ASSIGN_OR_RETURN(s.root, tb::Root::Start(ro));
+  }
+  tb::RankOptions r;
+  r.root_address = s.client ? f.server : "127.0.0.1";
+  if (!s.client && f.bind != "0.0.0.0") r.root_address = f.bind;
+  r.root_port = static_cast<uint16_t>(f.tcp_port);
+  r.rank = s.client ? 1 : 0;
+  r.world_size = 2;
+  r.connect_timeout = Picoseconds::FromSeconds(s.client ? 30 : 600);
+  r.op_timeout = op_timeout;
+  FATHOM_ASSIGN_OR_RETURN(s.rank, tb::Rank::Connect(r));
+
+  s.region = max_size;
+  const uint64_t bytes = max_size * static_cast<uint64_t>(f.qps);
+  s.local.assign(bytes, 0);
+  s.src.assign(bytes, 0);
+  FATHOM_ASSIGN_OR_RETURN(s.local_mr,
+                          s.device->RegisterMemory(s.local.data(), bytes, transport::kAccessAll));
+  FATHOM_ASSIGN_OR_RETURN(s.src_mr,
+                          s.device->RegisterMemory(s.src.data(), bytes, transport::kAccessAll));
+  const int rx_depth = 512;
+  FATHOM_ASSIGN_OR_RETURN(s.cq, s.device->CreateCq((f.tx_depth + rx_depth + 8) * f.qps));
+  transport::QpOptions qo;
+  qo.max_send_wr = f.tx_depth + 2;
+  qo.max_recv_wr = rx_depth;
+  qo.timeout = f.timeout;
+  qo.path_mtu = f.mtu;
+  const int peer = s.client ? 0 : 1;
+  for (int q = 0; q < f.qps; ++q) {
+    FATHOM_ASSIGN_OR_RETURN(auto qp, s.device->CreateQp(peer, qo, s.cq.get()));
+    s.qp_index[qp->qp_num()] = q;
+    s.qps.push_back(std::move(qp));
+  }
+  proto::EndpointRecord mine = tb::MakeEndpointRecord(s.qps[0]->LocalInfo());
+  for (auto& qp : s.qps) tb::AddQp(&mine, peer, qp->LocalInfo());
+  tb::AddBuffer(&mine, *s.local_mr);
+  FATHOM_ASSIGN_OR_RETURN(auto all, s.rank->ExchangeEndpoints(mine));
+  const auto& theirs = all[static_cast<size_t>(peer)];
+  FATHOM_ASSIGN_OR_RETURN(s.remote, tb::RemoteBufferOf(theirs, 0));
+  for (int q = 0; q < f.qps; ++q) {
+    FATHOM_ASSIGN_OR_RETURN(auto remote, tb::RemoteEndpoint(theirs, d.rank, q));
+    FATHOM_RETURN_IF_ERROR(s.qps[static_cast<size_t>(q)]->Connect(remote));
+  }
+  if (!f.json) {
+    const auto& i = s.device->info();
+    std::printf("%s", tv::Rule().c_str());
+    std::printf("                    fathom perf %s (%s)\n", f.test.c_str(),
+                s.client ? "client" : "server");
+    std::printf(" Device         : %s\n Number of qps  : %d\t\tTransport type : IB\n",
+                i.name.c_str(), f.qps);
+    std::printf(" Connection type : RC\n Mtu            : %d[B]\n Link type      : %s\n",
+                s.qps[0]->path_mtu(), i.link_layer.c_str());
+    std::printf(" GID index      : %d (%s) %s\n", i.gid_index, i.gid_type.c_str(), i.gid.c_str());
+    for (int q = 0; q < f.qps; ++q) {
+      const auto l = s.qps[static_cast<size_t>(q)]->LocalInfo();
+      std::printf(" local address: LID %#06x QPN %#06x PSN %#08x RKey %#08x VAddr %#016llx\n",
+                  l.lid, l.qpn, l.psn, s.local_mr->rkey(),
+                  static_cast<unsigned long long>(Addr(s.local.data())));
+    }
+    std::printf("%s", tv::Rule().c_str());
+    std::fflush(stdout);
+  }
+  return Status::Ok();
+}
+
+// One size: both sides prepare, meet at a barrier, run, meet again, verify,
+// and agree on the outcome (the client's figures, any side's error).
+StatusOr<std::string> RunSize(Session& s, const PerfFlags& f, uint64_t size) {
+  const bool bw = IsBw(f.test);
+  // Writes and sends carry the pattern from `src` into the peer's `local`;
+  // reads fetch the server's `local` into the client's cleared `src`.
+  const bool reads = f.test.starts_with("read");
+  std::fill(s.local.begin(), s.local.end(), 0);
+  std::fill(s.src.begin(), s.src.end(), 0);
+  std::vector<uint8_t>& origin = reads ? s.local : s.src;
+  if (!reads || !s.client) {
+    for (int q = 0; q < f.qps; ++q) {
+      FillPattern(origin.data() + static_cast<uint64_t>(q) * s.region, size);
+    }
+  }
+  const bool needs_recvs = f.test == "send_lat" || (f.test == "send_bw" && !s.client);
+  if (needs_recvs) {
+    for (int q = 0; q < (f.test == "send_lat" ? 1 : f.qps); ++q) {
+      FATHOM_RETURN_IF_ERROR(PostRecvs(s, q, size, f.test == "send_lat" ? 64 : 500));
+    }
+  }
+  FATHOM_RETURN_IF_ERROR(s.rank->Barrier());
+  std::string result;
+  Status run;
+  if (bw) {
+    if (s.client) {
+      auto r = RunBwClient(s, f, size);
+      if (r.ok()) result.assign(reinterpret_cast<const char*>(&*r), sizeof(tv::BwResult));
+      run = r.status();
+    } else if (f.test == "send_bw") {
+      run = RunSendBwServer(s, f, size);
+    }
+  } else {
+    auto r = RunLat(s, f, size);
+    if (r.ok() && s.client)
+      result.assign(reinterpret_cast<const char*>(&*r), sizeof(tv::LatResult));
+    run = r.status();
+  }
+  // Meet again before verifying: a write_bw server takes no part in the run,
+  // so only the client's completions (RC ACKs: the data is placed) tell it
+  // that everything has landed.
+  // Both sides always meet (an error is reported after, in the AllGather).
+  Status met = s.rank->Barrier();
+  if (run.ok()) run = met;
+  if (run.ok() && f.verify) {
+    // The receiving side checks what landed: the server for writes and sends,
+    // the client for reads. write_lat's last byte carries the iteration count.
+    const uint64_t check = f.test == "write_lat" ? size - 1 : size;
+    if (reads == s.client)
+      run = CheckPattern(reads ? s.src.data() : s.local.data(), size, check,
+                         reads ? "read buffer" : "receive buffer");
+  }
+  // Everyone learns every side's outcome: "E<error>" or "R<result bytes>".
+  FATHOM_ASSIGN_OR_RETURN(auto all,
+                          s.rank->AllGather(run.ok() ? "R" + result : "E" + run.ToString()));
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (!all[r].empty() && all[r][0] == 'E') {
+      return Aborted((r == static_cast<size_t>(s.client ? 1 : 0) ? "" : std::string("peer: ")) +
+                     all[r].substr(1));
+    }
+  }
+  return all[1].substr(1);  // the client's figures
+}
+
+int RunPerf(const PerfFlags& in) {
+  PerfFlags f = in;
+  const bool bw = IsBw(f.test);
+  if (f.size == 0) f.size = bw ? 65536 : 2;
+  if (f.iters == 0) f.iters = bw ? 5000 : 1000;
+  if (f.duration > 0 && !bw) {
+    std::fprintf(stderr, "fathom perf: -D is supported by the _bw tests only\n");
+    return kExitUsage;
+  }
+  std::vector<uint64_t> sizes;
+  if (f.all_sizes) {
+    for (uint64_t sz = 2; sz <= (8u << 20); sz *= 2) sizes.push_back(sz);
+  } else {
+    sizes.push_back(f.size);
+  }
+  if (f.size > (1u << 30) || (f.test == "write_lat" && f.size < 1)) {
+    std::fprintf(stderr, "fathom perf: -s %llu is outside 1..1073741824\n",
+                 static_cast<unsigned long long>(f.size));
+    return kExitUsage;
+  }
+  Session s;
+  const Status setup = Setup(s, f, *std::max_element(sizes.begin(), sizes.end()));
+  if (!setup.ok()) {
+    std::fprintf(stderr, "fathom perf: %s\n", setup.ToString().c_str());
+    return setup.code() == StatusCode::kNotFound || setup.code() == StatusCode::kInvalidArgument
+               ? kExitUsage
+               : kExitFailure;
+  }
+  std::vector<tv::BwResult> bws;
+  std::vector<tv::LatResult> lats;
+  if (!f.json) std::printf("%s", bw ? tv::BwHeader(f.gbits).c_str() : tv::LatHeader().c_str());
+  for (uint64_t size : sizes) {
+    auto r = RunSize(s, f, size);
+    if (!r.ok()) {
+      std::fprintf(stderr, "fathom perf %s size %llu: %s\n", f.test.c_str(),
+                   static_cast<unsigned long long>(size), r.status().ToString().c_str());
+      for (const auto& e : s.device->TakeAsyncEvents()) {
+        std::fprintf(stderr, "fathom perf: async event %s on %s\n", e.type.c_str(),
+                     e.detail.c_str());
+      }
+      if (s.rank) (void)s.rank->Abort(r.status().message());
+      return kExitFailure;
+    }
+    if (bw && r->size() == sizeof(tv::BwResult)) {
+      tv::BwResult b;
+      std::memcpy(&b, r->data(), sizeof(b));
+      bws.push_back(b);
+      if (!f.json) std::printf("%s", tv::BwLine(b).c_str());
+    } else if (!bw && r->size() == sizeof(tv::LatResult)) {
+      tv::LatResult l;
+      std::memcpy(&l, r->data(), sizeof(l));
+      lats.push_back(l);
+      if (!f.json) std::printf("%s", tv::LatLine(l).c_str());
+    }
+    std::fflush(stdout);
+  }
+  if (f.json) {
+    std::printf("%s",
+                bw ? tv::BwJson(f.test, bws, f.gbits).c_str() : tv::LatJson(f.test, lats).c_str());
+  } else {
+    std::printf("%s", tv::Rule().c_str());
+  }
+  for (const auto& e : s.device->TakeAsyncEvents()) {
+    std::fprintf(stderr, "fathom perf: async event %s on %s\n", e.type.c_str(), e.detail.c_str());
+  }
+  // Tear down in the verbs order: QPs, CQ, MRs, then the device (and last the root).
+  s.qps.clear();
+  s.cq.reset();
+  s.local_mr.reset();
+  s.src_mr.reset();
+  s.rank.reset();
+  if (s.root) (void)s.root->Wait(Picoseconds::FromSeconds(10));
+  return kExitOk;
+}
+
+FATHOM_REGISTER_COMMAND(
+    perf,
+    Command{
+        "perf",
+        "perftest's tests on fathom's transport: write_bw|write_lat|read_bw|read_lat|"
+        "send_bw|send_lat [SERVER]",
+        [](CLI::App* sub) -> std::function<int()> {
+          auto f = std::make_shared<PerfFlags>();
+          sub->add_option("test", f->test, "write_bw|write_lat|read_bw|read_lat|send_bw|send_lat")
+              ->required()
+              ->check(CLI::IsMember(
+                  {"write_bw", "write_lat", "read_bw", "read_lat", "send_bw", "send_lat"}));
+          sub->add_option("server", f->server, "server address (client side); omit on the server");
+          sub->add_option("-d,--ib-dev", f->device, "RDMA device (default: first ACTIVE)");
+          sub->add_option("-i,--ib-port", f->ib_port, "device port (default: first ACTIVE)");
+          sub->add_option("-x,--gid-index", f->gid_index, "GID index (default: RoCE v2 IPv4)");
+          sub->add_flag("--ipv6", f->gid_ipv6, "use a RoCE v2 IPv6 GID");
+          sub->add_option("-s,--size", f->size, "message size (default 65536 bw, 2 lat)");
+          sub->add_flag("-a,--all", f->all_sizes, "all sizes 2 .. 2^23");
+          sub->add_option("-n,--iters", f->iters, "iterations (default 5000 bw, 1000 lat)");
+          sub->add_option("-D,--duration", f->duration, "run for seconds (bw tests)");
+          sub->add_option("-q,--qp", f->qps, "QPs (bw tests)")->check(CLI::Range(1, 64));
+          sub->add_option("-m,--mtu", f->mtu, "force the path MTU (256..4096)")
+              ->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
+          sub->add_option("-u,--qp-timeout", f->timeout, "QP timeout (4.096 us * 2^u)")
+              ->check(CLI::Range(0, 31));
+          sub->add_option("-p,--port", f->tcp_port, "bootstrap TCP port (18515)")
+              ->check(CLI::Range(1, 65535));
+          sub->add_option("--bind", f->bind, "server: address to listen on (0.0.0.0)");
+          sub->add_option("-t,--tx-depth", f->tx_depth, "WRs in flight per QP (128)")
+              ->check(CLI::Range(1, 4096));
+          sub->add_option("--stall-timeout", f->stall_s, "seconds without progress = failure (30)");
+          sub->add_flag("--report_gbits", f->gbits, "report Gb/sec instead of MB/sec");
+          sub->add_flag("--json", f->json, "JSON output");
+          sub->add_flag("--verify", f->verify, "verify the data that landed");
+          return [f] { return RunPerf(*f); };
+        },
+        40});
+
+}  // namespace
+}  // namespace fathom::tools

@@ -1,0 +1,422 @@
+// Topology graph, ECMP route computation and validation.
+#include "topologies/topology.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <unordered_map>
+
+namespace fathom::topo {
+namespace {
+
+bool GlobMatch(std::string_view pattern, std::string_view text) {
+  // Iterative '*' / '?' matcher with backtracking to the last star.
+  size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p;
+      ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      mark = t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// TopologyBuilder
+
+int32_t TopologyBuilder::AddHost(std::string name, int32_t server, int32_t gpu) {
+  const int32_t id = static_cast<int32_t>(topo_.nodes_.size());
+  topo_.nodes_.push_back(Node{id, NodeKind::kHost, std::move(name), kTierHost, server, gpu});
+  ports_.emplace_back();
+  return id;
+}
+
+int32_t TopologyBuilder::AddSwitch(std::string name, int tier) {
+  const int32_t id = static_cast<int32_t>(topo_.nodes_.size());
+  topo_.nodes_.push_back(Node{id, NodeKind::kSwitch, std::move(name), tier, -1, -1});
+  ports_.emplace_back();
+  return id;
+}
+
+StatusOr<int32_t> TopologyBuilder::Connect(int32_t a, int32_t b, const LinkParams& params) {
+  const int32_t n = static_cast<int32_t>(topo_.nodes_.size());
+  if (a < 0 || a >= n || b < 0 || b >= n || a == b) {
+    return InvalidArgument("TopologyBuilder::Connect(" + std::to_string(a) + ", " +
+                           std::to_string(b) + "): bad node ids (have " + std::to_string(n) +
+                           " nodes)");
+  }
+  if (params.rate.bps() <= 0 || params.latency.ps() < 0 || params.mtu_bytes <= 0) {
+    return InvalidArgument("TopologyBuilder::Connect(" + topo_.nodes_[a].name + ", " +
+                           topo_.nodes_[b].name + "): rate " + std::to_string(params.rate.bps()) +
+                           " bps, latency " + std::to_string(params.latency.ps()) + " ps, mtu " +
+                           std::to_string(params.mtu_bytes) + " must be positive");
+  }
+  // The lower-tier end is `a`, so names read bottom-up ("h3-leaf0").
+  if (topo_.nodes_[b].tier < topo_.nodes_[a].tier) std::swap(a, b);
+  Link link;
+  link.id = static_cast<int32_t>(topo_.links_.size());
+  link.a = a;
+  link.b = b;
+  link.a_port = static_cast<int32_t>(ports_[a].size());
+  link.b_port = static_cast<int32_t>(ports_[b].size());
+  link.rate = params.rate;
+  link.latency = params.latency;
+  link.mtu_ab = link.mtu_ba = params.mtu_bytes;
+  link.tier = std::max(topo_.nodes_[a].tier, topo_.nodes_[b].tier);
+  int parallel = 0;
+  for (int32_t l : ports_[a]) {
+    const Link& o = topo_.links_[l];
+    if ((o.a == a && o.b == b) || (o.a == b && o.b == a)) ++parallel;
+  }
+  link.name = topo_.nodes_[a].name + "-" + topo_.nodes_[b].name;
+  if (parallel > 0) link.name += "/" + std::to_string(parallel);
+  ports_[a].push_back(link.id);
+  ports_[b].push_back(link.id);
+  topo_.links_.push_back(std::move(link));
+  return topo_.links_.back().id;
+}
+
+StatusOr<Topology> TopologyBuilder::Build() && {
+  Topology& t = topo_;
+  const std::string ctx = "TopologyBuilder::Build(" + t.name_ + ")";
+  if (t.nodes_.empty()) return InvalidArgument(ctx + ": no nodes");
+  std::unordered_map<std::string, int32_t> names;
+  for (const Node& n : t.nodes_) {
+    if (n.name.empty())
+      return InvalidArgument(ctx + ": node " + std::to_string(n.id) + " has no name");
+    if (!names.emplace(n.name, n.id).second) {
+      return InvalidArgument(ctx + ": duplicate node name '" + n.name + "'");
+    }
+    if (n.kind == NodeKind::kSwitch && (n.tier < kTierLeaf || n.tier > kMaxTier)) {
+      return InvalidArgument(ctx + ": switch " + n.name + " has tier " + std::to_string(n.tier) +
+                             ", want 1.." + std::to_string(kMaxTier));
+    }
+  }
+  // Flatten ports.
+  t.port_begin_.assign(t.nodes_.size() + 1, 0);
+  for (size_t i = 0; i < t.nodes_.size(); ++i) {
+    t.port_begin_[i + 1] = t.port_begin_[i] + static_cast<int32_t>(ports_[i].size());
+  }
+  t.port_link_.clear();
+  t.port_link_.reserve(static_cast<size_t>(t.port_begin_.back()));
+  for (const auto& p : ports_) t.port_link_.insert(t.port_link_.end(), p.begin(), p.end());
+  // Hosts in rank order: server-major, then GPU, then id.
+  t.hosts_.clear();
+  for (const Node& n : t.nodes_) {
+    if (n.kind == NodeKind::kHost) t.hosts_.push_back(n.id);
+  }
+  if (t.hosts_.empty()) return InvalidArgument(ctx + ": no hosts");
+  if (t.hosts_.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max() / 2)) {
+    return OutOfRange(ctx + ": too many hosts");
+  }
+  std::stable_sort(t.hosts_.begin(), t.hosts_.end(), [&](int32_t x, int32_t y) {
+    const Node& a = t.nodes_[x];
+    const Node& b = t.nodes_[y];
+    if (a.server != b.server) return a.server < b.server;
+    return a.gpu < b.gpu;
+  });
+  t.host_rank_.assign(t.nodes_.size(), -1);
+  std::vector<int32_t> servers;
+  for (size_t r = 0; r < t.hosts_.size(); ++r) {
+    t.host_rank_[t.hosts_[r]] = static_cast<int32_t>(r);
+    servers.push_back(t.nodes_[t.hosts_[r]].server);
+  }
+  servers.erase(std::unique(servers.begin(), servers.end()), servers.end());
+  t.servers_ = static_cast<int32_t>(servers.size());
+  t.link_by_name_.clear();
+  for (const Link& l : t.links_) t.link_by_name_.emplace(l.name, l.id);
+  t.node_by_name_ = std::move(names);
+  FATHOM_RETURN_IF_ERROR(t.BuildRoutes().WithContext(ctx));
+  return std::move(topo_);
+}
+
+// ---------------------------------------------------------------------------
+// Routing
+
+PortRef Topology::Peer(int32_t node, int32_t port) const {
+  const Link& l = links_[LinkAt(node, port)];
+  if (l.a == node && l.a_port == port) return {l.b, l.b_port};
+  return {l.a, l.a_port};
+}
+
+Status Topology::BuildRoutes() {
+  const size_t n = nodes_.size();
+  const size_t h = hosts_.size();
+  route_.assign(n * h, 0);
+  route_sets_.assign(1, RouteSet{});  // set 0: empty
+  route_ports_.clear();
+  hops_.assign(h * h, -1);
+  diameter_hops_ = 0;
+  // Interning: hash of the port list -> candidate set ids.
+  std::unordered_multimap<uint64_t, uint32_t> interned;
+  std::vector<int32_t> dist(n);
+  std::vector<int32_t> queue(n);
+  std::vector<int32_t> scratch;
+  for (size_t r = 0; r < h; ++r) {
+    const int32_t dst = hosts_[r];
+    std::fill(dist.begin(), dist.end(), -1);
+    dist[dst] = 0;
+    size_t head = 0, tail = 0;
+    queue[tail++] = dst;
+    while (head < tail) {
+      const int32_t u = queue[head++];
+      // Hosts do not forward: only the destination itself expands.
+      if (u != dst && nodes_[u].kind == NodeKind::kHost) continue;
+      for (int32_t p = 0; p < PortCount(u); ++p) {
+        const int32_t v = Peer(u, p).node;
+        if (dist[v] < 0) {
+          dist[v] = dist[u] + 1;
+          queue[tail++] = v;
+        }
+      }
+    }
+    for (size_t u = 0; u < n; ++u) {
+      if (dist[u] <= 0) continue;
+      scratch.clear();
+      for (int32_t p = 0; p < PortCount(static_cast<int32_t>(u)); ++p) {
+        const int32_t v = Peer(static_cast<int32_t>(u), p).node;
+        if (dist[v] != dist[u] - 1) continue;
+        if (v != dst && nodes_[v].kind == NodeKind::kHost) continue;
+        scratch.push_back(p);
+      }
+      if (scratch.empty()) continue;
+      uint64_t hash = 1469598103934665603ull;
+      for (int32_t p : scratch) hash = (hash ^ static_cast<uint64_t>(p)) * 1099511628211ull;
+      uint32_t set_id = 0;
+      auto [lo, hi] = interned.equal_range(hash);
+      for (auto it = lo; it != hi; ++it) {
+        const RouteSet& s = route_sets_[it->second];
+        if (s.count == scratch.size() &&
+            std::equal(scratch.begin(), scratch.end(), route_ports_.begin() + s.offset)) {
+          set_id = it->second;
+          break;
+        }
+      }
+      if (set_id == 0) {
+        set_id = static_cast<uint32_t>(route_sets_.size());
+        route_sets_.push_back(RouteSet{static_cast<uint32_t>(route_ports_.size()),
+                                       static_cast<uint32_t>(scratch.size())});
+        route_ports_.insert(route_ports_.end(), scratch.begin(), scratch.end());
+        interned.emplace(hash, set_id);
+      }
+      route_[u * h + r] = set_id;
+    }
+    for (size_t s = 0; s < h; ++s) {
+      const int32_t d = dist[hosts_[s]];
+      if (d > std::numeric_limits<int16_t>::max()) return OutOfRange("path longer than 32767 hops");
+      hops_[s * h + r] = static_cast<int16_t>(d);
+      diameter_hops_ = std::max(diameter_hops_, d);
+    }
+  }
+  return Status::Ok();
+}
+
+bool Topology::Reachable(int32_t src_host, int32_t dst_host) const {
+  return HopCount(src_host, dst_host) > 0 || src_host == dst_host;
+}
+
+int32_t Topology::HopCount(int32_t src_host, int32_t dst_host) const {
+  const int32_t s = host_rank_[src_host];
+  const int32_t d = host_rank_[dst_host];
+  if (s < 0 || d < 0) return -1;
+  return hops_[static_cast<size_t>(s) * hosts_.size() + static_cast<size_t>(d)];
+}
+
+// ---------------------------------------------------------------------------
+// Validation
+
+Status Topology::Validate() const {
+  const std::string ctx = "Topology::Validate(" + name_ + ")";
+  // Ports and links agree.
+  for (const Link& l : links_) {
+    if (l.a < 0 || l.b < 0 || l.a == l.b || static_cast<size_t>(l.a) >= nodes_.size() ||
+        static_cast<size_t>(l.b) >= nodes_.size()) {
+      return Internal(ctx + ": link " + l.name + " has bad endpoints");
+    }
+    if (LinkAt(l.a, l.a_port) != l.id || LinkAt(l.b, l.b_port) != l.id) {
+      return Internal(ctx + ": link " + l.name + " is not on the ports it names");
+    }
+    if (l.rate.bps() <= 0 || l.mtu_ab <= 0 || l.mtu_ba <= 0) {
+      return InvalidArgument(ctx + ": link " + l.name + " has a non-positive rate or MTU");
+    }
+  }
+  for (size_t u = 0; u < nodes_.size(); ++u) {
+    for (int32_t p = 0; p < PortCount(static_cast<int32_t>(u)); ++p) {
+      const Link& l = links_[LinkAt(static_cast<int32_t>(u), p)];
+      if (!((l.a == static_cast<int32_t>(u) && l.a_port == p) ||
+            (l.b == static_cast<int32_t>(u) && l.b_port == p))) {
+        return Internal(ctx + ": port " + std::to_string(p) + " of " + nodes_[u].name +
+                        " holds link " + l.name + " which does not end there");
+      }
+    }
+  }
+  // Reachability as promised.
+  const size_t h = hosts_.size();
+  for (size_t s = 0; s < h; ++s) {
+    for (size_t d = 0; d < h; ++d) {
+      if (s == d) continue;
+      const Node& a = nodes_[hosts_[s]];
+      const Node& b = nodes_[hosts_[d]];
+      const bool required =
+          reachability_ == Reachability::kAllPairs || (a.gpu == b.gpu && a.server != b.server);
+      if (required && hops_[s * h + d] <= 0) {
+        return FailedPrecondition(ctx + ": host " + a.name + " cannot reach host " + b.name);
+      }
+    }
+  }
+  // Every ECMP path ends at the destination, loop-free, in exactly the
+  // shortest hop count: depth via DFS with colouring over the next-hop DAG.
+  const size_t n = nodes_.size();
+  std::vector<int32_t> min_depth(n), max_depth(n);
+  std::vector<uint8_t> color(n);
+  struct Frame {
+    int32_t node;
+    size_t next;
+  };
+  std::vector<Frame> stack;
+  for (size_t r = 0; r < h; ++r) {
+    const int32_t dst = hosts_[r];
+    std::fill(color.begin(), color.end(), 0);
+    color[dst] = 2;
+    min_depth[dst] = max_depth[dst] = 0;
+    for (size_t start = 0; start < n; ++start) {
+      if (color[start] != 0 || NextHops(static_cast<int32_t>(start), dst).empty()) continue;
+      stack.push_back({static_cast<int32_t>(start), 0});
+      color[start] = 1;
+      while (!stack.empty()) {
+        Frame& f = stack.back();
+        const auto hops = NextHops(f.node, dst);
+        if (f.next < hops.size()) {
+          const int32_t v = Peer(f.node, hops[f.next++]).node;
+          if (color[v] == 1) {
+            return Internal(ctx + ": forwarding loop towards " + nodes_[dst].name + " through " +
+                            nodes_[v].name);
+          }
+          if (color[v] == 0) {
+            if (NextHops(v, dst).empty()) {
+              return Internal(ctx + ": " + nodes_[f.node].name + " forwards towards " +
+                              nodes_[dst].name + " to " + nodes_[v].name + " which has no route");
+            }
+            color[v] = 1;
+            stack.push_back({v, 0});
+          }
+          continue;
+        }
+        int32_t lo = std::numeric_limits<int32_t>::max(), hi = 0;
+        for (int32_t p : hops) {
+          const int32_t v = Peer(f.node, p).node;
+          lo = std::min(lo, min_depth[v] + 1);
+          hi = std::max(hi, max_depth[v] + 1);
+        }
+        min_depth[f.node] = lo;
+        max_depth[f.node] = hi;
+        color[f.node] = 2;
+        stack.pop_back();
+      }
+    }
+    for (size_t s = 0; s < h; ++s) {
+      const int32_t src = hosts_[s];
+      const int16_t want = hops_[s * h + r];
+      if (src == dst || want <= 0) continue;
+      if (min_depth[src] != want || max_depth[src] != want) {
+        return Internal(ctx + ": ECMP paths " + nodes_[src].name + " -> " + nodes_[dst].name +
+                        " have " + std::to_string(min_depth[src]) + ".." +
+                        std::to_string(max_depth[src]) + " hops, shortest is " +
+                        std::to_string(want));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------
+// Lookup
+
+StatusOr<int32_t> Topology::FindNode(std::string_view name) const {
+  auto it = node_by_name_.find(std::string(name));
+  if (it == node_by_name_.end()) {
+    return NotFound("Topology::FindNode: no node named '" + std::string(name) + "' in " + name_);
+  }
+  return it->second;
+}
+
+StatusOr<int32_t> Topology::FindLink(std::string_view name) const {
+  auto it = link_by_name_.find(std::string(name));
+  if (it != link_by_name_.end()) return it->second;
+  // "x-y" by endpoints in either order.
+  for (size_t dash = name.find('-'); dash != std::string_view::npos;
+       dash = name.find('-', dash + 1)) {
+    auto a = node_by_name_.find(std::string(name.substr(0, dash)));
+    auto b = node_by_name_.find(std::string(name.substr(dash + 1)));
+    if (a != node_by_name_.end() && b != node_by_name_.end()) {
+      auto l = FindLink(a->second, b->second);
+      if (l.ok()) return l;
+    }
+  }
+  return NotFound("Topology::FindLink: no link named '" + std::string(name) + "' in " + name_);
+}
+
+StatusOr<int32_t> Topology::FindLink(int32_t a, int32_t b) const {
+  if (a >= 0 && static_cast<size_t>(a) < nodes_.size() && b >= 0 &&
+      static_cast<size_t>(b) < nodes_.size()) {
+    for (int32_t p = 0; p < PortCount(a); ++p) {
+      if (Peer(a, p).node == b) return LinkAt(a, p);
+    }
+  }
+  return NotFound("Topology::FindLink(" + std::to_string(a) + ", " + std::to_string(b) +
+                  "): no link between these nodes");
+}
+
+std::vector<int32_t> Topology::LinksAtTier(int tier) const {
+  std::vector<int32_t> out;
+  for (const Link& l : links_) {
+    if (l.tier == tier) out.push_back(l.id);
+  }
+  return out;
+}
+
+std::vector<int32_t> Topology::LinksOf(int32_t node) const {
+  std::vector<int32_t> out;
+  for (int32_t p = 0; p < PortCount(node); ++p) out.push_back(LinkAt(node, p));
+  return out;
+}
+
+StatusOr<std::vector<int32_t>> Topology::SelectLinks(std::string_view selector) const {
+  std::vector<int32_t> out;
+  if (selector.starts_with("tier:")) {
+    const std::string_view num = selector.substr(5);
+    if (num.size() != 1 || num[0] < '0' || num[0] > '0' + kMaxTier) {
+      return InvalidArgument("Topology::SelectLinks: '" + std::string(selector) +
+                             "': tier must be 0.." + std::to_string(kMaxTier));
+    }
+    out = LinksAtTier(num[0] - '0');
+  } else if (auto node = node_by_name_.find(std::string(selector)); node != node_by_name_.end()) {
+    out = LinksOf(node->second);
+  } else {
+    for (const Link& l : links_) {
+      if (GlobMatch(selector, l.name)) out.push_back(l.id);
+    }
+    if (out.empty()) {
+      auto one = FindLink(selector);
+      if (one.ok()) out.push_back(*one);
+    }
+  }
+  if (out.empty()) {
+    return NotFound("Topology::SelectLinks: '" + std::string(selector) + "' matches no link in " +
+                    name_);
+  }
+  return out;
+}
+
+}  // namespace fathom::topo

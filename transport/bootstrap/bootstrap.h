@@ -1,0 +1,101 @@
+// Out-of-band rendezvous of N ranks over TCP (Boost.Asio; messages in
+// proto/bootstrap.proto, framed by framing.h): the ranks find a root by
+// address:port, register, then run all-gather rounds (endpoint exchange,
+// barriers) and propagate an abort with its reason to every rank.
+//
+// The root is a server that survives hostile input: a connection that sends
+// garbage, an oversized length prefix, a malformed message, the wrong
+// protocol version, the wrong token or a rank that is already registered is
+// answered with an Error naming the problem, closed and logged — the real
+// ranks are served on. A registered rank that disappears without Goodbye
+// (killed, crashed) aborts the run for everyone, with that reason.
+//
+// Ownership and threading: Root runs its own I/O thread, started by Start()
+// and joined by the destructor. Rank is synchronous and used by one thread;
+// each call blocks at most for its deadline. Both are move-free objects held
+// by unique_ptr.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/units.h"
+#include "proto/bootstrap.pb.h"
+
+namespace fathom::transport::bootstrap {
+
+inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kDefaultMaxMessageBytes = 1u << 20;
+inline constexpr uint16_t kDefaultPort = 18515;  // perftest's OOB port
+
+struct RootOptions {
+  std::string bind_address = "127.0.0.1";  // loopback unless told otherwise
+  uint16_t port = kDefaultPort;            // 0 = any free port (see Root::port())
+  int world_size = 2;
+  std::string token;  // when set, a Hello must carry the same token
+  uint32_t max_message_bytes = kDefaultMaxMessageBytes;
+  // Every rank must have registered this long after Start(), else the
+  // registered ones are aborted with the names of the missing ranks.
+  Picoseconds accept_timeout = Picoseconds::FromSeconds(60);
+  // A new connection must complete its Hello within this.
+  Picoseconds hello_timeout = Picoseconds::FromSeconds(5);
+};
+
+class Root {
+ public:
+  // Binds and listens (errors name the address and port), then serves on its
+  // own thread.
+  static StatusOr<std::unique_ptr<Root>> Start(const RootOptions& options);
+  virtual ~Root() = default;
+
+  // The port actually bound.
+  virtual uint16_t port() const = 0;
+  // Waits until every rank has said Goodbye, or the run was aborted (returns
+  // the abort as ABORTED), or `timeout` passed (DEADLINE_EXCEEDED).
+  virtual Status Wait(Picoseconds timeout) = 0;
+  // Every rejected connection so far, one line each ("127.0.0.1:40122:
+  // oversized message: ...").  Thread-safe.
+  virtual std::vector<std::string> Rejections() const = 0;
+  // Ranks registered so far. Thread-safe.
+  virtual int registered() const = 0;
+};
+
+struct RankOptions {
+  std::string root_address = "127.0.0.1";
+  uint16_t root_port = kDefaultPort;
+  int rank = 0;
+  int world_size = 2;
+  std::string token;
+  uint32_t max_message_bytes = kDefaultMaxMessageBytes;
+  // Connection attempts are retried (the root may not be up yet) until this
+  // much time has passed since Connect() began; it bounds the Hello too.
+  Picoseconds connect_timeout = Picoseconds::FromSeconds(30);
+  // Each AllGather/Barrier waits at most this long for the other ranks.
+  Picoseconds op_timeout = Picoseconds::FromSeconds(60);
+};
+
+class Rank {
+ public:
+  // Connects (retrying while the root is not up), says Hello and waits for
+  // Welcome. A rejection returns the root's reason.
+  static StatusOr<std::unique_ptr<Rank>> Connect(const RankOptions& options);
+  // Says Goodbye unless the run was aborted.
+  virtual ~Rank() = default;
+
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  // Every rank's payload, indexed by rank. ABORTED (naming who and why) when
+  // any rank aborted; DEADLINE_EXCEEDED after op_timeout.
+  virtual StatusOr<std::vector<std::string>> AllGather(const std::string& payload) = 0;
+  virtual Status Barrier() = 0;
+  // AllGather of EndpointRecords.
+  virtual StatusOr<std::vector<proto::EndpointRecord>> ExchangeEndpoints(
+      const proto::EndpointRecord& mine) = 0;
+  // Tells every rank (through the root) that this rank gives up, and why.
+  virtual Status Abort(const std::string& reason) = 0;
+};
+
+}  // namespace fathom::transport::bootstrap

@@ -1,0 +1,223 @@
+#include "transport/collectives/collective.h"
+
+#include <cstdio>
+#include <cstring>
+
+namespace fathom::transport::coll {
+
+std::string Trace::ToJson() const {
+  std::string s = "{\"traceEvents\":[";
+  char buf[256];
+  for (size_t i = 0; i < events.size(); ++i) {
+    const TraceEvent& e = events[i];
+    std::snprintf(buf, sizeof(buf), "%s{\"name\":\"%s\",\"ph\":\"X\",\"ts\":%.6f,\"dur\":%.6f,",
+                  i == 0 ? "" : ",\n", e.name.c_str(), e.start.us(), e.duration.us());
+    s += buf;
+    std::snprintf(buf, sizeof(buf), "\"pid\":%d,\"tid\":%d,\"args\":{", e.rank, e.stream);
+    s += buf;
+    s += e.args;
+    s += "}}";
+  }
+  s += "]}\n";
+  return s;
+}
+
+RankCollective::RankCollective(Communicator* comm, const CollSpec& spec, DataType type, RedOp op,
+                               const void* in, void* out, Trace* trace)
+    : comm_(comm),
+      spec_(spec),
+      type_(type),
+      op_(op),
+      in_(static_cast<const uint8_t*>(in)),
+      out_(static_cast<uint8_t*>(out)),
+      trace_(trace),
+      elem_(DataTypeSize(type)) {}
+
+Status RankCollective::Start(Picoseconds now) {
+  spec_.chunk_elems = comm_->options().chunk_bytes / elem_;
+  if (spec_.kind != CollKind::kAllReduce || spec_.algorithm == Algorithm::kRing) {
+    spec_.channels = comm_->options().channels;
+  }
+  FATHOM_ASSIGN_OR_RETURN(plan_, BuildPlan(spec_, comm_->rank()));
+  FATHOM_ASSIGN_OR_RETURN(in_mr_,
+                          comm_->Register(const_cast<uint8_t*>(in_), plan_.in_count * elem_));
+  FATHOM_ASSIGN_OR_RETURN(out_mr_, comm_->Register(out_, plan_.out_count * elem_));
+  next_.assign(plan_.streams.size(), 0);
+  block_.assign(plan_.streams.size(), Block::kNone);
+  block_peer_.assign(plan_.streams.size(), -1);
+  stream_clock_.assign(plan_.streams.size(), now);
+  done_ = false;
+  bool progressed = false;
+  return Advance(now, &progressed);
+}
+
+Status RankCollective::Advance(Picoseconds now, bool* progressed) {
+  *progressed = false;
+  // Passes until nothing more runs: a tree root's down stream waits on its
+  // up stream, so one stream's step can unblock an earlier one.
+  while (true) {
+    bool any = false;
+    bool all_done = true;
+    for (size_t si = 0; si < plan_.streams.size(); ++si) {
+      bool ran = true;
+      while (ran) {
+        FATHOM_RETURN_IF_ERROR(TryStream(si, now, &ran));
+        any = any || ran;
+      }
+      if (next_[si] < plan_.streams[si]->size()) all_done = false;
+    }
+    *progressed = *progressed || any;
+    done_ = all_done;
+    if (all_done || !any) return Status::Ok();
+  }
+}
+
+Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
+  *ran = false;
+  const Stream& st = *plan_.streams[si];
+  if (next_[si] >= st.size()) return Status::Ok();
+  const Step s = st.At(next_[si]);
+  const int ch = st.channel();
+  const uint64_t slots = static_cast<uint64_t>(comm_->options().slots);
+  Conn* recv[2] = {nullptr, nullptr};
+  Conn* send[2] = {nullptr, nullptr};
+  if (s.after_stream >= 0 && next_[static_cast<size_t>(s.after_stream)] <= s.after_step) {
+    block_[si] = Block::kLocal;
+    return Status::Ok();
+  }
+  if (s.count > 0) {
+    for (int k = 0; k < 2; ++k) {
+      if (s.recv[k] >= 0) {
+        recv[k] = comm_->FindConn(s.recv[k], ch);
+        if (recv[k] == nullptr)
+          return Internal("no connection to rank " + std::to_string(s.recv[k]));
+        if (recv[k]->arrived <= recv[k]->consumed) {
+          block_[si] = Block::kData;
+          block_peer_[si] = s.recv[k];
+          return Status::Ok();
+        }
+      }
+      if (s.send[k] >= 0) {
+        send[k] = comm_->FindConn(s.send[k], ch);
+        if (send[k] == nullptr)
+          return Internal("no connection to rank " + std::to_string(s.send[k]));
+        if (send[k]->sent - send[k]->credits >= slots) {
+          block_[si] = Block::kCredit;
+          block_peer_[si] = s.send[k];
+          return Status::Ok();
+        }
+      }
+    }
+  }
+  // Ready: wait ends here.
+  if (trace_ != nullptr && now > stream_clock_[si]) {
+    trace_->events.push_back({"wait", comm_->rank(), static_cast<int>(si), stream_clock_[si],
+                              now - stream_clock_[si],
+                              "\"peer\":" + std::to_string(block_peer_[si])});
+  }
+  const uint64_t bytes = s.count * elem_;
+  const bool modelled = comm_->options().modelled;
+  const uint8_t* src = nullptr;
+  uint32_t lkey = 0;
+  if (!modelled && s.count > 0) {
+    uint8_t* dst = nullptr;
+    if (s.out_offset >= 0) {
+      dst = out_ + static_cast<uint64_t>(s.out_offset) * elem_;
+      lkey = out_mr_->lkey();
+    } else if (recv[0] != nullptr) {
+      FATHOM_ASSIGN_OR_RETURN(dst, comm_->OutStaging(*send[0], &lkey));
+    }
+    if (dst != nullptr) {
+      int first = 0;
+      if (s.in_offset >= 0) {
+        const uint8_t* local = in_ + static_cast<uint64_t>(s.in_offset) * elem_;
+        if (local != dst) std::memcpy(dst, local, bytes);
+      } else if (recv[0] != nullptr) {
+        std::memcpy(dst, comm_->SlotData(*recv[0], recv[0]->consumed), bytes);
+        first = 1;
+      }
+      for (int k = first; k < 2; ++k) {
+        if (recv[k] != nullptr) {
+          ReduceInto(dst, comm_->SlotData(*recv[k], recv[k]->consumed), s.count, type_, op_);
+        }
+      }
+      src = dst;
+    } else {
+      src = in_ + static_cast<uint64_t>(s.in_offset) * elem_;
+      lkey = in_mr_->lkey();
+    }
+  }
+  for (Conn* c : recv) {
+    if (c == nullptr) continue;
+    ++c->consumed;
+    FATHOM_RETURN_IF_ERROR(comm_->ReturnCredit(*c));
+  }
+  for (Conn* c : send) {
+    if (c != nullptr) FATHOM_RETURN_IF_ERROR(comm_->PostData(*c, src, lkey, bytes, next_[si]));
+  }
+  if (trace_ != nullptr) {
+    std::string name;
+    if (recv[0] != nullptr) name = s.in_offset >= 0 ? "recv-reduce" : "recv-copy";
+    if (send[0] != nullptr) name += name.empty() ? "send" : "-send";
+    if (name.empty()) name = "copy";
+    std::string args =
+        "\"step\":" + std::to_string(next_[si]) + ",\"bytes\":" + std::to_string(bytes);
+    if (s.recv[0] >= 0) args += ",\"from\":" + std::to_string(s.recv[0]);
+    if (s.send[0] >= 0) args += ",\"to\":" + std::to_string(s.send[0]);
+    trace_->events.push_back(
+        {name, comm_->rank(), static_cast<int>(si), now, Picoseconds(0), std::move(args)});
+  }
+  stream_clock_[si] = now;
+  block_[si] = Block::kNone;
+  ++next_[si];
+  *ran = true;
+  return Status::Ok();
+}
+
+std::vector<std::string> RankCollective::DescribeWait(std::vector<int>* peers) const {
+  std::vector<std::string> lines;
+  char buf[320];
+  for (size_t si = 0; si < plan_.streams.size(); ++si) {
+    const Stream& st = *plan_.streams[si];
+    if (next_[si] >= st.size()) continue;
+    const int peer = block_peer_[si];
+    std::string what;
+    Communicator* comm = comm_;
+    const Conn* c = peer >= 0 ? comm->FindConn(peer, st.channel()) : nullptr;
+    switch (block_[si]) {
+      case Block::kData:
+        std::snprintf(buf, sizeof(buf),
+                      "waiting for data from rank %d (channel %d: %llu chunks arrived, %llu "
+                      "consumed)",
+                      peer, st.channel(), static_cast<unsigned long long>(c ? c->arrived : 0),
+                      static_cast<unsigned long long>(c ? c->consumed : 0));
+        what = buf;
+        if (peers != nullptr) peers->push_back(peer);
+        break;
+      case Block::kCredit:
+        std::snprintf(buf, sizeof(buf),
+                      "waiting for a free slot at rank %d (channel %d: %llu chunks sent, %llu "
+                      "credits back)",
+                      peer, st.channel(), static_cast<unsigned long long>(c ? c->sent : 0),
+                      static_cast<unsigned long long>(c ? c->credits : 0));
+        what = buf;
+        if (peers != nullptr) peers->push_back(peer);
+        break;
+      case Block::kLocal:
+        what = "waiting for its own reduction (tree root)";
+        break;
+      case Block::kNone:
+        what = "not started";
+        break;
+    }
+    std::snprintf(
+        buf, sizeof(buf),
+        "%s(%s) stream %zu step %llu/%llu: ", std::string(CollKindName(spec_.kind)).c_str(),
+        std::string(AlgorithmName(spec_.algorithm)).c_str(), si,
+        static_cast<unsigned long long>(next_[si]), static_cast<unsigned long long>(st.size()));
+    lines.push_back(buf + what);
+  }
+  return lines;
+}
+
+}  // namespace fathom::transport::coll

@@ -1,0 +1,255 @@
+#include "transport/collectives/communicator.h"
+
+#include <algorithm>
+#include <array>
+
+#include "transport/wait.h"
+
+namespace fathom::transport::coll {
+namespace {
+
+// wr_id = connection index << 2 | kind.
+enum WrKind : uint64_t { kWrData = 0, kWrCredit = 1, kWrRecv = 2 };
+uint64_t WrId(size_t conn, WrKind kind) { return (static_cast<uint64_t>(conn) << 2) | kind; }
+
+}  // namespace
+
+std::vector<std::pair<int, int>> NeededConnections(int nranks, int rank, int channels) {
+  CollSpec ring;
+  ring.nranks = nranks;
+  ring.channels = channels;
+  std::vector<std::pair<int, int>> all = PlanPeers(ring, rank);
+  CollSpec tree = ring;
+  tree.algorithm = Algorithm::kTree;
+  for (const auto& p : PlanPeers(tree, rank)) all.push_back(p);
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  return all;
+}
+
+StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Device* device, int rank, int nranks,
+                                                             const CommOptions& options) {
+  if (options.slots < 1 || options.chunk_bytes < 8 || options.chunk_bytes > (1u << 31) ||
+      options.channels < 1) {
+    return InvalidArgument("Communicator::Create rank " + std::to_string(rank) + ": slots " +
+                           std::to_string(options.slots) + ", chunk_bytes " +
+                           std::to_string(options.chunk_bytes) + ", channels " +
+                           std::to_string(options.channels) + " out of range");
+  }
+  std::unique_ptr<Communicator> c(new Communicator(device, rank, nranks, options));
+  // Every connection needs room for `slots` data and `slots` credit
+  // receives, and as many sends, at once.
+  c->options_.qp.max_send_wr = std::max(c->options_.qp.max_send_wr, 2 * options.slots + 2);
+  c->options_.qp.max_recv_wr = std::max(c->options_.qp.max_recv_wr, 2 * options.slots + 2);
+  const auto needed = NeededConnections(nranks, rank, options.channels);
+  const int depth = static_cast<int>(needed.size() + 1) * 4 * (options.slots + 1);
+  FATHOM_ASSIGN_OR_RETURN(c->cq_, device->CreateCq(depth));
+  for (const auto& [peer, channel] : needed) {
+    auto conn = std::make_unique<Conn>();
+    conn->peer = peer;
+    conn->channel = channel;
+    FATHOM_ASSIGN_OR_RETURN(conn->qp, device->CreateQp(peer, c->options_.qp, c->cq_.get()));
+    if (!options.modelled) {
+      conn->staging.assign(options.chunk_bytes * static_cast<uint64_t>(options.slots), 0);
+      FATHOM_ASSIGN_OR_RETURN(
+          conn->staging_mr,
+          device->RegisterMemory(conn->staging.data(), conn->staging.size(), kAccessAll));
+    }
+    c->index_[{peer, channel}] = c->conns_.size();
+    c->conns_.push_back(std::move(conn));
+  }
+  return c;
+}
+
+Communicator::~Communicator() {
+  // QPs before the CQ, regions before their memory (transport.h ownership).
+  for (auto& conn : conns_) conn->qp.reset();
+  regions_.clear();
+  for (auto& conn : conns_) {
+    conn->staging_mr.reset();
+    conn->out_staging_mr.reset();
+  }
+  cq_.reset();
+}
+
+std::vector<ConnRecord> Communicator::LocalRecords() const {
+  std::vector<ConnRecord> out;
+  for (const auto& conn : conns_) {
+    ConnRecord r;
+    r.rank = rank_;
+    r.peer = conn->peer;
+    r.channel = conn->channel;
+    r.endpoint = conn->qp->LocalInfo();
+    if (conn->staging_mr) {
+      r.staging = {reinterpret_cast<uint64_t>(conn->staging_mr->addr()), conn->staging_mr->length(),
+                   conn->staging_mr->rkey()};
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+Status Communicator::Connect(const std::vector<ConnRecord>& from_peers) {
+  int connected = 0;
+  for (const ConnRecord& r : from_peers) {
+    if (r.peer != rank_) continue;
+    Conn* conn = FindConn(r.rank, r.channel);
+    if (conn == nullptr) {
+      return InvalidArgument("Communicator::Connect rank " + std::to_string(rank_) +
+                             ": unexpected record from rank " + std::to_string(r.rank) +
+                             " channel " + std::to_string(r.channel));
+    }
+    conn->remote = r.staging;
+    FATHOM_RETURN_IF_ERROR(conn->qp->Connect(r.endpoint));
+    FATHOM_RETURN_IF_ERROR(PostRecvs(*conn, 2 * options_.slots + 2));
+    ++connected;
+  }
+  if (connected != static_cast<int>(conns_.size())) {
+    return FailedPrecondition("Communicator::Connect rank " + std::to_string(rank_) + ": got " +
+                              std::to_string(connected) + " of " + std::to_string(conns_.size()) +
+                              " peer records");
+  }
+  return Status::Ok();
+}
+
+Conn* Communicator::FindConn(int peer, int channel) {
+  auto it = index_.find({peer, channel});
+  return it == index_.end() ? nullptr : conns_[it->second].get();
+}
+
+std::vector<Conn*> Communicator::conns() {
+  std::vector<Conn*> out;
+  for (auto& c : conns_) out.push_back(c.get());
+  return out;
+}
+
+StatusOr<const MemoryRegion*> Communicator::Register(void* addr, uint64_t length) {
+  if (options_.modelled || addr == nullptr || length == 0) return nullptr;
+  auto key = std::make_pair(reinterpret_cast<uint64_t>(addr), length);
+  auto it = regions_.find(key);
+  if (it != regions_.end()) return it->second.get();
+  FATHOM_ASSIGN_OR_RETURN(auto mr, device_->RegisterMemory(addr, length, kAccessAll));
+  const MemoryRegion* p = mr.get();
+  regions_[key] = std::move(mr);
+  return p;
+}
+
+StatusOr<uint8_t*> Communicator::OutStaging(Conn& conn, uint32_t* lkey) {
+  *lkey = 0;
+  if (options_.modelled) return nullptr;
+  if (!conn.out_staging_mr) {
+    conn.out_staging.assign(options_.chunk_bytes * static_cast<uint64_t>(options_.slots), 0);
+    FATHOM_ASSIGN_OR_RETURN(conn.out_staging_mr,
+                            device_->RegisterMemory(conn.out_staging.data(),
+                                                    conn.out_staging.size(), kAccessLocalWrite));
+  }
+  *lkey = conn.out_staging_mr->lkey();
+  // The slot mirrors the remote one: its credit came back, so the write that
+  // last used it has been placed at the peer.
+  return conn.out_staging.data() +
+         (conn.sent % static_cast<uint64_t>(options_.slots)) * options_.chunk_bytes;
+}
+
+Status Communicator::PostRecvs(Conn& conn, int count) {
+  const size_t idx = index_[{conn.peer, conn.channel}];
+  RecvWr wr;
+  wr.wr_id = WrId(idx, kWrRecv);
+  if (conn.staging_mr)
+    wr.sge = {reinterpret_cast<uint64_t>(conn.staging.data()), 0, conn.staging_mr->lkey()};
+  for (int i = 0; i < count; ++i) FATHOM_RETURN_IF_ERROR(conn.qp->PostRecv(wr));
+  return Status::Ok();
+}
+
+Status Communicator::PostData(Conn& conn, const void* src, uint32_t lkey, uint64_t bytes,
+                              uint64_t /*wr_tag*/) {
+  SendWr wr;
+  wr.wr_id = WrId(index_[{conn.peer, conn.channel}], kWrData);
+  wr.opcode = WrOpcode::kRdmaWriteWithImm;
+  wr.sge = {reinterpret_cast<uint64_t>(src), static_cast<uint32_t>(bytes), lkey};
+  if (!options_.modelled) {
+    wr.remote_addr = conn.remote.addr +
+                     (conn.sent % static_cast<uint64_t>(options_.slots)) * options_.chunk_bytes;
+    wr.rkey = conn.remote.rkey;
+  }
+  wr.imm_data = static_cast<uint32_t>(conn.sent & 0xffffffu);
+  FATHOM_RETURN_IF_ERROR(conn.qp->PostSend(wr));
+  ++conn.sent;
+  return Status::Ok();
+}
+
+Status Communicator::ReturnCredit(Conn& conn) {
+  SendWr wr;
+  wr.wr_id = WrId(index_[{conn.peer, conn.channel}], kWrCredit);
+  wr.opcode = WrOpcode::kSendWithImm;
+  wr.imm_data = 1;
+  if (conn.staging_mr) {
+    wr.sge = {reinterpret_cast<uint64_t>(conn.staging.data()), 0, conn.staging_mr->lkey()};
+  }
+  return conn.qp->PostSend(wr);
+}
+
+StatusOr<int> Communicator::Poll(Picoseconds now) {
+  std::array<Completion, 32> batch;
+  int total = 0;
+  Status first_error;
+  while (true) {
+    const int n = cq_->Poll(std::span<Completion>(batch.data(), batch.size()));
+    for (int i = 0; i < n; ++i) {
+      Completion& c = batch[static_cast<size_t>(i)];
+      const size_t idx = static_cast<size_t>(c.wr_id >> 2);
+      if (idx >= conns_.size()) {
+        return Internal("Communicator::Poll rank " + std::to_string(rank_) + ": unknown wr_id in " +
+                        DescribeCompletion(c));
+      }
+      Conn& conn = *conns_[idx];
+      if (c.peer_rank < 0) c.peer_rank = conn.peer;
+      conn.last = c;
+      conn.have_last = true;
+      conn.last_completion_time = now;
+      ++completions_;
+      if (c.status != WcStatus::kSuccess) {
+        // Report the cause, not its echo: a flushed WR (5) only says that
+        // its QP failed earlier; prefer a real error later in the batch.
+        if (!first_error.ok() && c.status == WcStatus::kWrFlushErr) continue;
+        const bool flush = c.status == WcStatus::kWrFlushErr;
+        if (first_error.ok() || !flush) {
+          first_error =
+              Aborted("rank " + std::to_string(rank_) + " -> rank " + std::to_string(conn.peer) +
+                      " channel " + std::to_string(conn.channel) + ": " + DescribeCompletion(c));
+          if (!flush) return first_error;
+        }
+        continue;
+      }
+      if ((c.wr_id & 3) == kWrRecv) {
+        if (c.opcode == WcOpcode::kRecvRdmaWithImm) {
+          ++conn.arrived;
+        } else {
+          conn.credits += c.has_imm ? c.imm_data : 1;
+        }
+        FATHOM_RETURN_IF_ERROR(PostRecvs(conn, 1));
+      }
+    }
+    total += n;
+    if (n < static_cast<int>(batch.size())) break;
+  }
+  if (!first_error.ok()) return first_error;
+  return total;
+}
+
+Status ExchangeAndConnect(const std::vector<Communicator*>& comms) {
+  std::vector<std::vector<ConnRecord>> inbox(comms.size());
+  for (Communicator* c : comms) {
+    for (const ConnRecord& r : c->LocalRecords()) {
+      if (r.peer < 0 || static_cast<size_t>(r.peer) >= comms.size()) {
+        return InvalidArgument("ExchangeAndConnect: record for rank " + std::to_string(r.peer));
+      }
+      inbox[static_cast<size_t>(r.peer)].push_back(r);
+    }
+  }
+  for (size_t i = 0; i < comms.size(); ++i) {
+    FATHOM_RETURN_IF_ERROR(comms[i]->Connect(inbox[i]));
+  }
+  return Status::Ok();
+}
+
+}  // namespace fathom::transport::coll

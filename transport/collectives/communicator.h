@@ -1,0 +1,136 @@
+// Communicator: one rank's connections for the collectives — a CQ, one RC QP
+// per (peer, channel), and for each connection a receive staging area of
+// `slots` chunks the peer RDMA-writes into. Flow control is credit based
+// (NCCL's proxy FIFO): a sender may have at most `slots` chunks in flight to
+// a peer; the receiver returns a credit (a zero-length SEND with immediate)
+// each time it has consumed a chunk. Data is RDMA WRITE WITH IMM into slot
+// (sequence % slots); RC ordering makes the sequence implicit.
+//
+// Setup: Create() makes the CQ, QPs and staging; LocalRecords() are what the
+// peers need (EndpointInfo + the staging RemoteBuffer), exchanged over the
+// bootstrap (verbs) or directly (ExchangeAndConnect, one process); Connect()
+// takes the peers' records.
+//
+// Ownership: the Communicator owns its CQ, QPs and memory regions and the
+// staging memory; the Device must outlive it. It is driven by one thread.
+// Modelled mode (emulated backend only): no bytes move (lkey/rkey 0, the sim
+// NIC's "modelled" key), no staging is allocated and nothing is reduced — for
+// timing runs at scales whose buffers would not fit in memory.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "transport/collectives/schedule.h"
+#include "transport/transport.h"
+
+namespace fathom::transport::coll {
+
+struct CommOptions {
+  int channels = 1;                   // QPs per peer for ring collectives
+  uint64_t chunk_bytes = 512 * 1024;  // one staging slot, the largest transfer
+  int slots = 4;                      // staging slots (credits) per connection
+  QpOptions qp;                       // RC attributes (timeout, retry_cnt, ...)
+  bool modelled = false;              // emulated backend: move no bytes
+};
+
+// One direction's connection record, sent by `rank` to `peer`.
+struct ConnRecord {
+  int rank = -1;
+  int peer = -1;
+  int channel = 0;
+  EndpointInfo endpoint;
+  RemoteBuffer staging;
+};
+
+// The state of one (peer, channel) connection.
+struct Conn {
+  int peer = -1;
+  int channel = 0;
+  std::unique_ptr<QueuePair> qp;
+  std::vector<uint8_t> staging;  // incoming slots
+  std::unique_ptr<MemoryRegion> staging_mr;
+  std::vector<uint8_t> out_staging;  // outgoing slots (results not kept in `out`)
+  std::unique_ptr<MemoryRegion> out_staging_mr;
+  RemoteBuffer remote;    // the peer's staging for our data
+  uint64_t arrived = 0;   // data chunks received
+  uint64_t consumed = 0;  // data chunks consumed (credits owed back)
+  uint64_t sent = 0;      // data chunks written
+  uint64_t credits = 0;   // credits the peer returned
+  Completion last;        // last completion on this QP
+  bool have_last = false;
+  Picoseconds last_completion_time;
+};
+
+// The (peer, channel) connections a rank needs for ring collectives on
+// `channels` channels and the double binary tree (channels 0 and 1).
+std::vector<std::pair<int, int>> NeededConnections(int nranks, int rank, int channels);
+
+class Communicator {
+ public:
+  static StatusOr<std::unique_ptr<Communicator>> Create(Device* device, int rank, int nranks,
+                                                        const CommOptions& options);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  const CommOptions& options() const { return options_; }
+  Device& device() { return *device_; }
+  CompletionQueue& cq() { return *cq_; }
+
+  std::vector<ConnRecord> LocalRecords() const;
+  // Records the peers sent to this rank (rank == their rank, peer == ours).
+  Status Connect(const std::vector<ConnRecord>& from_peers);
+
+  Conn* FindConn(int peer, int channel);
+  std::vector<Conn*> conns();
+
+  // Registered memory for a user buffer (cached; null region = modelled).
+  StatusOr<const MemoryRegion*> Register(void* addr, uint64_t length);
+  // Outgoing staging of a connection, allocated on first use.
+  StatusOr<uint8_t*> OutStaging(Conn& conn, uint32_t* lkey);
+
+  // Posts a data chunk (slot conn.sent % slots) and a credit return.
+  Status PostData(Conn& conn, const void* src, uint32_t lkey, uint64_t bytes, uint64_t wr_tag);
+  Status ReturnCredit(Conn& conn);
+  uint8_t* SlotData(Conn& conn, uint64_t seq) {
+    return conn.staging.data() +
+           (seq % static_cast<uint64_t>(options_.slots)) * options_.chunk_bytes;
+  }
+
+  // Drains the CQ into connection state (arrivals, credits, send
+  // completions), reposting receives. Returns how many completions it saw; a
+  // completion error becomes ABORTED naming the status, the peer and the QP
+  // (NCCL's "Got completion from peer ... with status=12").
+  StatusOr<int> Poll(Picoseconds now);
+
+  // Completions processed so far (the watchdog's progress measure).
+  uint64_t completions() const { return completions_; }
+
+ private:
+  Communicator(Device* device, int rank, int nranks, const CommOptions& options)
+      : device_(device), rank_(rank), nranks_(nranks), options_(options) {}
+  Status PostRecvs(Conn& conn, int count);
+
+  Device* device_;
+  int rank_, nranks_;
+  CommOptions options_;
+  std::unique_ptr<CompletionQueue> cq_;
+  std::vector<std::unique_ptr<Conn>> conns_;
+  std::map<std::pair<int, int>, size_t> index_;
+  std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<MemoryRegion>> regions_;
+  uint64_t completions_ = 0;
+};
+
+// Exchanges every rank's records and connects them all (one process: the
+// simulator, or tests).
+Status ExchangeAndConnect(const std::vector<Communicator*>& comms);
+
+}  // namespace fathom::transport::coll

@@ -1,0 +1,174 @@
+#include "transport/collectives/driver.h"
+
+#include <cstdio>
+
+#include "transport/wait.h"
+
+namespace fathom::transport::coll {
+namespace {
+
+// Reports stay readable at 1024 ranks: the first ranks and QPs in full.
+constexpr int kMaxRanksInReport = 32;
+constexpr int kMaxQpLines = 64;
+
+}  // namespace
+
+Driver::Driver(Clock* clock, std::vector<Communicator*> comms, DriverOptions options)
+    : clock_(clock), comms_(std::move(comms)), options_(std::move(options)) {
+  queued_.assign(comms_.size(), 0);
+  for (size_t i = 0; i < comms_.size(); ++i) {
+    comms_[i]->cq().SetNotify([this, i] {
+      if (!queued_[i]) {
+        queued_[i] = 1;
+        ready_.push_back(static_cast<int>(i));
+      }
+    });
+  }
+}
+
+Driver::~Driver() {
+  for (Communicator* c : comms_) c->cq().SetNotify(nullptr);
+}
+
+RunOutcome Driver::Run(const std::vector<RankCollective*>& colls) {
+  RunOutcome out;
+  out.start = clock_->Now();
+  Picoseconds last_progress = out.start;
+  auto fail = [&](Status s) {
+    // NCCL reports the completion that broke the run; when this rank only
+    // saw flushed WRs, another rank may hold the cause.
+    if (s.message().find("IBV_WC_WR_FLUSH_ERR") != std::string::npos) {
+      for (Communicator* c : comms_) {
+        StatusOr<int> other = c->Poll(clock_->Now());
+        if (!other.ok() &&
+            other.status().message().find("IBV_WC_WR_FLUSH_ERR") == std::string::npos) {
+          s = other.status();
+          break;
+        }
+      }
+    }
+    out.status = Aborted(s.message() + "; collective aborted on all " +
+                         std::to_string(colls.size()) + " ranks driven here");
+    out.report = out.status.message();
+    out.end = clock_->Now();
+    return out;
+  };
+  for (size_t i = 0; i < colls.size(); ++i) {
+    Status s = colls[i]->Start(clock_->Now());
+    if (!s.ok()) return fail(s.WithContext("rank " + std::to_string(comms_[i]->rank())));
+  }
+  std::vector<int> batch;
+  while (true) {
+    bool progressed = false;
+    if (options_.poll_all) {
+      for (size_t i = 0; i < comms_.size(); ++i) {
+        if (!queued_[i]) {
+          queued_[i] = 1;
+          ready_.push_back(static_cast<int>(i));
+        }
+      }
+    }
+    while (!ready_.empty()) {
+      batch.swap(ready_);
+      ready_.clear();
+      for (int i : batch) {
+        queued_[static_cast<size_t>(i)] = 0;
+        const Picoseconds now = clock_->Now();
+        StatusOr<int> n = comms_[static_cast<size_t>(i)]->Poll(now);
+        if (!n.ok()) return fail(n.status());
+        bool ran = false;
+        Status s = colls[static_cast<size_t>(i)]->Advance(now, &ran);
+        if (!s.ok()) return fail(s.WithContext("rank " + std::to_string(comms_[i]->rank())));
+        if (n.value() > 0 || ran) progressed = true;
+      }
+      batch.clear();
+      if (options_.poll_all) break;
+    }
+    if (progressed) last_progress = clock_->Now();
+    bool all_done = true;
+    for (RankCollective* c : colls) all_done = all_done && c->done();
+    if (all_done) break;
+    const Picoseconds deadline = last_progress + options_.timeout;
+    bool can = true;
+    if (clock_->Now() < deadline && ready_.empty()) can = clock_->Progress(deadline);
+    const bool nothing_left = !can && ready_.empty();
+    if (nothing_left || (clock_->Now() >= deadline && ready_.empty() && !options_.poll_all) ||
+        (options_.poll_all && clock_->Now() >= deadline)) {
+      out.hung = true;
+      out.report =
+          WatchdogReport(colls, clock_->Now() - last_progress, nothing_left, &out.stuck_qps);
+      out.status = DeadlineExceeded(out.report);
+      out.end = clock_->Now();
+      return out;
+    }
+  }
+  out.end = clock_->Now();
+  return out;
+}
+
+std::string Driver::WatchdogReport(const std::vector<RankCollective*>& colls,
+                                   Picoseconds stalled_for, bool nothing_left,
+                                   std::vector<StuckQp>* stuck) {
+  std::string r;
+  char buf[512];
+  int stuck_ranks = 0;
+  for (RankCollective* c : colls) stuck_ranks += c->done() ? 0 : 1;
+  std::snprintf(
+      buf, sizeof(buf), "watchdog: no progress on any rank for %.6f s; %d of %zu ranks stuck%s\n",
+      stalled_for.seconds(), stuck_ranks, colls.size(),
+      nothing_left ? " (the simulator has no event left: nothing can ever complete)" : "");
+  r += buf;
+  int shown = 0;
+  const Picoseconds now = clock_->Now();
+  std::string qp_lines;
+  int qp_line_count = 0;
+  for (size_t i = 0; i < colls.size(); ++i) {
+    if (colls[i]->done()) continue;
+    Communicator& comm = *comms_[i];
+    std::vector<int> peers;
+    const auto waits = colls[i]->DescribeWait(&peers);
+    if (shown < kMaxRanksInReport) {
+      for (const auto& w : waits) r += "rank " + std::to_string(comm.rank()) + ": " + w + "\n";
+    }
+    for (Conn* c : comm.conns()) {
+      const int os = c->qp->outstanding_sends();
+      bool waited = false;
+      for (int p : peers) waited = waited || p == c->peer;
+      if (os == 0 && !waited) continue;
+      StuckQp q{
+          comm.rank(),  c->peer,       c->channel, c->qp->qp_num(), os, c->qp->outstanding_recvs(),
+          c->have_last, c->last.status};
+      stuck->push_back(q);
+      const std::string last =
+          c->have_last ? std::string(WcStatusName(c->last.status)) : std::string("none");
+      if (shown < kMaxRanksInReport) {
+        std::snprintf(buf, sizeof(buf),
+                      "  qp to rank %d channel %d qpn 0x%x state %s: %d send WRs and %d recv "
+                      "WRs outstanding; last completion %s\n",
+                      c->peer, c->channel, c->qp->qp_num(),
+                      std::string(QpStateName(c->qp->state())).c_str(), os,
+                      c->qp->outstanding_recvs(),
+                      c->have_last ? DescribeCompletion(c->last).c_str() : "none");
+        r += buf;
+      }
+      if (os > 0 && qp_line_count < kMaxQpLines) {
+        const Picoseconds since = c->have_last ? now - c->last_completion_time : now;
+        std::snprintf(buf, sizeof(buf),
+                      "rank %d -> rank %d qpn 0x%x: no completion for %.6f s (outstanding %d "
+                      "WRs, last status %s)\n",
+                      comm.rank(), c->peer, c->qp->qp_num(), since.seconds(), os, last.c_str());
+        qp_lines += buf;
+        ++qp_line_count;
+      }
+    }
+    ++shown;
+  }
+  if (shown > kMaxRanksInReport) {
+    r += "... " + std::to_string(shown - kMaxRanksInReport) + " more stuck ranks\n";
+  }
+  r += qp_lines;
+  if (options_.fabric_evidence) r += options_.fabric_evidence(*stuck);
+  return r;
+}
+
+}  // namespace fathom::transport::coll

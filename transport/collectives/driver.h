@@ -1,0 +1,79 @@
+// Driver: runs the ranks of a collective to completion, and the watchdog.
+//
+// One thread drives every rank it holds (all ranks in the simulator, one
+// per process over verbs): a ready list fed by the CQ notifications
+// (CompletionQueue::SetNotify) names the ranks to poll; when it is empty the
+// driver lets the Clock progress (the simulator runs events until the next
+// completion; verbs returns at once and the driver polls every rank).
+//
+// Watchdog: progress is any completion or any step executed on any rank.
+// When none happens for `timeout` on the clock (wall time over verbs,
+// virtual time in the simulator), or the simulator has nothing left to run,
+// the run stops with a report: each stuck rank's collective, stream and
+// step, the peers it waits for, per QP the outstanding WRs and the last
+// completion status, one NCCL-like line per stuck QP, and (simulator) the
+// fabric evidence a callback supplies. A completion error on any rank aborts
+// every rank with the status and the peer, as NCCL does.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "transport/collectives/collective.h"
+
+namespace fathom::transport::coll {
+
+// A QP the watchdog reports on: who, to whom, which QP.
+struct StuckQp {
+  int rank = -1;
+  int peer = -1;
+  int channel = 0;
+  uint32_t qpn = 0;
+  int outstanding_sends = 0;
+  int outstanding_recvs = 0;
+  bool have_last = false;
+  WcStatus last_status = WcStatus::kSuccess;
+};
+
+struct DriverOptions {
+  Picoseconds timeout = Picoseconds::FromSeconds(30);
+  // Verbs: poll every rank each turn (no notifications needed).
+  bool poll_all = false;
+  // Simulator: text naming the links/ports whose drops touched these QPs.
+  std::function<std::string(const std::vector<StuckQp>&)> fabric_evidence;
+};
+
+struct RunOutcome {
+  Status status;  // OK, ABORTED (completion error) or DEADLINE_EXCEEDED (hang)
+  bool hung = false;
+  std::string report;  // the watchdog's report (empty when OK)
+  std::vector<StuckQp> stuck_qps;
+  Picoseconds start, end;  // on the clock
+};
+
+class Driver {
+ public:
+  // Borrows the clock and communicators; installs CQ notifications.
+  Driver(Clock* clock, std::vector<Communicator*> comms, DriverOptions options);
+  ~Driver();
+  Driver(const Driver&) = delete;
+  Driver& operator=(const Driver&) = delete;
+
+  // Runs one collective: colls[i] belongs to comms[i]. Returns when all are
+  // done, on a completion error, or when the watchdog fires.
+  RunOutcome Run(const std::vector<RankCollective*>& colls);
+
+ private:
+  std::string WatchdogReport(const std::vector<RankCollective*>& colls, Picoseconds stalled_for,
+                             bool nothing_left, std::vector<StuckQp>* stuck);
+
+  Clock* clock_;
+  std::vector<Communicator*> comms_;
+  DriverOptions options_;
+  std::vector<int> ready_;
+  std::vector<char> queued_;
+};
+
+}  // namespace fathom::transport::coll

@@ -1,0 +1,452 @@
+#include "transport/collectives/schedule.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <string>
+
+namespace fathom::transport::coll {
+namespace {
+
+int Mod(int64_t a, int n) { return static_cast<int>(((a % n) + n) % n); }
+
+// Element range [offset, offset + count).
+struct Range {
+  uint64_t offset = 0;
+  uint64_t count = 0;
+};
+
+// Part k of n of a range, balanced (the first count % n parts one larger).
+Range Part(Range r, int n, int k) {
+  const uint64_t q = r.count / static_cast<uint64_t>(n);
+  const uint64_t extra = r.count % static_cast<uint64_t>(n);
+  const uint64_t uk = static_cast<uint64_t>(k);
+  return {r.offset + uk * q + std::min(uk, extra), q + (uk < extra ? 1 : 0)};
+}
+
+uint64_t CeilDiv(uint64_t a, uint64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
+
+// n == 1, or no peers: out = in over the range.
+class CopyStream final : public Stream {
+ public:
+  CopyStream(int channel, Range in, Range out) : Stream(channel), in_(in), out_(out) {}
+  uint64_t size() const override { return in_.count == 0 ? 0 : 1; }
+  Step At(uint64_t) const override {
+    Step s;
+    s.count = in_.count;
+    s.in_offset = static_cast<int64_t>(in_.offset);
+    s.out_offset = static_cast<int64_t>(out_.offset);
+    return s;
+  }
+
+ private:
+  Range in_, out_;
+};
+
+// Ring allreduce over `range` of both buffers, in loops of n chunks.
+class RingAllreduceStream final : public Stream {
+ public:
+  RingAllreduceStream(int channel, int n, int rank, Range range, uint64_t chunk)
+      : Stream(channel), n_(n), rank_(rank), range_(range), loop_(chunk * n) {}
+  uint64_t size() const override {
+    return CeilDiv(range_.count, loop_) * static_cast<uint64_t>(2 * n_ - 1);
+  }
+  Step At(uint64_t i) const override {
+    const uint64_t per_loop = static_cast<uint64_t>(2 * n_ - 1);
+    const uint64_t loop = i / per_loop;
+    const int j = static_cast<int>(i % per_loop);
+    const uint64_t lo = range_.offset + loop * loop_;
+    const Range loop_range{lo, std::min(loop_, range_.offset + range_.count - lo)};
+    const int prev = Mod(rank_ - 1, n_), next = Mod(rank_ + 1, n_);
+    Step s;
+    int seg;
+    if (j == 0) {
+      seg = rank_;
+    } else if (j <= n_ - 1) {
+      seg = Mod(rank_ - j, n_);  // reduce-scatter
+    } else {
+      seg = Mod(rank_ + 1 - (j - (n_ - 1)), n_);  // allgather
+    }
+    const Range r = Part(loop_range, n_, seg);
+    s.count = r.count;
+    if (j == 0) {
+      s.in_offset = static_cast<int64_t>(r.offset);
+    } else {
+      s.recv[0] = prev;
+      if (j <= n_ - 1) s.in_offset = static_cast<int64_t>(r.offset);
+      s.out_offset = static_cast<int64_t>(r.offset);
+    }
+    if (j < 2 * n_ - 2) s.send[0] = next;
+    return s;
+  }
+
+ private:
+  int n_, rank_;
+  Range range_;
+  uint64_t loop_;
+};
+
+// Ring reduce-scatter: in = n blocks of `count`, out = block `rank`. `part`
+// is this channel's share of a block.
+class RingReduceScatterStream final : public Stream {
+ public:
+  RingReduceScatterStream(int channel, int n, int rank, uint64_t count, Range part, uint64_t chunk)
+      : Stream(channel), n_(n), rank_(rank), count_(count), part_(part), chunk_(chunk) {}
+  uint64_t size() const override { return CeilDiv(part_.count, chunk_) * n_; }
+  Step At(uint64_t i) const override {
+    const uint64_t loop = i / static_cast<uint64_t>(n_);
+    const int j = static_cast<int>(i % static_cast<uint64_t>(n_));
+    const uint64_t lo = part_.offset + loop * chunk_;
+    Step s;
+    s.count = std::min(chunk_, part_.offset + part_.count - lo);
+    const int block = Mod(rank_ - 1 - j, n_);
+    s.in_offset = static_cast<int64_t>(static_cast<uint64_t>(block) * count_ + lo);
+    if (j > 0) s.recv[0] = Mod(rank_ - 1, n_);
+    if (j < n_ - 1) {
+      s.send[0] = Mod(rank_ + 1, n_);
+    } else {
+      s.out_offset = static_cast<int64_t>(lo);
+    }
+    return s;
+  }
+
+ private:
+  int n_, rank_;
+  uint64_t count_;
+  Range part_;
+  uint64_t chunk_;
+};
+
+// Ring allgather: in = `count`, out = n blocks of `count`.
+class RingAllgatherStream final : public Stream {
+ public:
+  RingAllgatherStream(int channel, int n, int rank, uint64_t count, Range part, uint64_t chunk)
+      : Stream(channel), n_(n), rank_(rank), count_(count), part_(part), chunk_(chunk) {}
+  uint64_t size() const override { return CeilDiv(part_.count, chunk_) * n_; }
+  Step At(uint64_t i) const override {
+    const uint64_t loop = i / static_cast<uint64_t>(n_);
+    const int j = static_cast<int>(i % static_cast<uint64_t>(n_));
+    const uint64_t lo = part_.offset + loop * chunk_;
+    Step s;
+    s.count = std::min(chunk_, part_.offset + part_.count - lo);
+    const int block = Mod(rank_ - j, n_);
+    s.out_offset = static_cast<int64_t>(static_cast<uint64_t>(block) * count_ + lo);
+    if (j == 0) {
+      s.in_offset = static_cast<int64_t>(lo);
+    } else {
+      s.recv[0] = Mod(rank_ - 1, n_);
+    }
+    if (j < n_ - 1) s.send[0] = Mod(rank_ + 1, n_);
+    return s;
+  }
+
+ private:
+  int n_, rank_;
+  uint64_t count_;
+  Range part_;
+  uint64_t chunk_;
+};
+
+// Pipelined chain broadcast root -> root+1 -> ... -> root-1.
+class ChainBroadcastStream final : public Stream {
+ public:
+  ChainBroadcastStream(int channel, int n, int rank, int root, Range part, uint64_t chunk)
+      : Stream(channel), n_(n), rank_(rank), root_(root), part_(part), chunk_(chunk) {}
+  uint64_t size() const override { return CeilDiv(part_.count, chunk_); }
+  Step At(uint64_t i) const override {
+    const uint64_t lo = part_.offset + i * chunk_;
+    const int pos = Mod(rank_ - root_, n_);
+    Step s;
+    s.count = std::min(chunk_, part_.offset + part_.count - lo);
+    s.out_offset = static_cast<int64_t>(lo);
+    if (pos == 0) {
+      s.in_offset = static_cast<int64_t>(lo);
+    } else {
+      s.recv[0] = Mod(rank_ - 1, n_);
+    }
+    if (pos < n_ - 1) s.send[0] = Mod(rank_ + 1, n_);
+    return s;
+  }
+
+ private:
+  int n_, rank_, root_;
+  Range part_;
+  uint64_t chunk_;
+};
+
+// Tree reduce toward the root (up) or broadcast from it (down), chunked.
+class TreeStream final : public Stream {
+ public:
+  TreeStream(int channel, bool up, TreeLinks links, Range part, uint64_t chunk, int up_stream)
+      : Stream(channel),
+        up_(up),
+        links_(links),
+        part_(part),
+        chunk_(chunk),
+        up_stream_(up_stream) {}
+  uint64_t size() const override { return CeilDiv(part_.count, chunk_); }
+  Step At(uint64_t i) const override {
+    const uint64_t lo = part_.offset + i * chunk_;
+    Step s;
+    s.count = std::min(chunk_, part_.offset + part_.count - lo);
+    const bool root = links_.parent < 0;
+    if (up_) {
+      s.recv = links_.children;
+      if (s.recv[0] < 0) std::swap(s.recv[0], s.recv[1]);
+      s.in_offset = static_cast<int64_t>(lo);
+      // A leaf sends straight from its input; anyone else keeps the partial
+      // result in `out` (overwritten later by the broadcast down).
+      if (s.recv[0] >= 0 || root) s.out_offset = static_cast<int64_t>(lo);
+      s.send[0] = links_.parent;
+    } else {
+      s.out_offset = static_cast<int64_t>(lo);
+      if (root) {
+        s.after_stream = up_stream_;
+        s.after_step = i;
+      } else {
+        s.recv[0] = links_.parent;
+      }
+      s.send = links_.children;
+      if (s.send[0] < 0) std::swap(s.send[0], s.send[1]);
+    }
+    return s;
+  }
+
+ private:
+  bool up_;
+  TreeLinks links_;
+  Range part_;
+  uint64_t chunk_;
+  int up_stream_;
+};
+
+// Tree position (1-based label) of a rank in tree t: tree 0 labels r + 1;
+// tree 1 mirrors (n even: n - r) or shifts (n odd: r, with rank 0 at n) so
+// that its interior labels (even) fall on tree 0's leaves (odd labels).
+int64_t Label(int n, int tree, int rank) {
+  if (tree == 0) return rank + 1;
+  if (n % 2 == 0) return n - rank;
+  return rank == 0 ? n : rank;
+}
+int RankOfLabel(int n, int tree, int64_t label) {
+  if (tree == 0) return static_cast<int>(label - 1);
+  if (n % 2 == 0) return static_cast<int>(n - label);
+  return label == n ? 0 : static_cast<int>(label);
+}
+
+// Parent label in the in-order binary tree on labels 1..n (NCCL's btree):
+// the root is the largest power of two <= n; odd labels are leaves.
+int64_t ParentLabel(int64_t n, int64_t x) {
+  const int64_t bit = x & -x;
+  int64_t up = (x ^ bit) | (bit << 1);
+  if (up > n) up = x ^ bit;
+  return up;  // 0: x is the root
+}
+
+}  // namespace
+
+std::string_view CollKindName(CollKind k) {
+  switch (k) {
+    case CollKind::kAllReduce:
+      return "allreduce";
+    case CollKind::kAllGather:
+      return "allgather";
+    case CollKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollKind::kBroadcast:
+      return "broadcast";
+    case CollKind::kBarrier:
+      return "barrier";
+  }
+  return "?";
+}
+
+StatusOr<CollKind> ParseCollKind(std::string_view name) {
+  for (CollKind k : {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter,
+                     CollKind::kBroadcast, CollKind::kBarrier}) {
+    if (name == CollKindName(k)) return k;
+  }
+  return InvalidArgument("collective '" + std::string(name) +
+                         "': expected allreduce, allgather, reduce_scatter, broadcast or barrier");
+}
+
+std::string_view AlgorithmName(Algorithm a) {
+  switch (a) {
+    case Algorithm::kAuto:
+      return "auto";
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kTree:
+      return "tree";
+  }
+  return "?";
+}
+
+StatusOr<Algorithm> ParseAlgorithm(std::string_view name) {
+  for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree}) {
+    if (name == AlgorithmName(a)) return a;
+  }
+  return InvalidArgument("algorithm '" + std::string(name) + "': expected auto, ring or tree");
+}
+
+int DoubleTreeRoot(int nranks, int tree) {
+  return RankOfLabel(nranks, tree,
+                     static_cast<int64_t>(std::bit_floor(static_cast<unsigned>(nranks))));
+}
+
+TreeLinks DoubleTreeLinks(int nranks, int tree, int rank) {
+  TreeLinks links;
+  const int64_t n = nranks;
+  const int64_t x = Label(nranks, tree, rank);
+  const int64_t up = ParentLabel(n, x);
+  if (up != 0) links.parent = RankOfLabel(nranks, tree, up);
+  // Children: the labels whose parent is x. They lie at x -/+ 2^k below x's
+  // low bit (the left child always exists; the right one may be cut off by n
+  // and replaced by the deepest label that remains).
+  const int64_t bit = x & -x;
+  int found = 0;
+  for (int64_t step = bit >> 1; step > 0 && found < 2; step >>= 1) {
+    for (int64_t c : {x - step, x + step}) {
+      if (found < 2 && c >= 1 && c <= n && ParentLabel(n, c) == x) {
+        links.children[found++] = RankOfLabel(nranks, tree, c);
+      }
+    }
+  }
+  return links;
+}
+
+namespace {
+
+Status CheckSpec(const CollSpec& spec, int rank) {
+  if (spec.nranks < 1 || rank < 0 || rank >= spec.nranks) {
+    return InvalidArgument("BuildPlan: rank " + std::to_string(rank) + " of nranks " +
+                           std::to_string(spec.nranks));
+  }
+  if (spec.channels < 1 || spec.chunk_elems < 1) {
+    return InvalidArgument("BuildPlan: channels " + std::to_string(spec.channels) +
+                           " and chunk_elems " + std::to_string(spec.chunk_elems) +
+                           " must be >= 1");
+  }
+  if (spec.kind == CollKind::kBroadcast && (spec.root < 0 || spec.root >= spec.nranks)) {
+    return InvalidArgument("BuildPlan: broadcast root " + std::to_string(spec.root) +
+                           " outside 0.." + std::to_string(spec.nranks - 1));
+  }
+  if (spec.algorithm == Algorithm::kAuto) {
+    return InvalidArgument("BuildPlan: algorithm must be resolved (ChooseAlgorithm) first");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<Plan> BuildPlan(const CollSpec& spec_in, int rank) {
+  FATHOM_RETURN_IF_ERROR(CheckSpec(spec_in, rank));
+  CollSpec spec = spec_in;
+  if (spec.kind == CollKind::kBarrier) {
+    spec.kind = CollKind::kAllReduce;
+    spec.algorithm = Algorithm::kTree;
+    spec.count = 1;
+  }
+  const int n = spec.nranks;
+  const uint64_t nn = static_cast<uint64_t>(n);
+  Plan plan;
+  switch (spec.kind) {
+    case CollKind::kAllReduce:
+    case CollKind::kBroadcast:
+    case CollKind::kBarrier:
+      plan.in_count = plan.out_count = spec.count;
+      break;
+    case CollKind::kAllGather:
+      plan.in_count = spec.count;
+      plan.out_count = spec.count * nn;
+      break;
+    case CollKind::kReduceScatter:
+      plan.in_count = spec.count * nn;
+      plan.out_count = spec.count;
+      break;
+  }
+  if (n == 1) {
+    const uint64_t off = 0;
+    plan.streams.push_back(
+        std::make_unique<CopyStream>(0, Range{off, spec.count}, Range{off, spec.count}));
+    return plan;
+  }
+  if (spec.kind == CollKind::kAllReduce && spec.algorithm == Algorithm::kTree) {
+    const Range all{0, spec.count};
+    for (int t = 0; t < 2; ++t) {
+      const Range half = Part(all, 2, t);
+      const TreeLinks links = DoubleTreeLinks(n, t, rank);
+      const int up_index = static_cast<int>(plan.streams.size());
+      plan.streams.push_back(
+          std::make_unique<TreeStream>(t, true, links, half, spec.chunk_elems, -1));
+      plan.streams.push_back(
+          std::make_unique<TreeStream>(t, false, links, half, spec.chunk_elems, up_index));
+    }
+    return plan;
+  }
+  for (int c = 0; c < spec.channels; ++c) {
+    const Range part = Part(Range{0, spec.count}, spec.channels, c);
+    switch (spec.kind) {
+      case CollKind::kAllReduce:
+      case CollKind::kBarrier:
+        plan.streams.push_back(
+            std::make_unique<RingAllreduceStream>(c, n, rank, part, spec.chunk_elems));
+        break;
+      case CollKind::kAllGather:
+        plan.streams.push_back(
+            std::make_unique<RingAllgatherStream>(c, n, rank, spec.count, part, spec.chunk_elems));
+        break;
+      case CollKind::kReduceScatter:
+        plan.streams.push_back(std::make_unique<RingReduceScatterStream>(c, n, rank, spec.count,
+                                                                         part, spec.chunk_elems));
+        break;
+      case CollKind::kBroadcast:
+        plan.streams.push_back(
+            std::make_unique<ChainBroadcastStream>(c, n, rank, spec.root, part, spec.chunk_elems));
+        break;
+    }
+  }
+  return plan;
+}
+
+std::vector<std::pair<int, int>> PlanPeers(const CollSpec& spec, int rank) {
+  std::vector<std::pair<int, int>> peers;
+  const int n = spec.nranks;
+  if (n <= 1) return peers;
+  const bool tree = spec.kind == CollKind::kBarrier ||
+                    (spec.kind == CollKind::kAllReduce && spec.algorithm == Algorithm::kTree);
+  if (tree) {
+    for (int t = 0; t < 2; ++t) {
+      const TreeLinks l = DoubleTreeLinks(n, t, rank);
+      for (int p : {l.parent, l.children[0], l.children[1]}) {
+        if (p >= 0) peers.emplace_back(p, t);
+      }
+    }
+  } else {
+    for (int c = 0; c < spec.channels; ++c) {
+      peers.emplace_back(Mod(rank - 1, n), c);
+      peers.emplace_back(Mod(rank + 1, n), c);
+    }
+  }
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  return peers;
+}
+
+Algorithm ChooseAlgorithm(CollKind kind, uint64_t bytes, int nranks, Picoseconds alpha,
+                          BitsPerSecond bandwidth) {
+  if (kind == CollKind::kBarrier) return Algorithm::kTree;
+  if (kind != CollKind::kAllReduce || nranks <= 2) return Algorithm::kRing;
+  const double n = nranks;
+  const double beta = 8.0 / static_cast<double>(bandwidth.bps());  // s per byte
+  const double a = alpha.seconds();
+  const double s = static_cast<double>(bytes);
+  // Ring: 2(n-1) steps, each rank sends 2(n-1)/n x S. Double tree: up and
+  // down the depth; a rank sends S/2 up in each tree and S/2 to each of its
+  // two children in the tree where it is interior: 2S in all.
+  const double ring = 2 * (n - 1) / n * s * beta + 2 * (n - 1) * a;
+  const double tree = 2 * s * beta + 2 * std::ceil(std::log2(n)) * a;
+  return tree < ring ? Algorithm::kTree : Algorithm::kRing;
+}
+
+}  // namespace fathom::transport::coll

@@ -1,0 +1,63 @@
+#include "transport/collectives/sim_world.h"
+
+namespace fathom::transport::coll {
+
+StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
+                                                     const SimWorldOptions& options) {
+  std::unique_ptr<SimWorld> w(new SimWorld());
+  w->topology_ = std::make_unique<topo::Topology>(std::move(topology));
+  const int hosts = static_cast<int>(w->topology_->hosts().size());
+  const int n = options.nranks == 0 ? hosts : options.nranks;
+  if (n < 1 || n > hosts) {
+    return InvalidArgument("SimWorld: " + std::to_string(options.nranks) + " ranks on " +
+                           w->topology_->name() + " with " + std::to_string(hosts) + " hosts");
+  }
+  w->engine_ = std::make_unique<sim::Engine>(options.seed);
+  w->network_ =
+      std::make_unique<sim::Network>(w->engine_.get(), w->topology_.get(), options.network);
+  w->fabric_ = std::make_unique<emulated::EmulatedFabric>(w->network_.get(), options.emulated);
+  std::vector<Communicator*> comms;
+  for (int r = 0; r < n; ++r) {
+    FATHOM_ASSIGN_OR_RETURN(auto dev, w->fabric_->OpenDevice(r));
+    FATHOM_ASSIGN_OR_RETURN(auto comm, Communicator::Create(dev.get(), r, n, options.comm));
+    comms.push_back(comm.get());
+    w->devices_.push_back(std::move(dev));
+    w->comms_.push_back(std::move(comm));
+  }
+  FATHOM_RETURN_IF_ERROR(ExchangeAndConnect(comms));
+  DriverOptions dopt;
+  dopt.timeout = options.watchdog;
+  emulated::EmulatedFabric* fabric = w->fabric_.get();
+  dopt.fabric_evidence = [fabric](const std::vector<StuckQp>& qps) {
+    std::vector<emulated::EmulatedFabric::QpRef> refs;
+    for (const StuckQp& q : qps) {
+      if (q.outstanding_sends > 0) refs.push_back({q.rank, q.peer, q.qpn});
+    }
+    return fabric->Evidence(refs);
+  };
+  w->driver_ = std::make_unique<Driver>(&w->fabric_->clock(), comms, dopt);
+  return w;
+}
+
+SimWorld::~SimWorld() {
+  driver_.reset();
+  comms_.clear();
+  devices_.clear();
+}
+
+RunOutcome SimWorld::Run(const CollSpec& spec, DataType type, RedOp op,
+                         const std::vector<const void*>& in, const std::vector<void*>& out,
+                         Trace* trace) {
+  std::vector<std::unique_ptr<RankCollective>> colls;
+  std::vector<RankCollective*> ptrs;
+  for (int r = 0; r < nranks(); ++r) {
+    const void* i = r < static_cast<int>(in.size()) ? in[static_cast<size_t>(r)] : nullptr;
+    void* o = r < static_cast<int>(out.size()) ? out[static_cast<size_t>(r)] : nullptr;
+    colls.push_back(std::make_unique<RankCollective>(comms_[static_cast<size_t>(r)].get(), spec,
+                                                     type, op, i, o, trace));
+    ptrs.push_back(colls.back().get());
+  }
+  return driver_->Run(ptrs);
+}
+
+}  // namespace fathom::transport::coll

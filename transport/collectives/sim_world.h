@@ -1,0 +1,62 @@
+// SimWorld: every rank of a collective run inside one process over the
+// emulated NIC — topology, simulated network, one Device and Communicator per
+// rank, the Driver and its watchdog. `fathom coll --backend sim`, the tests
+// and the benchmark use it, so they all run the same code path as verbs.
+//
+// Ownership: a SimWorld owns the topology, engine, network, devices and
+// communicators it builds; callers own the buffers they pass to Run().
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fabric/sim/engine.h"
+#include "fabric/sim/network.h"
+#include "topologies/topology.h"
+#include "transport/collectives/driver.h"
+#include "transport/emulated/emulated.h"
+
+namespace fathom::transport::coll {
+
+struct SimWorldOptions {
+  int nranks = 0;  // ranks on the first hosts in rank order; 0 = every host
+  uint64_t seed = 1;
+  CommOptions comm;
+  emulated::EmulatedOptions emulated;
+  sim::NetworkConfig network;
+  // No rank progressed for this long (virtual time): the watchdog fires.
+  Picoseconds watchdog = Picoseconds::FromSeconds(1.0);
+};
+
+class SimWorld {
+ public:
+  static StatusOr<std::unique_ptr<SimWorld>> Create(topo::Topology topology,
+                                                    const SimWorldOptions& options);
+  ~SimWorld();
+
+  int nranks() const { return static_cast<int>(comms_.size()); }
+  sim::Engine& engine() { return *engine_; }
+  sim::Network& network() { return *network_; }
+  emulated::EmulatedFabric& fabric() { return *fabric_; }
+  const topo::Topology& topology() const { return *topology_; }
+  Communicator& comm(int rank) { return *comms_[static_cast<size_t>(rank)]; }
+
+  // Runs one collective on all ranks; in[r] / out[r] are rank r's buffers
+  // (null in modelled mode). spec.algorithm must be resolved.
+  RunOutcome Run(const CollSpec& spec, DataType type, RedOp op, const std::vector<const void*>& in,
+                 const std::vector<void*>& out, Trace* trace = nullptr);
+
+ private:
+  SimWorld() = default;
+
+  std::unique_ptr<topo::Topology> topology_;
+  std::unique_ptr<sim::Engine> engine_;
+  std::unique_ptr<sim::Network> network_;
+  std::unique_ptr<emulated::EmulatedFabric> fabric_;
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::vector<std::unique_ptr<Communicator>> comms_;
+  std::unique_ptr<Driver> driver_;
+};
+
+}  // namespace fathom::transport::coll

@@ -1,0 +1,404 @@
+#include "transport/emulated/emulated.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <set>
+
+namespace fathom::transport::emulated {
+namespace {
+
+std::string Hex(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%x", v);
+  return buf;
+}
+
+class EmulatedMr final : public MemoryRegion {
+ public:
+  EmulatedMr(sim::Nic* nic, const sim::MemoryRegion& mr) : nic_(nic), mr_(mr) {}
+  ~EmulatedMr() override { (void)nic_->DeregisterMemory(mr_.lkey); }
+  void* addr() const override { return reinterpret_cast<void*>(mr_.addr); }
+  uint64_t length() const override { return mr_.length; }
+  uint32_t lkey() const override { return mr_.lkey; }
+  uint32_t rkey() const override { return mr_.rkey; }
+
+ private:
+  sim::Nic* nic_;
+  sim::MemoryRegion mr_;
+};
+
+class EmulatedQp;
+
+// Completions arrive from the engine through the sim CQ's callback and wait
+// here, converted, until Poll().
+class EmulatedCq final : public CompletionQueue {
+ public:
+  EmulatedCq(EmulatedFabric* fabric, sim::CompletionQueue* cq, int depth)
+      : fabric_(fabric), cq_(cq), depth_(depth) {
+    cq_->set_callback([this](const sim::Completion& c) { OnSim(c); });
+  }
+  ~EmulatedCq() override { cq_->set_callback(nullptr); }
+  int Poll(std::span<Completion> out) override {
+    int n = 0;
+    while (n < static_cast<int>(out.size()) && !entries_.empty()) {
+      out[static_cast<size_t>(n++)] = entries_.front();
+      entries_.pop_front();
+    }
+    return n;
+  }
+  void SetNotify(std::function<void()> notify) override { notify_ = std::move(notify); }
+  sim::CompletionQueue* sim_cq() const { return cq_; }
+  void Attach(uint32_t qpn, EmulatedQp* qp) { qps_[qpn] = qp; }
+  void Detach(uint32_t qpn) { qps_.erase(qpn); }
+
+ private:
+  void OnSim(const sim::Completion& c);
+
+  EmulatedFabric* fabric_;
+  sim::CompletionQueue* cq_;
+  int depth_;
+  std::deque<Completion> entries_;
+  std::function<void()> notify_;
+  std::map<uint32_t, EmulatedQp*> qps_;
+};
+
+class EmulatedQp final : public QueuePair {
+ public:
+  EmulatedQp(EmulatedFabric* fabric, sim::Nic* nic, EmulatedCq* cq, int rank, int peer,
+             uint32_t qpn, const QpOptions& options, int path_mtu, int active_mtu)
+      : fabric_(fabric),
+        nic_(nic),
+        cq_(cq),
+        rank_(rank),
+        peer_(peer),
+        qpn_(qpn),
+        options_(options),
+        path_mtu_(path_mtu),
+        active_mtu_(active_mtu) {
+    cq_->Attach(qpn_, this);
+  }
+  ~EmulatedQp() override {
+    cq_->Detach(qpn_);
+    (void)nic_->ModifyToError(qpn_);
+  }
+  uint32_t qp_num() const override { return qpn_; }
+  int peer_rank() const override { return peer_; }
+  QpState state() const override {
+    auto s = nic_->GetQpState(qpn_);
+    return s.ok() ? s.value() : QpState::kErr;
+  }
+  EndpointInfo LocalInfo() const override {
+    EndpointInfo e;
+    e.rank = rank_;
+    e.qpn = qpn_;
+    e.psn = Psn();
+    const int32_t host = fabric_->network().topology().hosts()[static_cast<size_t>(rank_)];
+    e.gid[10] = 0xff;  // IPv4-mapped ::ffff:10.x.y.z, the host node id inside
+    e.gid[11] = 0xff;
+    e.gid[12] = 10;
+    e.gid[13] = static_cast<uint8_t>(host >> 16);
+    e.gid[14] = static_cast<uint8_t>(host >> 8);
+    e.gid[15] = static_cast<uint8_t>(host);
+    e.gid_index = 1;
+    e.active_mtu = active_mtu_;
+    return e;
+  }
+  Status Connect(const EndpointInfo& remote) override {
+    const std::string call = "Connect qpn " + Hex(qpn_) + " -> rank " +
+                             std::to_string(remote.rank) + " qpn " + Hex(remote.qpn);
+    if (remote.rank != peer_ || remote.rank < 0 || remote.rank >= fabric_->nranks()) {
+      return InvalidArgument(call + ": the QP was created for rank " + std::to_string(peer_));
+    }
+    if (options_.path_mtu == 0 && remote.active_mtu != fabric_->ActiveMtu(peer_)) {
+      return InvalidArgument(call + ": peer active_mtu " + std::to_string(remote.active_mtu) +
+                             " differs from the fabric's " +
+                             std::to_string(fabric_->ActiveMtu(peer_)));
+    }
+    const int32_t host = fabric_->network().topology().hosts()[static_cast<size_t>(peer_)];
+    FATHOM_RETURN_IF_ERROR(nic_->ModifyToInit(qpn_).WithContext(call));
+    FATHOM_RETURN_IF_ERROR(nic_->ModifyToRtr(qpn_, host, remote.qpn, remote.psn).WithContext(call));
+    FATHOM_RETURN_IF_ERROR(nic_->ModifyToRts(qpn_, Psn()).WithContext(call));
+    connected_ = true;
+    return Status::Ok();
+  }
+  int path_mtu() const override { return connected_ ? path_mtu_ : 0; }
+  Status PostSend(const SendWr& wr) override {
+    if (static_cast<int>(sends_.size()) >= options_.max_send_wr) {
+      return Unavailable("ibv_post_send rank " + std::to_string(rank_) + " qpn " + Hex(qpn_) +
+                         ": send queue full (max_send_wr " + std::to_string(options_.max_send_wr) +
+                         ")");
+    }
+    sim::SendWr s;
+    s.wr_id = wr.wr_id;
+    s.opcode = wr.opcode;
+    s.sge = {wr.sge.addr, wr.sge.length, wr.sge.lkey};
+    s.signaled = wr.signaled;
+    s.imm = wr.imm_data;
+    s.remote_addr = wr.remote_addr;
+    s.rkey = wr.rkey;
+    s.compare_add = wr.compare_add;
+    s.swap = wr.swap;
+    sends_.push_back(wr.signaled);
+    Status st = nic_->PostSend(qpn_, s);
+    if (!st.ok()) sends_.pop_back();
+    return st;
+  }
+  Status PostRecv(const RecvWr& wr) override {
+    if (recvs_ >= options_.max_recv_wr) {
+      return Unavailable("ibv_post_recv rank " + std::to_string(rank_) + " qpn " + Hex(qpn_) +
+                         ": receive queue full (max_recv_wr " +
+                         std::to_string(options_.max_recv_wr) + ")");
+    }
+    ++recvs_;
+    Status st =
+        nic_->PostRecv(qpn_, sim::RecvWr{wr.wr_id, {wr.sge.addr, wr.sge.length, wr.sge.lkey}});
+    if (!st.ok()) --recvs_;
+    return st;
+  }
+  int outstanding_sends() const override { return static_cast<int>(sends_.size()); }
+  int outstanding_recvs() const override { return recvs_; }
+
+  // A completion of this QP: unsignaled sends before a signaled one are done
+  // too (verbs semantics).
+  void OnCompletion(const Completion& c) {
+    if (static_cast<uint8_t>(c.opcode) & 0x80) {
+      if (recvs_ > 0) --recvs_;
+      return;
+    }
+    while (!sends_.empty()) {
+      const bool signaled = sends_.front();
+      sends_.pop_front();
+      if (signaled || c.status != WcStatus::kSuccess) break;
+    }
+  }
+
+ private:
+  uint32_t Psn() const { return (qpn_ * 0x9E3779B1u) & 0xffffffu; }
+
+  EmulatedFabric* fabric_;
+  sim::Nic* nic_;
+  EmulatedCq* cq_;
+  int rank_, peer_;
+  uint32_t qpn_;
+  QpOptions options_;
+  int path_mtu_, active_mtu_;
+  bool connected_ = false;
+  std::deque<bool> sends_;  // posted, not completed: signaled?
+  int recvs_ = 0;
+};
+
+void EmulatedCq::OnSim(const sim::Completion& c) {
+  Completion out;
+  out.wr_id = c.wr_id;
+  out.status = c.status;
+  out.opcode = c.opcode;
+  out.byte_len = c.byte_len;
+  out.imm_data = c.imm;
+  out.has_imm = c.has_imm;
+  out.qp_num = c.qp_num;
+  auto it = qps_.find(c.qp_num);
+  if (it != qps_.end()) {
+    out.peer_rank = it->second->peer_rank();
+    it->second->OnCompletion(out);
+  }
+  entries_.push_back(out);
+  (void)depth_;
+  if (notify_) notify_();
+  fabric_->OnCompletion();
+}
+
+class EmulatedDevice final : public Device {
+ public:
+  EmulatedDevice(EmulatedFabric* fabric, int rank) : fabric_(fabric), rank_(rank) {
+    nic_ = &fabric->network().nic(rank);
+    const auto& topo = fabric->network().topology();
+    const int32_t host = topo.hosts()[static_cast<size_t>(rank)];
+    info_.name = "sim:" + topo.node(host).name;
+    info_.fw_ver = "fathom-sim";
+    info_.link_layer = "Emulated";
+    info_.port_state = "ACTIVE";
+    info_.active_mtu = fabric->ActiveMtu(rank);
+    info_.gid_index = 1;
+    info_.gid = "::ffff:10." + std::to_string((host >> 16) & 0xff) + "." +
+                std::to_string((host >> 8) & 0xff) + "." + std::to_string(host & 0xff);
+    info_.gid_type = "RoCE v2";
+    if (topo.PortCount(host) > 0) {
+      const topo::Link& link = topo.link(topo.LinkAt(host, 0));
+      info_.netdev_mtu = link.a == host ? link.mtu_ab : link.mtu_ba;
+      info_.active_gbps = link.rate.gbps();
+    }
+  }
+  const DeviceInfo& info() const override { return info_; }
+  StatusOr<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, uint64_t length,
+                                                         uint32_t access) override {
+    FATHOM_ASSIGN_OR_RETURN(sim::MemoryRegion mr, nic_->RegisterMemory(addr, length, access));
+    return std::unique_ptr<MemoryRegion>(new EmulatedMr(nic_, mr));
+  }
+  StatusOr<std::unique_ptr<CompletionQueue>> CreateCq(int depth) override {
+    return std::unique_ptr<CompletionQueue>(new EmulatedCq(fabric_, nic_->CreateCq(), depth));
+  }
+  StatusOr<std::unique_ptr<QueuePair>> CreateQp(int peer_rank, const QpOptions& options,
+                                                CompletionQueue* cq) override {
+    if (peer_rank < 0 || peer_rank >= fabric_->nranks()) {
+      return InvalidArgument("ibv_create_qp rank " + std::to_string(rank_) + ": peer rank " +
+                             std::to_string(peer_rank) + " outside 0.." +
+                             std::to_string(fabric_->nranks() - 1));
+    }
+    auto* ecq = dynamic_cast<EmulatedCq*>(cq);
+    if (ecq == nullptr) return InvalidArgument("ibv_create_qp: CQ is not an emulated CQ");
+    const int local = fabric_->ActiveMtu(rank_);
+    const int path =
+        options.path_mtu > 0 ? options.path_mtu : std::min(local, fabric_->ActiveMtu(peer_rank));
+    sim::QpAttr attr;
+    attr.path_mtu_bytes = path;
+    attr.timeout = options.timeout;
+    attr.retry_cnt = options.retry_cnt;
+    attr.rnr_retry = options.rnr_retry;
+    attr.min_rnr_timer = options.min_rnr_timer;
+    attr.max_rd_atomic = options.max_rd_atomic;
+    attr.traffic_class = static_cast<uint8_t>(options.traffic_class);
+    attr.rxe_infinite_retry = fabric_->options().rxe_infinite_retry;
+    attr.ack_every_packets = fabric_->options().ack_every_packets;
+    FATHOM_ASSIGN_OR_RETURN(uint32_t qpn, nic_->CreateQp(ecq->sim_cq(), ecq->sim_cq(), attr));
+    return std::unique_ptr<QueuePair>(
+        new EmulatedQp(fabric_, nic_, ecq, rank_, peer_rank, qpn, options, path, local));
+  }
+  std::vector<AsyncEvent> TakeAsyncEvents() override { return {}; }
+
+ private:
+  EmulatedFabric* fabric_;
+  int rank_;
+  sim::Nic* nic_;
+  DeviceInfo info_;
+};
+
+}  // namespace
+
+int ActiveMtuForEthernetMtu(int eth_mtu) {
+  for (int m = 4096; m >= 256; m /= 2) {
+    if (m + 80 <= eth_mtu) return m;
+  }
+  return 0;
+}
+
+Picoseconds SimClock::Now() { return fabric_->engine().Now(); }
+
+bool SimClock::Progress(Picoseconds until) {
+  fabric_->TakeCompletionFlag();
+  fabric_->engine().Run(until);
+  const bool completed = fabric_->TakeCompletionFlag();
+  return completed || fabric_->engine().pending() > 0;
+}
+
+EmulatedFabric::EmulatedFabric(sim::Network* network, const EmulatedOptions& options)
+    : network_(network), options_(options), clock_(this) {}
+
+int EmulatedFabric::ActiveMtu(int rank) const {
+  const auto& topo = network_->topology();
+  const int32_t host = topo.hosts()[static_cast<size_t>(rank)];
+  if (topo.PortCount(host) == 0) return 4096;
+  const topo::Link& link = topo.link(topo.LinkAt(host, 0));
+  const int eth = link.a == host ? link.mtu_ab : link.mtu_ba;
+  return eth <= 0 ? 4096 : ActiveMtuForEthernetMtu(eth);
+}
+
+void EmulatedFabric::OnCompletion() {
+  completion_flag_ = true;
+  network_->engine().Stop();
+}
+
+StatusOr<std::unique_ptr<Device>> EmulatedFabric::OpenDevice(int rank) {
+  if (rank < 0 || rank >= nranks()) {
+    return InvalidArgument("OpenDevice: rank " + std::to_string(rank) + " outside 0.." +
+                           std::to_string(nranks() - 1));
+  }
+  return std::unique_ptr<Device>(new EmulatedDevice(this, rank));
+}
+
+std::string EmulatedFabric::Evidence(const std::vector<QpRef>& qps) {
+  const auto& topo = network_->topology();
+  std::string r;
+  char buf[512];
+  std::set<std::pair<int32_t, int32_t>> ports;  // (node, port) already reported
+  int lines = 0;
+  for (const QpRef& q : qps) {
+    auto counters = network_->nic(q.rank).GetQpCounters(q.qpn);
+    if (counters.ok()) {
+      const sim::QpCounters& c = counters.value();
+      if (c.retransmitted_packets + c.local_ack_timeout_err + c.packet_seq_err +
+              c.retry_exceeded_err >
+          0) {
+        std::snprintf(buf, sizeof(buf),
+                      "fabric: rank %d -> rank %d qpn 0x%x: retransmitted_packets %llu "
+                      "local_ack_timeout_err %llu packet_seq_err %llu retry_exceeded_err %llu\n",
+                      q.rank, q.peer, q.qpn,
+                      static_cast<unsigned long long>(c.retransmitted_packets),
+                      static_cast<unsigned long long>(c.local_ack_timeout_err),
+                      static_cast<unsigned long long>(c.packet_seq_err),
+                      static_cast<unsigned long long>(c.retry_exceeded_err));
+        r += buf;
+      }
+    }
+    // Every port on a shortest path rank -> peer (any ECMP choice), and back
+    // (the ACKs): the ones whose drop counters moved are the evidence.
+    for (int dir = 0; dir < 2; ++dir) {
+      const int32_t src = topo.hosts()[static_cast<size_t>(dir == 0 ? q.rank : q.peer)];
+      const int32_t dst = topo.hosts()[static_cast<size_t>(dir == 0 ? q.peer : q.rank)];
+      std::vector<int32_t> frontier{src};
+      std::set<int32_t> seen{src};
+      while (!frontier.empty()) {
+        std::vector<int32_t> next;
+        for (int32_t node : frontier) {
+          const bool first_hop = node == src;
+          std::span<const int32_t> hops;
+          std::vector<int32_t> host_port{0};
+          if (first_hop) {
+            hops = std::span<const int32_t>(host_port);
+          } else {
+            hops = topo.NextHops(node, dst);
+          }
+          for (int32_t p : hops) {
+            if (p >= topo.PortCount(node)) continue;
+            const sim::Port& port = network_->port(node, p);
+            const sim::PortCounters& pc = port.counters();
+            const uint64_t dropped = pc.mtu_discards + pc.port_xmit_discards;
+            const uint64_t errors = port.peer() ? port.peer()->counters().port_rcv_errors : 0;
+            if ((dropped + errors) > 0 && ports.insert({node, p}).second && lines < 64) {
+              const topo::Link& link = topo.link(topo.LinkAt(node, p));
+              std::snprintf(buf, sizeof(buf),
+                            "fabric: link %s (%s -> %s, mtu %d): mtu_discards %llu "
+                            "port_xmit_discards %llu port_rcv_errors %llu port_xmit_packets "
+                            "%llu\n",
+                            link.name.c_str(), topo.node(node).name.c_str(),
+                            topo.node(topo.Peer(node, p).node).name.c_str(),
+                            port.config().mtu_bytes,
+                            static_cast<unsigned long long>(pc.mtu_discards),
+                            static_cast<unsigned long long>(pc.port_xmit_discards),
+                            static_cast<unsigned long long>(errors),
+                            static_cast<unsigned long long>(pc.port_xmit_packets));
+              r += buf;
+              ++lines;
+            }
+            const int32_t peer = topo.Peer(node, p).node;
+            if (peer != dst && seen.insert(peer).second) next.push_back(peer);
+          }
+        }
+        frontier.swap(next);
+      }
+    }
+  }
+  const sim::DropStats& drops = network_->drops();
+  std::string by_reason;
+  for (size_t i = 0; i < drops.by_reason.size(); ++i) {
+    if (drops.by_reason[i] == 0) continue;
+    by_reason += " " + std::string(sim::DropReasonName(static_cast<sim::DropReason>(i))) + " " +
+                 std::to_string(drops.by_reason[i]);
+  }
+  if (!by_reason.empty()) r += "fabric: drops in the whole network:" + by_reason + "\n";
+  if (r.empty()) r = "fabric: no drops or retransmissions on the stuck QPs' paths\n";
+  return r;
+}
+
+}  // namespace fathom::transport::emulated

@@ -1,0 +1,97 @@
+// The transport API (transport.h) over the emulated RoCEv2 NIC of the
+// simulator (fabric/sim): a Device per emulated host, its memory regions,
+// CQs and RC QPs, and a Clock in virtual time whose Progress() runs the
+// engine until the next completion or the deadline. Collectives and tools
+// written against transport.h run on it unchanged, at 1024 ranks and more,
+// deterministically.
+//
+// Ownership: the caller owns the sim::Network (and its Engine and Topology),
+// which must outlive the EmulatedFabric; the fabric must outlive every
+// Device it opened, and transport.h's rules hold for what a Device hands out.
+// Threading: everything runs on the engine's thread.
+//
+// Differences from real verbs, on purpose: path MTU is chosen when the QP is
+// created (the simulated NIC takes it then), from the peer's active MTU that
+// the fabric knows, and Connect() checks the peer's record agrees; lkey/rkey
+// 0 mean "modelled bytes" (timed and counted, no data moved).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fabric/sim/network.h"
+#include "transport/transport.h"
+
+namespace fathom::transport::emulated {
+
+struct EmulatedOptions {
+  // rxe semantics: retry_cnt 7 means retry forever (TESTBED.md: the silent
+  // MTU hang). Off = IBTA / hardware: 7 retries, then IBV_WC_RETRY_EXC_ERR.
+  bool rxe_infinite_retry = false;
+  // Requester asks for an ACK at least every this many packets.
+  int ack_every_packets = 64;
+};
+
+// verbs active_mtu for an Ethernet MTU, as rxe derives it: the largest of
+// 256..4096 that fits with RoCE headers (80 bytes) (CASES.md 4: 4200 -> 4096,
+// 2200 -> 2048, 1500 -> 1024). 0 if none fits.
+int ActiveMtuForEthernetMtu(int eth_mtu);
+
+class EmulatedFabric;
+
+// Virtual time of the fabric's engine.
+class SimClock final : public Clock {
+ public:
+  explicit SimClock(EmulatedFabric* fabric) : fabric_(fabric) {}
+  Picoseconds Now() override;
+  bool Progress(Picoseconds until) override;
+
+ private:
+  EmulatedFabric* fabric_;
+};
+
+class EmulatedFabric {
+ public:
+  EmulatedFabric(sim::Network* network, const EmulatedOptions& options);
+  EmulatedFabric(const EmulatedFabric&) = delete;
+  EmulatedFabric& operator=(const EmulatedFabric&) = delete;
+
+  sim::Network& network() { return *network_; }
+  sim::Engine& engine() { return network_->engine(); }
+  const EmulatedOptions& options() const { return options_; }
+  int nranks() const { return network_->host_count(); }
+  // The active MTU of host rank `rank`'s port (from its host link's MTU).
+  int ActiveMtu(int rank) const;
+  Clock& clock() { return clock_; }
+
+  // The device of host rank `rank`.
+  StatusOr<std::unique_ptr<Device>> OpenDevice(int rank);
+
+  // Called by CQs when a completion arrives: stops the engine's Run() so that
+  // Progress() returns to the driver.
+  void OnCompletion();
+  bool TakeCompletionFlag() {
+    const bool f = completion_flag_;
+    completion_flag_ = false;
+    return f;
+  }
+
+  // Text for the watchdog: for each (rank -> peer, qpn) the QP counters that
+  // show trouble and every port on the ECMP paths between the two hosts whose
+  // drop counters moved.
+  struct QpRef {
+    int rank;
+    int peer;
+    uint32_t qpn;
+  };
+  std::string Evidence(const std::vector<QpRef>& qps);
+
+ private:
+  sim::Network* network_;
+  EmulatedOptions options_;
+  SimClock clock_;
+  bool completion_flag_ = false;
+};
+
+}  // namespace fathom::transport::emulated
