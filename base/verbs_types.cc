@@ -113,6 +113,24 @@ std::string_view QpStateName(QpState s) {
   return "IBV_QPS_UNKNOWN";
 }
 
+WcOpcode SendCompletionOpcode(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm:
+      return WcOpcode::kRdmaWrite;
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm:
+      return WcOpcode::kSend;
+    case WrOpcode::kRdmaRead:
+      return WcOpcode::kRdmaRead;
+    case WrOpcode::kAtomicCmpAndSwp:
+      return WcOpcode::kCompSwap;
+    case WrOpcode::kAtomicFetchAndAdd:
+      return WcOpcode::kFetchAdd;
+  }
+  return WcOpcode::kSend;
+}
+
 int MtuEnumToBytes(int mtu_enum) {
   return (mtu_enum >= 1 && mtu_enum <= 5) ? (128 << mtu_enum) : 0;
 }

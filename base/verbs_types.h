@@ -81,6 +81,10 @@ std::string_view WcOpcodeName(WcOpcode op);  // "IBV_WC_SEND", ...
 std::string_view WrOpcodeName(WrOpcode op);  // "IBV_WR_SEND", ...
 std::string_view QpStateName(QpState s);     // "IBV_QPS_RTS", ...
 
+// The completion opcode of a send-queue WR (WRITE_WITH_IMM completes as
+// IBV_WC_RDMA_WRITE, SEND_WITH_IMM as IBV_WC_SEND, as in verbs).
+WcOpcode SendCompletionOpcode(WrOpcode op);
+
 // The MTU enum of verbs (IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5) <-> bytes.
 // Returns 0 / -1 for values that are not a verbs MTU.
 int MtuEnumToBytes(int mtu_enum);

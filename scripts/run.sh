@@ -12,4 +12,4 @@ cmake --build --preset default --target fathom -j "$(nproc)" >/dev/null
 if [ $# -gt 0 ]; then
   exec build/tools/fathom "$@"
 fi
-exec build/tools/fathom decode testdata/rxe-send-ipv4.pcap
+exec build/tools/fathom sim scenarios/headline.yaml

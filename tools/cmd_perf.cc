@@ -463,8 +463,11 @@ StatusOr<std::string> RunSize(Session& s, const PerfFlags& f, uint64_t size) {
                          reads ? "read buffer" : "receive buffer");
   }
   // Everyone learns every side's outcome: "E<error>" or "R<result bytes>".
-  FATHOM_ASSIGN_OR_RETURN(auto all,
-                          s.rank->AllGather(run.ok() ? "R" + result : "E" + run.ToString()));
+  auto gathered = s.rank->AllGather(run.ok() ? "R" + result : "E" + run.ToString());
+  // A local failure (say, a completion error after the peer died) is the
+  // news; losing the bootstrap on the way out is only its echo.
+  if (!gathered.ok()) return run.ok() ? gathered.status() : run;
+  const std::vector<std::string>& all = *gathered;
   for (size_t r = 0; r < all.size(); ++r) {
     if (!all[r].empty() && all[r][0] == 'E') {
       return Aborted((r == static_cast<size_t>(s.client ? 1 : 0) ? "" : std::string("peer: ")) +

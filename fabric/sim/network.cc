@@ -79,21 +79,7 @@ QpCounters Network::TotalQpCounters() const {
   QpCounters t;
   for (const auto& nic : nics_) {
     const QpCounters c = nic->TotalCounters();
-    t.sent_pkts += c.sent_pkts;
-    t.rcvd_pkts += c.rcvd_pkts;
-    t.retransmitted_packets += c.retransmitted_packets;
-    t.packet_seq_err += c.packet_seq_err;
-    t.implied_nak_seq_err += c.implied_nak_seq_err;
-    t.local_ack_timeout_err += c.local_ack_timeout_err;
-    t.rcvd_rnr_err += c.rcvd_rnr_err;
-    t.retry_exceeded_err += c.retry_exceeded_err;
-    t.rnr_nak_retry_err += c.rnr_nak_retry_err;
-    t.out_of_sequence += c.out_of_sequence;
-    t.duplicate_request += c.duplicate_request;
-    t.send_rnr_err += c.send_rnr_err;
-    t.ack_deferred += c.ack_deferred;
-    t.rdma_sends += c.rdma_sends;
-    t.rdma_recvs += c.rdma_recvs;
+    t += c;
   }
   return t;
 }

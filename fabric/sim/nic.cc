@@ -259,21 +259,7 @@ QpCounters Nic::TotalCounters() const {
   QpCounters t;
   for (const auto& qp : qps_) {
     const QpCounters& c = qp->counters;
-    t.sent_pkts += c.sent_pkts;
-    t.rcvd_pkts += c.rcvd_pkts;
-    t.retransmitted_packets += c.retransmitted_packets;
-    t.packet_seq_err += c.packet_seq_err;
-    t.implied_nak_seq_err += c.implied_nak_seq_err;
-    t.local_ack_timeout_err += c.local_ack_timeout_err;
-    t.rcvd_rnr_err += c.rcvd_rnr_err;
-    t.retry_exceeded_err += c.retry_exceeded_err;
-    t.rnr_nak_retry_err += c.rnr_nak_retry_err;
-    t.out_of_sequence += c.out_of_sequence;
-    t.duplicate_request += c.duplicate_request;
-    t.send_rnr_err += c.send_rnr_err;
-    t.ack_deferred += c.ack_deferred;
-    t.rdma_sends += c.rdma_sends;
-    t.rdma_recvs += c.rdma_recvs;
+    t += c;
   }
   return t;
 }
@@ -311,8 +297,14 @@ void Nic::EnterError(Qp& qp) {
     const SendWqe w = qp.sq.front();
     qp.sq.pop_front();
     Complete(qp, qp.send_cq,
-             Completion{
-                 w.wr.wr_id, WcStatus::kWrFlushErr, WcOpcodeFor(w.wr.opcode), 0, 0, false, 0, {}});
+             Completion{w.wr.wr_id,
+                        WcStatus::kWrFlushErr,
+                        SendCompletionOpcode(w.wr.opcode),
+                        0,
+                        0,
+                        false,
+                        0,
+                        {}});
   }
   while (!qp.rq.empty()) {
     const RecvWqe r = qp.rq.front();

@@ -28,7 +28,6 @@
 namespace fathom::sim {
 
 // The completion opcode of a send-queue WR.
-WcOpcode WcOpcodeFor(WrOpcode op);
 
 // A rxe-like first QPN (QPNs 0 and 1 are special in IB).
 inline constexpr uint32_t kFirstQpn = 0x11;

@@ -128,6 +128,25 @@ struct QpCounters {
   uint64_t ack_deferred = 0;       // ACKs merged into a queued one
   uint64_t rdma_sends = 0;
   uint64_t rdma_recvs = 0;
+
+  QpCounters& operator+=(const QpCounters& o) {
+    sent_pkts += o.sent_pkts;
+    rcvd_pkts += o.rcvd_pkts;
+    retransmitted_packets += o.retransmitted_packets;
+    packet_seq_err += o.packet_seq_err;
+    implied_nak_seq_err += o.implied_nak_seq_err;
+    local_ack_timeout_err += o.local_ack_timeout_err;
+    rcvd_rnr_err += o.rcvd_rnr_err;
+    retry_exceeded_err += o.retry_exceeded_err;
+    rnr_nak_retry_err += o.rnr_nak_retry_err;
+    out_of_sequence += o.out_of_sequence;
+    duplicate_request += o.duplicate_request;
+    send_rnr_err += o.send_rnr_err;
+    ack_deferred += o.ack_deferred;
+    rdma_sends += o.rdma_sends;
+    rdma_recvs += o.rdma_recvs;
+    return *this;
+  }
 };
 
 }  // namespace fathom::sim

@@ -19,24 +19,6 @@ bool IsReadOrAtomic(WrOpcode op) {
 
 }  // namespace
 
-WcOpcode WcOpcodeFor(WrOpcode op) {
-  switch (op) {
-    case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm:
-      return WcOpcode::kRdmaWrite;
-    case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm:
-      return WcOpcode::kSend;
-    case WrOpcode::kRdmaRead:
-      return WcOpcode::kRdmaRead;
-    case WrOpcode::kAtomicCmpAndSwp:
-      return WcOpcode::kCompSwap;
-    case WrOpcode::kAtomicFetchAndAdd:
-      return WcOpcode::kFetchAdd;
-  }
-  return WcOpcode::kSend;
-}
-
 uint32_t Nic::SendPsn(const Qp& qp) const {
   if (qp.send_idx >= qp.sq.size()) return qp.next_psn;
   return PsnAdd(qp.sq[qp.send_idx].first_psn, qp.send_pkt);
@@ -176,7 +158,7 @@ void Nic::AckUpTo(Qp& qp, uint32_t psn) {
       Complete(qp, qp.send_cq,
                Completion{done.wr.wr_id,
                           WcStatus::kSuccess,
-                          WcOpcodeFor(done.wr.opcode),
+                          SendCompletionOpcode(done.wr.opcode),
                           done.wr.sge.length,
                           0,
                           false,
@@ -239,7 +221,7 @@ void Nic::FailFront(Qp& qp, WcStatus status) {
     const SendWqe w = qp.sq.front();
     qp.sq.pop_front();
     Complete(qp, qp.send_cq,
-             Completion{w.wr.wr_id, status, WcOpcodeFor(w.wr.opcode), 0, 0, false, 0, {}});
+             Completion{w.wr.wr_id, status, SendCompletionOpcode(w.wr.opcode), 0, 0, false, 0, {}});
   }
   EnterError(qp);
 }
@@ -353,7 +335,7 @@ void Nic::OnResponse(Qp& qp, Packet* p) {
       Complete(qp, qp.send_cq,
                Completion{finished.wr.wr_id,
                           WcStatus::kSuccess,
-                          WcOpcodeFor(finished.wr.opcode),
+                          SendCompletionOpcode(finished.wr.opcode),
                           byte_len,
                           0,
                           false,

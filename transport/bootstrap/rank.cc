@@ -226,8 +226,8 @@ class RankImpl final : public Rank {
   }
   Status Lost(const std::string& what, const boost::system::error_code& ec) {
     aborted_ = true;
-    return Unavailable(me_ + ": lost the root at " + where_ + " while waiting for " + what + ": " +
-                       ec.message());
+    abort_text_ = "lost the root at " + where_ + " while waiting for " + what + ": " + ec.message();
+    return Unavailable(me_ + ": " + abort_text_);
   }
 
   RankOptions options_;

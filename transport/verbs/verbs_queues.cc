@@ -221,24 +221,6 @@ Status VerbsQp::Connect(const EndpointInfo& remote) {
   return Status::Ok();
 }
 
-WcOpcode SendWcOpcode(WrOpcode op) {
-  switch (op) {
-    case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm:
-      return WcOpcode::kRdmaWrite;
-    case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm:
-      return WcOpcode::kSend;
-    case WrOpcode::kRdmaRead:
-      return WcOpcode::kRdmaRead;
-    case WrOpcode::kAtomicCmpAndSwp:
-      return WcOpcode::kCompSwap;
-    case WrOpcode::kAtomicFetchAndAdd:
-      return WcOpcode::kFetchAdd;
-  }
-  return WcOpcode::kSend;
-}
-
 Status VerbsQp::PostSend(const SendWr& wr) {
   ibv_sge sge{wr.sge.addr, wr.sge.length, wr.sge.lkey};
   ibv_send_wr w{};
@@ -275,7 +257,7 @@ Status VerbsQp::PostSend(const SendWr& wr) {
     if (rc == ENOMEM) return Unavailable(VerbsCallError("ibv_post_send", detail, rc));
     return VerbsError("ibv_post_send", detail, rc);
   }
-  sends_.push_back({wr.wr_id, SendWcOpcode(wr.opcode)});
+  sends_.push_back({wr.wr_id, SendCompletionOpcode(wr.opcode)});
   send_signaled_.push_back(wr.signaled);
   return Status::Ok();
 }
