@@ -26,8 +26,11 @@ done </modules/order
 
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro hostroot /newroot ||
   fail "mount hostroot"
-mount -t tmpfs tmpfs /newroot/tmp
+# No tmpfs over /tmp: the host's /tmp stays visible (read-only), because the
+# build tree whose binaries the VMs run may live there (CI clones into a
+# temporary folder). Commands get a writable HOME and TMPDIR in /run/tmp.
 mount -t tmpfs tmpfs /newroot/run
+mkdir -p /newroot/run/tmp
 mount -o bind /dev /newroot/dev
 mount -t proc proc /newroot/proc
 mount -t sysfs sys /newroot/sys
@@ -84,7 +87,7 @@ while :; do
     . "$S/cmd/$n.env"
     (
       $C /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-        HOME=/tmp TMPDIR=/tmp FATHOM_OUT=/run/fathom/out /bin/sh -c \
+        HOME=/run/tmp TMPDIR=/run/tmp FATHOM_OUT=/run/fathom/out /bin/sh -c \
         ". /run/fathom/config; cd /run/fathom/out && exec timeout -k 2 $T /bin/sh /run/fathom/cmd/$n.run" \
         >"$S/res/$n.out" 2>"$S/res/$n.err" </dev/null
       echo $? >"$S/res/$n.rc.tmp"
