@@ -41,10 +41,11 @@ Port::Port(Engine* engine, PacketPool* pool, DropStats* drops, const PortConfig&
 
 void Port::Drain(int64_t now_ps) {
   const size_t mask = ring_.size() - 1;
-  while (count_ > 0 && ring_[head_].end_ps <= now_ps) {
-    occupancy_[ring_[head_].tc] -= ring_[head_].bytes;
-    head_ = (head_ + 1) & mask;
-    --count_;
+  while (queued_ > 0) {
+    const Held& h = ring_[(head_ + count_ - queued_) & mask];
+    if (h.end_ps > now_ps) break;
+    occupancy_[h.tc] -= h.bytes;
+    --queued_;
   }
 }
 
@@ -74,15 +75,6 @@ void Port::Send(Packet* p) {
       ps_per_byte_ > 0 ? ps_per_byte_ * bytes : config_.rate.SerializationTime(bytes).ps();
   const int64_t end = start + ser;
   busy_until_ps_ = end;
-  if (count_ == ring_.size()) {
-    // Grow the ring (power of two), keeping order.
-    std::vector<Queued> bigger(ring_.size() * 2);
-    for (size_t i = 0; i < count_; ++i) bigger[i] = ring_[(head_ + i) & (ring_.size() - 1)];
-    ring_.swap(bigger);
-    head_ = 0;
-  }
-  ring_[(head_ + count_) & (ring_.size() - 1)] = Queued{end, bytes, tc};
-  ++count_;
   occupancy_[tc] += bytes;
   counters_.port_xmit_wait_ps += static_cast<uint64_t>(start - now);
   ++counters_.port_xmit_packets;
@@ -96,7 +88,10 @@ void Port::Send(Packet* p) {
       case ImpairmentVerdict::kPass:
         break;
       case ImpairmentVerdict::kDrop:
+        // Lost on the wire, but it took its turn at the serializer: its
+        // entry holds the buffer space until then.
         Drop(p, DropReason::kImpairment);
+        Hold(nullptr, end, arrival, bytes, tc);
         return;
       case ImpairmentVerdict::kCorrupt:
         p->corrupt = 1;
@@ -107,13 +102,72 @@ void Port::Send(Packet* p) {
     }
   }
   ++p->hops;
-  engine_->Schedule(Picoseconds(arrival), EventKind::kArrival, peer_->component_, &Port::OnArrival,
-                    peer_, reinterpret_cast<uint64_t>(p));
+  Hold(p, end, arrival, bytes, tc);
+}
+
+void Port::Hold(Packet* p, int64_t end_ps, int64_t arrive_ps, uint32_t bytes, uint8_t tc) {
+  const size_t newest = (head_ + count_ - 1) & (ring_.size() - 1);
+  if (count_ > 0 && arrive_ps < ring_[newest].arrive_ps) {
+    if (p != nullptr) {
+      // Would overtake packets already on the cable (jitter): it goes on its
+      // own and leaves a placeholder here.
+      engine_->Schedule(Picoseconds(arrive_ps), EventKind::kArrival, peer_->component_,
+                        &Port::OnArrival, peer_, reinterpret_cast<uint64_t>(p));
+      p = nullptr;
+    }
+    // A placeholder only holds buffer space until serialized; it takes the
+    // newest arrival time so the ring stays in arrival order.
+    arrive_ps = ring_[newest].arrive_ps;
+  }
+  if (count_ == ring_.size()) {
+    // Grow the ring (power of two), keeping order.
+    std::vector<Held> bigger(ring_.size() * 2);
+    for (size_t i = 0; i < count_; ++i) bigger[i] = ring_[(head_ + i) & (ring_.size() - 1)];
+    ring_.swap(bigger);
+    head_ = 0;
+  }
+  ring_[(head_ + count_) & (ring_.size() - 1)] = Held{end_ps, arrive_ps, p, bytes, tc};
+  ++count_;
+  ++queued_;
+  if (count_ == 1) ScheduleOldest();
+}
+
+void Port::ScheduleOldest() {
+  const Held& h = ring_[head_];
+  if (h.packet != nullptr) __builtin_prefetch(h.packet);
+  engine_->Schedule(Picoseconds(h.arrive_ps), EventKind::kArrival, peer_->component_,
+                    &Port::OnRingArrival, this, 0);
+}
+
+void Port::OnRingArrival(void* obj, uint64_t /*arg*/) {
+  Port* tx = static_cast<Port*>(obj);
+  const size_t mask = tx->ring_.size() - 1;
+  Packet* p = nullptr;
+  // Placeholders (a packet lost on the wire or gone on its own) leave the
+  // ring with the first real packet due at the same time.
+  while (tx->count_ > 0) {
+    Held& h = tx->ring_[tx->head_];
+    if (h.arrive_ps > tx->engine_->Now().ps()) break;
+    if (tx->count_ == tx->queued_) {
+      // Still counted in the buffer (arrival before Drain saw it end).
+      tx->occupancy_[h.tc] -= h.bytes;
+      --tx->queued_;
+    }
+    p = h.packet;
+    tx->head_ = (tx->head_ + 1) & mask;
+    --tx->count_;
+    if (p != nullptr) break;
+  }
+  if (tx->count_ > 0) tx->ScheduleOldest();
+  if (p != nullptr) tx->peer_->Receive(p);
 }
 
 void Port::OnArrival(void* obj, uint64_t arg) {
-  Port* rx = static_cast<Port*>(obj);
-  Packet* p = reinterpret_cast<Packet*>(arg);
+  static_cast<Port*>(obj)->Receive(reinterpret_cast<Packet*>(arg));
+}
+
+void Port::Receive(Packet* p) {
+  Port* rx = this;
   rx->engine_->TraceMix(uint64_t{p->psn} | (uint64_t{p->opcode} << 24) |
                         (uint64_t{p->dest_qpn} << 32));
   ++rx->counters_.port_rcv_packets;

@@ -4,8 +4,15 @@
 // far end.
 //
 // Model: a FIFO served at line rate. Because service is FIFO at a fixed rate,
-// a packet's departure is known when it is queued, so Send() schedules its
-// arrival at the far end at once: one event per packet per hop. Occupancy for
+// a packet's departure and its arrival at the far end are known when it is
+// queued: one event per packet per hop. Arrivals of one port come in the
+// order packets were sent, so the port keeps every packet it holds (queued,
+// serializing or propagating) in one ring, oldest first, and only the oldest
+// one's arrival sits in the engine's event list. The list then holds one
+// event per busy link rather than one per packet in flight, small enough to
+// stay in cache at 1024 hosts; the ring gives the next arrival time without
+// touching the packet. A fault's extra delay that would overtake packets
+// already in flight (jitter) goes through the event list on its own. Occupancy for
 // tail drop is the bytes not yet fully serialized, per traffic class
 // (buffer_bytes each). Counters carry the IB port counter names (ROCEV2.md
 // "Counters users look at"); data counters are in bytes, not the 4-byte words
@@ -114,12 +121,22 @@ class Port {
   void set_tap(const PacketTap* t) { tap_ = t; }
 
  private:
+  // The oldest packet of the ring arrives (obj: this sending port).
+  static void OnRingArrival(void* obj, uint64_t arg);
+  // A packet scheduled on its own arrives (obj: the receiving port).
   static void OnArrival(void* obj, uint64_t arg);
+  void Receive(Packet* p);
+  void ScheduleOldest();
+  void Hold(Packet* p, int64_t end_ps, int64_t arrive_ps, uint32_t bytes, uint8_t tc);
   void Drain(int64_t now_ps);
   void Drop(Packet* p, DropReason r);
 
-  struct Queued {
+  // A packet the port holds. It counts against the buffer until end_ps
+  // (last bit serialized) and is on the cable until arrive_ps.
+  struct Held {
     int64_t end_ps;
+    int64_t arrive_ps;
+    Packet* packet;
     uint32_t bytes;
     uint8_t tc;
   };
@@ -135,10 +152,13 @@ class Port {
   const PacketTap* tap_ = nullptr;
   int64_t busy_until_ps_ = 0;
   std::array<int64_t, 8> occupancy_{};
-  // Ring of packets still in the serializer's queue, oldest first.
-  std::vector<Queued> ring_;
-  size_t head_ = 0;
-  size_t count_ = 0;
+  // Ring of held packets, oldest first (capacity a power of two). The newest
+  // `queued_` of the `count_` held still occupy the buffer; the older ones
+  // are on the cable.
+  std::vector<Held> ring_;
+  size_t head_ = 0;    // oldest held packet (next to arrive)
+  size_t count_ = 0;   // packets held
+  size_t queued_ = 0;  // of those, the newest ones not yet fully serialized
   PortCounters counters_;
   int64_t ps_per_byte_ = 0;  // exact serialization cost when the rate allows
   uint32_t component_;
