@@ -32,6 +32,7 @@ enum class EventKind : uint16_t {
   kQpTimer = 3,    // local ACK timeout / RNR wait of a QP
   kFlowStart = 4,  // a workload flow starts
   kUser = 5,       // tests and adapters
+  kFault = 6,      // a fault changes what a NIC sees (port down/up, host crash)
 };
 
 struct Event {

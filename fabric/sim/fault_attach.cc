@@ -14,6 +14,27 @@ struct FaultAttachment::PortFaults {
   Impairment hook{};
 };
 
+struct FaultAttachment::NicFeed {
+  Engine* engine;
+  Nic* nic;
+  faults::FlapSchedule schedule;
+};
+
+void FaultAttachment::OnPortTransition(void* obj, uint64_t) {
+  auto* feed = static_cast<NicFeed*>(obj);
+  const Picoseconds now = feed->engine->Now();
+  feed->nic->SetPortState(!feed->schedule.IsDown(now));
+  // A flap that repeats forever must not keep an idle fabric alive: when
+  // nothing else is pending the run is over, and the feed stops.
+  if (feed->engine->pending() == 0) return;
+  if (const auto next = feed->schedule.NextTransition(now)) {
+    feed->engine->Schedule(next->at, EventKind::kFault, static_cast<uint32_t>(feed->nic->host()),
+                           &FaultAttachment::OnPortTransition, feed, 0);
+  }
+}
+
+void FaultAttachment::OnHostCrash(void* nic, uint64_t) { static_cast<Nic*>(nic)->Crash(); }
+
 FaultAttachment::~FaultAttachment() {
   for (auto& pf : ports_) pf->port->set_impairment(nullptr);
 }
@@ -136,6 +157,28 @@ StatusOr<std::unique_ptr<FaultAttachment>> FaultAttachment::Attach(
         pf->set.Add(std::move(*model), place.label);
         ++attached;
       }
+    }
+    if (attached > 0 && (spec.kind() == "link_down" || spec.kind() == "link_flap")) {
+      // Each host end of a flapping link sees its port go down and up.
+      for (const int32_t id : *links) {
+        const topo::Link& l = topo.link(id);
+        for (const int32_t node : {l.a, l.b}) {
+          if (topo.node(node).kind != topo::NodeKind::kHost) continue;
+          auto feed = std::make_unique<NicFeed>(NicFeed{&network->engine(),
+                                                        &network->nic(topo.HostRank(node)),
+                                                        faults::FlapScheduleOf(spec)});
+          network->engine().Schedule(network->engine().Now(), EventKind::kFault,
+                                     static_cast<uint32_t>(node),
+                                     &FaultAttachment::OnPortTransition, feed.get(), 0);
+          out->feeds_.push_back(std::move(feed));
+        }
+      }
+    }
+    if (spec.kind() == "host_crash") {
+      Nic* nic = &network->nic(topo.HostRank(place.crashed_host));
+      network->engine().Schedule(faults::WindowOf(spec).start, EventKind::kFault,
+                                 static_cast<uint32_t>(place.crashed_host),
+                                 &FaultAttachment::OnHostCrash, nic, 0);
     }
     if (attached == 0) {
       return map.Error(

@@ -3,7 +3,9 @@
 // by name or endpoints, a selector such as "tier:2", a node's links, a
 // host), builds one fault model per link direction it covers, and installs
 // one Port impairment hook per faulty port (ports without faults keep a null
-// hook: the fault-free path pays one branch). Written by the faults owner;
+// hook: the fault-free path pays one branch). Link faults on a host's link
+// also reach that host's NIC as port events (IBV_EVENT_PORT_ERR / _ACTIVE),
+// and a host crash stops the host's NIC. Written by the faults owner;
 // the glue lives here because faults/ must not know the simulator.
 //
 // Ownership: FaultAttachment owns the FaultSets and the hooks; the Network
@@ -62,7 +64,14 @@ class FaultAttachment {
   static ImpairmentVerdict Decide(void* ctx, const Packet& p, uint32_t wire_bytes, Picoseconds at);
   PortFaults* ForPort(Port* port);
 
+  // A link fault on a host's link, as the host's NIC sees it: port events
+  // at each transition of the flap schedule (one engine event at a time).
+  struct NicFeed;
+  static void OnPortTransition(void* feed, uint64_t);
+  static void OnHostCrash(void* nic, uint64_t);
+
   std::vector<std::unique_ptr<PortFaults>> ports_;  // stable addresses: hooks point in
+  std::vector<std::unique_ptr<NicFeed>> feeds_;     // stable addresses: events point in
   std::vector<proto::FaultSpec> specs_;             // the timeline, for reports
 };
 

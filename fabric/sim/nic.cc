@@ -279,7 +279,36 @@ Packet* Nic::NewPacket(const Qp& qp, uint8_t opcode, uint32_t psn) {
   return p;
 }
 
+void Nic::SetPortState(bool up) {
+  if (up == port_active_) return;
+  port_active_ = up;
+  port_events_.push_back(PortEvent{engine_->Now(), up});
+  engine_->TraceMix(0xe0000000ULL | (uint64_t{up} << 16) | static_cast<uint64_t>(host_));
+}
+
+std::vector<Nic::PortEvent> Nic::TakePortEvents() {
+  std::vector<PortEvent> out;
+  out.swap(port_events_);
+  return out;
+}
+
+void Nic::Crash() {
+  if (crashed_) return;
+  crashed_ = true;
+  engine_->TraceMix(0xc0000000ULL | static_cast<uint64_t>(host_));
+  // Packets queued in the NIC die with it.
+  while (control_head_ != nullptr) {
+    Packet* p = control_head_;
+    control_head_ = p->next;
+    pool_->Free(p);
+  }
+  control_tail_ = nullptr;
+  for (auto& qp : qps_) qp->pending_ack = nullptr;
+  active_.clear();
+}
+
 void Nic::Complete(Qp& qp, CompletionQueue* cq, const Completion& c) {
+  if (crashed_) return;  // nobody is left to poll
   Completion out = c;
   out.qp_num = qp.qpn;
   out.time = engine_->Now();
@@ -330,7 +359,7 @@ void Nic::Activate(Qp& qp) {
 }
 
 void Nic::KickPump() {
-  if (pump_pending_ || port_ == nullptr) return;
+  if (pump_pending_ || port_ == nullptr || crashed_) return;
   pump_pending_ = true;
   const Picoseconds at =
       port_->busy_until() > engine_->Now() ? port_->busy_until() : engine_->Now();
@@ -340,7 +369,7 @@ void Nic::KickPump() {
 void Nic::OnPump(void* nic, uint64_t) {
   Nic* self = static_cast<Nic*>(nic);
   self->pump_pending_ = false;
-  self->Pump();
+  if (!self->crashed_) self->Pump();
 }
 
 void Nic::SendControl(Packet* p) {
@@ -404,6 +433,7 @@ void Nic::ArmTimer(Qp& qp, int64_t at_ps) {
 
 void Nic::OnTimer(void* nic, uint64_t arg) {
   Nic* self = static_cast<Nic*>(nic);
+  if (self->crashed_) return;
   Qp* qp = self->FindQp(static_cast<uint32_t>(arg >> 32));
   if (qp == nullptr || static_cast<uint32_t>(arg) != qp->timer_gen) return;  // superseded
   qp->timer_at_ps = 0;
@@ -423,6 +453,11 @@ void Nic::OnTimer(void* nic, uint64_t arg) {
 void Nic::Receive(void* nic, Packet* p, int32_t /*in_port*/) {
   Nic* self = static_cast<Nic*>(nic);
   Qp* qp = self->FindQp(p->dest_qpn);
+  if (self->crashed_) {
+    self->drops_->Add(DropReason::kHostCrashed);
+    self->pool_->Free(p);
+    return;
+  }
   if (qp == nullptr || (qp->state != QpState::kRtr && qp->state != QpState::kRts)) {
     self->drops_->Add(DropReason::kQpNotReady);
     self->pool_->Free(p);

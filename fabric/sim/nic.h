@@ -76,6 +76,25 @@ class Nic {
   QpCounters TotalCounters() const;
   size_t qp_count() const { return qps_.size(); }
 
+  // The port's state as the NIC sees it, for the async events a link fault
+  // produces (CASES.md 9: "NET/IB : Got async event : port error"). A change
+  // queues IBV_EVENT_PORT_ERR (down) or IBV_EVENT_PORT_ACTIVE (up); the
+  // frames lost while down are the fault model's business, not the NIC's.
+  void SetPortState(bool up);
+  bool port_active() const { return port_active_; }
+  struct PortEvent {
+    Picoseconds at;
+    bool up;  // false: IBV_EVENT_PORT_ERR, true: IBV_EVENT_PORT_ACTIVE
+  };
+  // Port events since the last call, oldest first.
+  std::vector<PortEvent> TakePortEvents();
+
+  // The host stops (a crash, a kernel panic): from now on the NIC sends
+  // nothing, runs no timer, accepts no frame and reports no completion. Its
+  // peers see only silence and time out (IBV_WC_RETRY_EXC_ERR).
+  void Crash();
+  bool crashed() const { return crashed_; }
+
  private:
   struct SendWqe {
     SendWr wr;
@@ -204,6 +223,9 @@ class Nic {
   Packet* control_head_ = nullptr;
   Packet* control_tail_ = nullptr;
   bool pump_pending_ = false;
+  bool port_active_ = true;
+  bool crashed_ = false;
+  std::vector<PortEvent> port_events_;
 };
 
 }  // namespace fathom::sim

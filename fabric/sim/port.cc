@@ -16,6 +16,8 @@ const char* DropReasonName(DropReason r) {
       return "bad_icrc";
     case DropReason::kQpNotReady:
       return "qp_not_ready";
+    case DropReason::kHostCrashed:
+      return "host_crashed";
     case DropReason::kCount:
       break;
   }

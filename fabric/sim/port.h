@@ -42,6 +42,7 @@ enum class DropReason : uint8_t {
   kImpairment,    // a fault model dropped it on the wire
   kBadIcrc,       // corrupted on the wire: receiver drops it (port_rcv_errors)
   kQpNotReady,    // the destination QP does not exist or cannot receive
+  kHostCrashed,   // the destination host has crashed (its NIC is dead)
   kCount,
 };
 const char* DropReasonName(DropReason r);

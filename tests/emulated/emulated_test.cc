@@ -101,5 +101,25 @@ TEST(EmulatedTest, SendQueueFullIsAnErrorNamingTheDepth) {
   EXPECT_NE(s.message().find("max_send_wr 1"), std::string::npos) << s.ToString();
 }
 
+// A port that goes down and up (a link fault on the host's link) surfaces
+// as verbs' async events on that rank's device, in order, then no more.
+TEST(EmulatedTest, PortEventsSurfaceAsVerbsAsyncEvents) {
+  Pair w;
+  auto d3 = w.fabric.OpenDevice(3).value();
+  EXPECT_TRUE(d3->TakeAsyncEvents().empty());
+  w.net.nic(3).SetPortState(false);
+  w.net.nic(3).SetPortState(false);  // no change, no event
+  w.net.nic(3).SetPortState(true);
+  const std::vector<AsyncEvent> ev = d3->TakeAsyncEvents();
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].type, "IBV_EVENT_PORT_ERR");
+  EXPECT_EQ(ev[1].type, "IBV_EVENT_PORT_ACTIVE");
+  EXPECT_EQ(ev[0].port, 1);
+  EXPECT_NE(ev[0].detail.find("rank 3"), std::string::npos) << ev[0].detail;
+  EXPECT_TRUE(d3->TakeAsyncEvents().empty());
+  auto d4 = w.fabric.OpenDevice(4).value();
+  EXPECT_TRUE(d4->TakeAsyncEvents().empty());
+}
+
 }  // namespace
 }  // namespace fathom::transport::emulated

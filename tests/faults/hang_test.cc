@@ -50,6 +50,9 @@ struct SimRun {
   std::set<int> completed, failed, stalled;
   uint64_t status_count(WcStatus s) const { return statuses[static_cast<size_t>(s)]; }
   std::array<uint64_t, 32> statuses{};
+  // What each host's NIC saw: port events, and whether it crashed.
+  std::vector<std::vector<Nic::PortEvent>> port_events;
+  std::vector<bool> crashed;
 };
 
 SimRun Simulate(const topo::Topology& topo, const std::string& faults_yaml, std::vector<Flow> flows,
@@ -73,6 +76,10 @@ SimRun Simulate(const topo::Topology& topo, const std::string& faults_yaml, std:
   run.results = driver.results();
   run.qp = net.TotalQpCounters();
   run.statuses = driver.status_counts();
+  for (int32_t r = 0; r < net.host_count(); ++r) {
+    run.port_events.push_back(net.nic(r).TakePortEvents());
+    run.crashed.push_back(net.nic(r).crashed());
+  }
   if (attached.ok()) {
     run.faults = (*attached)->Report(engine.Now());
     run.summary = (*attached)->Summary(engine.Now());
@@ -196,6 +203,59 @@ TEST(Hang, ShortFlapRetransmitsLongOutageFailsWithRetryExceeded) {
       EXPECT_EQ(down.results[f].state, FlowState::kDone) << f;
     }
   }
+}
+
+// A flapping host link reaches the host's NIC as port events at each
+// transition (CASES.md 9: "Got async event : port error"); hosts whose links
+// do not flap see none.
+TEST(Hang, HostLinkFlapRaisesPortEventsAtEachTransition) {
+  const topo::Topology t = Fabric();
+  FlowOptions o;
+  o.qp.timeout = 6;
+  o.qp.retry_cnt = 7;
+  const std::string host0 = t.node(t.hosts()[0]).name;
+  // Down 20-120 us and 520-620 us (period 500 us, no outage from 1000 us).
+  const std::string faults =
+      "faults:\n  - {kind: link_flap, host: \"" + host0 +
+      "\", start_us: 20, duration_us: 100, period_us: 500, until_us: 1000}\n";
+  SimRun r = Simulate(t, faults, {{0, 4, 16 << 20, Picoseconds()}, {5, 9, 1 << 20, Picoseconds()}},
+                      o, Picoseconds::FromMilliseconds(5));
+  const std::vector<Nic::PortEvent>& ev = r.port_events[0];
+  ASSERT_EQ(ev.size(), 4u);
+  const int64_t us[] = {20, 120, 520, 620};
+  for (size_t i = 0; i < ev.size(); ++i) {
+    EXPECT_EQ(ev[i].at, Picoseconds::FromMicroseconds(us[i])) << i;
+    EXPECT_EQ(ev[i].up, i % 2 == 1) << i;
+  }
+  for (size_t h = 1; h < r.port_events.size(); ++h) EXPECT_TRUE(r.port_events[h].empty()) << h;
+  // The flow survives the two short outages (retry budget is infinite-ish).
+  EXPECT_EQ(r.completed.size(), 2u);
+}
+
+// A crashed host's NIC goes silent: its peer's QP exhausts its retries with
+// IBV_WC_RETRY_EXC_ERR, while the crashed side reports nothing at all (its
+// flow neither completes nor fails), and flows elsewhere complete.
+TEST(Hang, HostCrashSilencesTheNicAndItsPeersFailWithRetryExceeded) {
+  const topo::Topology t = Fabric();
+  FlowOptions o;
+  o.qp.timeout = 6;    // 262 us
+  o.qp.retry_cnt = 2;  // fails ~786 us after the last progress
+  const std::string host4 = t.node(t.hosts()[4]).name;
+  SimRun r = Simulate(t, "faults:\n  - {kind: host_crash, host: \"" + host4 + "\", start_us: 30}\n",
+                      {{0, 4, 8 << 20, Picoseconds()},
+                       {4, 0, 8 << 20, Picoseconds()},
+                       {5, 9, 1 << 20, Picoseconds()}},
+                      o, Picoseconds::FromMilliseconds(20));
+  EXPECT_TRUE(r.crashed[4]);
+  EXPECT_FALSE(r.crashed[0]);
+  EXPECT_EQ(r.results[0].state, FlowState::kFailed);
+  EXPECT_EQ(r.results[0].first_error, WcStatus::kRetryExcErr);
+  // (retry_cnt + 1) local ACK timeouts after the last ACK, which came
+  // before the crash.
+  EXPECT_GT(r.results[0].end, Picoseconds::FromMicroseconds(3 * 262));
+  EXPECT_LT(r.results[0].end, Picoseconds::FromMicroseconds(30 + 3 * 262 + 10));
+  EXPECT_EQ(r.results[1].state, FlowState::kPending);  // the dead host says nothing
+  EXPECT_EQ(r.results[2].state, FlowState::kDone);
 }
 
 // Goodput of a set of flows: bytes of completed flows over the latest end.

@@ -265,7 +265,20 @@ class EmulatedDevice final : public Device {
     return std::unique_ptr<QueuePair>(
         new EmulatedQp(fabric_, nic_, ecq, rank_, peer_rank, qpn, options, path, local));
   }
-  std::vector<AsyncEvent> TakeAsyncEvents() override { return {}; }
+  // The NIC's port events (a link fault on this host's link), as verbs
+  // names them; the virtual time goes in the detail.
+  std::vector<AsyncEvent> TakeAsyncEvents() override {
+    std::vector<AsyncEvent> out;
+    for (const sim::Nic::PortEvent& e : nic_->TakePortEvents()) {
+      AsyncEvent a;
+      a.type = e.up ? "IBV_EVENT_PORT_ACTIVE" : "IBV_EVENT_PORT_ERR";
+      a.port = 1;
+      a.detail = "rank " + std::to_string(rank_) + " port 1 " + (e.up ? "up" : "down") + " at " +
+                 std::to_string(e.at.ps() / 1000) + " ns (virtual)";
+      out.push_back(std::move(a));
+    }
+    return out;
+  }
 
  private:
   EmulatedFabric* fabric_;
