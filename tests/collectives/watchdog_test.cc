@@ -66,6 +66,19 @@ TEST(WatchdogTest, SmallAllreducePassesOverTheMtuMismatch) {
   EXPECT_TRUE(res.status.ok()) << res.status.ToString();
 }
 
+// A port event the NIC raised (a link fault on a host's link) is part of
+// the hang's explanation: the report says it, the way NCCL logs "NET/IB :
+// Got async event : port error".
+TEST(WatchdogTest, TheReportNamesAsyncPortEvents) {
+  auto world = SimWorld::Create(MtuMismatchFabric(), HangOptions(true)).value();
+  world->network().nic(1).SetPortState(false);
+  RunOutcome res = RunAllreduce(*world, 1 << 16);
+  ASSERT_TRUE(res.hung) << res.status.ToString();
+  EXPECT_NE(res.report.find("rank 1: async event IBV_EVENT_PORT_ERR"), std::string::npos)
+      << res.report;
+  EXPECT_EQ(res.report.find("rank 0: async event"), std::string::npos) << res.report;
+}
+
 TEST(WatchdogTest, LargeAllreduceHangsAndTheWatchdogNamesTheLink) {
   auto world = SimWorld::Create(MtuMismatchFabric(), HangOptions(true)).value();
   RunOutcome res = RunAllreduce(*world, 1 << 16);  // 64 KiB per rank chunks

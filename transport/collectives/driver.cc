@@ -1,5 +1,6 @@
 #include "transport/collectives/driver.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "transport/wait.h"
@@ -49,7 +50,7 @@ RunOutcome Driver::Run(const std::vector<RankCollective*>& colls) {
     }
     out.status = Aborted(s.message() + "; collective aborted on all " +
                          std::to_string(colls.size()) + " ranks driven here");
-    out.report = out.status.message();
+    out.report = out.status.message() + "\n" + AsyncEventLines();
     out.end = clock_->Now();
     return out;
   };
@@ -167,7 +168,27 @@ std::string Driver::WatchdogReport(const std::vector<RankCollective*>& colls,
     r += "... " + std::to_string(shown - kMaxRanksInReport) + " more stuck ranks\n";
   }
   r += qp_lines;
+  r += AsyncEventLines();
   if (options_.fabric_evidence) r += options_.fabric_evidence(*stuck);
+  return r;
+}
+
+std::string Driver::AsyncEventLines() {
+  // The events a device raised during the run (a port that went down, a QP
+  // that went fatal) are often the cause of the hang: say them, the way
+  // NCCL logs "NET/IB : Got async event : port error" (CASES.md 9, 20).
+  std::string r;
+  std::vector<Device*> seen;
+  for (Communicator* c : comms_) {
+    Device* d = &c->device();
+    if (std::find(seen.begin(), seen.end(), d) != seen.end()) continue;
+    seen.push_back(d);
+    for (const AsyncEvent& e : d->TakeAsyncEvents()) {
+      r += "rank " + std::to_string(c->rank()) + ": async event " + e.type;
+      if (!e.detail.empty()) r += " (" + e.detail + ")";
+      r += "\n";
+    }
+  }
   return r;
 }
 

@@ -66,6 +66,8 @@ class Driver {
   RunOutcome Run(const std::vector<RankCollective*>& colls);
 
  private:
+  // Drains every device's async events into report lines.
+  std::string AsyncEventLines();
   std::string WatchdogReport(const std::vector<RankCollective*>& colls, Picoseconds stalled_for,
                              bool nothing_left, std::vector<StuckQp>* stuck);
 
