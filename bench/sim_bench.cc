@@ -7,24 +7,51 @@
 //   sim_bench                      k=8 and k=16, 2 MiB flows
 //   sim_bench K BYTES [PRESET]     one run; PRESET (e.g. "large") replaces the
 //                                  fat-tree and its 400 Gb/s links
+//   sim_bench K BYTES - FAULT      one run with FAULT attached to one core link,
+//                                  e.g. "kind: loss, rate: 1e-4" (the cost of
+//                                  faults: compare with the same run without)
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "fabric/sim/engine.h"
+#include "fabric/sim/fault_attach.h"
 #include "fabric/sim/network.h"
 #include "fabric/sim/workload.h"
+#include "proto/faults.pb.h"
+#include "proto/yaml_loader.h"
 #include "topologies/builders.h"
 
 namespace fathom::sim {
 namespace {
 
-int Run(const topo::Topology& topo, uint64_t flow_bytes, const std::string& label) {
+int Run(const topo::Topology& topo, uint64_t flow_bytes, std::string label,
+        const std::string& fault = "") {
   Engine engine(1);
   Network net(&engine, &topo, NetworkConfig{});
+  std::unique_ptr<FaultAttachment> faults;
+  if (!fault.empty()) {
+    // The last link is a top-tier one (links are numbered bottom up).
+    const std::string yaml =
+        "faults:\n  - {link: \"" + topo.links().back().name + "\", " + fault + "}\n";
+    proto::FaultTimeline timeline;
+    config::SourceMap map("sim_bench");
+    config::YamlLoadOptions lo;
+    lo.source_map = &map;
+    Status s = config::LoadYamlString(yaml, "sim_bench", &timeline, lo);
+    auto attached = s.ok() ? FaultAttachment::Attach(&net, timeline.faults(), 1, map)
+                           : StatusOr<std::unique_ptr<FaultAttachment>>(s);
+    if (!attached.ok()) {
+      std::fprintf(stderr, "sim_bench: %s\n", attached.status().ToString().c_str());
+      return 2;
+    }
+    faults = std::move(attached).value();
+    label += " +fault on " + topo.links().back().name;
+  }
   Rng rng = engine.MakeRng(1);
   FlowOptions fo;
   fo.qp.path_mtu_bytes = 4096;
@@ -71,6 +98,10 @@ int main(int argc, char** argv) {
   using namespace fathom;
   if (argc >= 3) {
     const uint64_t bytes = std::strtoull(argv[2], nullptr, 10);
+    if (argc >= 5 && std::string(argv[3]) == "-") {
+      const int k = std::atoi(argv[1]);
+      return sim::Run(sim::FatTree(k), bytes, "fat-tree k=" + std::to_string(k), argv[4]);
+    }
     if (argc >= 4) {
       auto topo = topo::BuildPreset(argv[3]);
       if (!topo.ok()) {
