@@ -169,18 +169,16 @@ void Port::OnArrival(void* obj, uint64_t arg) {
 }
 
 void Port::Receive(Packet* p) {
-  Port* rx = this;
-  rx->engine_->TraceMix(uint64_t{p->psn} | (uint64_t{p->opcode} << 24) |
-                        (uint64_t{p->dest_qpn} << 32));
-  ++rx->counters_.port_rcv_packets;
-  rx->counters_.port_rcv_data += p->wire_bytes - 20;
+  engine_->TraceMix(uint64_t{p->psn} | (uint64_t{p->opcode} << 24) | (uint64_t{p->dest_qpn} << 32));
+  ++counters_.port_rcv_packets;
+  counters_.port_rcv_data += p->wire_bytes - 20;
   if (p->corrupt) {
     // The ICRC (and FCS) no longer match: the receiver discards the frame.
-    ++rx->counters_.port_rcv_errors;
-    rx->Drop(p, DropReason::kBadIcrc);
+    ++counters_.port_rcv_errors;
+    Drop(p, DropReason::kBadIcrc);
     return;
   }
-  rx->rx_fn_(rx->rx_obj_, p, rx->config_.index);
+  rx_fn_(rx_obj_, p, config_.index);
 }
 
 }  // namespace fathom::sim
