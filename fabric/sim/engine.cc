@@ -1,6 +1,7 @@
 #include "fabric/sim/engine.h"
 
 #include <cinttypes>
+#include <cstdlib>
 
 namespace fathom::sim {
 
@@ -25,39 +26,65 @@ uint64_t Rng::Next() {
   return result;
 }
 
-void Engine::Push(const Event& e) {
+uint32_t Engine::NewSlot() {
+  if (bodies_.size() > kSlotMask) {
+    // More pending events than a key can name: a runaway model, not a load
+    // this engine is built for. Stop loudly rather than misorder events.
+    std::fprintf(stderr, "fathom sim: more than %llu pending events\n",
+                 static_cast<unsigned long long>(kSlotMask + 1));
+    std::abort();
+  }
+  bodies_.emplace_back();
+  return static_cast<uint32_t>(bodies_.size() - 1);
+}
+
+void Engine::Push(const Key& k) {
   size_t i = heap_.size();
-  heap_.push_back(e);
+  heap_.push_back(k);
   if (heap_.size() > peak_pending_) peak_pending_ = heap_.size();
-  Event* h = heap_.data();
+  Key* h = heap_.data();
+  const Uint128 rank = Rank(k);
   while (i > 0) {
-    size_t parent = (i - 1) / 4;
-    if (!Before(e, h[parent])) break;
+    const size_t parent = (i - 1) / 4;
+    if (rank >= Rank(h[parent])) break;
     h[i] = h[parent];
     i = parent;
   }
-  h[i] = e;
+  h[i] = k;
 }
 
-Event Engine::PopMin() {
-  Event top = heap_.front();
-  Event last = heap_.back();
+// Removes the root by walking the hole down to a leaf along the least child,
+// then sifting the last key up from there: the last key almost always
+// belongs near the bottom, which saves comparing it at every level.
+Engine::Key Engine::PopMin() {
+  Key* h = heap_.data();
+  const Key top = h[0];
+  const size_t n = heap_.size() - 1;
+  const Key last = h[n];
   heap_.pop_back();
-  const size_t n = heap_.size();
   if (n == 0) return top;
-  Event* h = heap_.data();
   size_t i = 0;
   for (;;) {
-    size_t c = 4 * i + 1;
+    const size_t c = 4 * i + 1;
     if (c >= n) break;
     size_t best = c;
-    size_t end = c + 4 < n ? c + 4 : n;
+    Uint128 best_rank = Rank(h[c]);
+    const size_t end = c + 4 < n ? c + 4 : n;
     for (size_t j = c + 1; j < end; ++j) {
-      if (Before(h[j], h[best])) best = j;
+      const Uint128 r = Rank(h[j]);
+      const bool less = r < best_rank;
+      best = less ? j : best;
+      best_rank = less ? r : best_rank;
     }
-    if (!Before(h[best], last)) break;
     h[i] = h[best];
     i = best;
+  }
+  const Uint128 rank = Rank(last);
+  while (i > 0) {
+    const size_t parent = (i - 1) / 4;
+    if (rank >= Rank(h[parent])) break;
+    h[i] = h[parent];
+    i = parent;
   }
   h[i] = last;
   return top;
@@ -66,20 +93,24 @@ Event Engine::PopMin() {
 uint64_t Engine::Run(Picoseconds until) {
   stop_ = false;
   uint64_t n = 0;
+  const uint64_t limit = static_cast<uint64_t>(until.ps() < 0 ? 0 : until.ps());
   while (!heap_.empty() && !stop_) {
-    if (heap_.front().time_ps > until.ps()) break;
-    Event e = PopMin();
-    now_ps_ = e.time_ps;
-    digest_ = Mix64(digest_ ^ static_cast<uint64_t>(e.time_ps)) ^
-              ((static_cast<uint64_t>(e.kind) << 32) | e.component);
+    if (heap_.front().time > limit) break;
+    const Key k = PopMin();
+    const uint32_t slot = static_cast<uint32_t>(k.seq_slot & kSlotMask);
+    const EventBody e = bodies_[slot];
+    free_slots_.push_back(slot);
+    now_ps_ = static_cast<int64_t>(k.time);
+    digest_ = Mix64(digest_ ^ k.time) ^ ((static_cast<uint64_t>(e.kind) << 32) | e.component);
     if (trace_file_ != nullptr) {
-      std::fprintf(trace_file_, "%" PRId64 " %u %u\n", e.time_ps, static_cast<unsigned>(e.kind),
+      std::fprintf(trace_file_, "%" PRId64 " %u %u\n", now_ps_, static_cast<unsigned>(e.kind),
                    e.component);
     }
     e.fn(e.obj, e.arg);
     ++n;
     ++dispatched_;
-    if (progress_fn_ != nullptr && dispatched_ % progress_every_ == 0) {
+    if (progress_fn_ != nullptr && --progress_countdown_ == 0) {
+      progress_countdown_ = progress_every_;
       progress_fn_(progress_ctx_, *this);
     }
   }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <tuple>
 #include <vector>
 
 namespace fathom::sim {
@@ -30,6 +32,47 @@ TEST(EngineTest, DispatchesInTimeOrderAndTiesInScheduleOrder) {
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   EXPECT_EQ(engine.Run(), 5000u);
   EXPECT_EQ(rec.seen, expected);
+}
+
+// Handlers schedule more events (some at Now(), many ties) while the list is
+// large: the order must be exactly (time, schedule order), as a plain ordered
+// set of (time, sequence) gives it.
+TEST(EngineTest, EventsScheduledFromHandlersKeepTimeThenScheduleOrder) {
+  struct Chain {
+    Engine* engine;
+    Rng rng{5, 6};
+    uint64_t next_id = 0;
+    std::set<std::tuple<int64_t, uint64_t, uint64_t>> reference;  // (time, seq, id)
+    uint64_t seq = 0;
+    std::vector<uint64_t> seen;
+    void Add(int64_t at) {
+      const uint64_t id = next_id++;
+      reference.emplace(at, seq++, id);
+      engine->Schedule(Picoseconds(at), EventKind::kUser, 0, &Chain::On, this, id);
+    }
+    static void On(void* obj, uint64_t id) {
+      auto* c = static_cast<Chain*>(obj);
+      c->seen.push_back(id);
+      if (c->next_id < 200000) {
+        const int n = static_cast<int>(c->rng.Below(3));
+        for (int i = 0; i < n; ++i) {
+          c->Add(c->engine->Now().ps() + static_cast<int64_t>(c->rng.Below(4) * 1000));
+        }
+      }
+    }
+  };
+  Engine engine;
+  Chain chain{&engine};
+  for (int i = 0; i < 3000; ++i) chain.Add(static_cast<int64_t>(chain.rng.Below(50)) * 1000);
+  // Run in slices too: stopping at a time limit must not disturb the order.
+  engine.Run(Picoseconds(20000));
+  engine.Run(Picoseconds(20000));
+  engine.Run();
+  std::vector<uint64_t> expected;
+  for (const auto& [t, s, id] : chain.reference) expected.push_back(id);
+  ASSERT_EQ(chain.seen.size(), expected.size());
+  EXPECT_EQ(chain.seen, expected);
+  EXPECT_GT(engine.peak_pending(), 1000u);
 }
 
 TEST(EngineTest, RunUntilStopsAndResumes) {
