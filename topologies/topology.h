@@ -133,6 +133,8 @@ class Topology {
   const std::vector<int32_t>& hosts() const { return hosts_; }
   // Rank of a host node, -1 for a switch.
   int32_t HostRank(int32_t node) const { return host_rank_[node]; }
+  // HostRank of every node id (-1 for switches), for lookups on a hot path.
+  const std::vector<int32_t>& HostRankTable() const { return host_rank_; }
   int32_t servers() const { return servers_; }
   Reachability reachability() const { return reachability_; }
 

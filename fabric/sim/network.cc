@@ -1,21 +1,49 @@
 #include "fabric/sim/network.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
 namespace fathom::sim {
+
+Switch::Switch(const topo::Topology* topo, int32_t node, uint64_t salt,
+               std::span<Port* const> ports, PacketPool* pool, DropStats* drops)
+    : host_rank_(&topo->HostRankTable()[0]), salt_(salt), pool_(pool), drops_(drops), node_(node) {
+  const std::vector<int32_t>& hosts = topo->hosts();
+  row_.resize(hosts.size());
+  // Intern the sets: a fat-tree switch has a handful of distinct ones.
+  std::map<std::vector<int32_t>, uint32_t> interned;
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    const std::span<const int32_t> hops = topo->NextHops(node, hosts[r]);
+    if (hops.size() >= (1u << kCountBits) || next_.size() >= (1u << (32 - kCountBits))) {
+      std::fprintf(stderr, "fathom sim: switch %d: ECMP sets too large for its routing row\n",
+                   node);
+      std::abort();
+    }
+    std::vector<int32_t> key(hops.begin(), hops.end());
+    auto [it, fresh] = interned.emplace(std::move(key), static_cast<uint32_t>(next_.size()));
+    if (fresh) {
+      for (int32_t port : hops) next_.push_back(ports[static_cast<size_t>(port)]);
+    }
+    row_[r] = (it->second << kCountBits) | static_cast<uint32_t>(hops.size());
+  }
+}
 
 void Switch::Receive(void* sw, Packet* p, int32_t /*in_port*/) {
   Switch* self = static_cast<Switch*>(sw);
-  const std::span<const int32_t> hops = self->topo_->NextHops(self->node_, p->dst_host);
-  if (hops.empty()) {
+  const uint32_t entry = self->row_[static_cast<size_t>(self->host_rank_[p->dst_host])];
+  const uint32_t count = entry & ((1u << kCountBits) - 1);
+  if (count == 0) {
     self->drops_->Add(DropReason::kNoRoute);
     self->pool_->Free(p);
     return;
   }
   size_t pick = 0;
-  if (hops.size() > 1) {
+  if (count > 1) {
     const uint64_t h = Mix64(p->flow_hash ^ self->salt_);
-    pick = static_cast<size_t>(((h >> 32) * hops.size()) >> 32);
+    pick = static_cast<size_t>(((h >> 32) * count) >> 32);
   }
-  self->ports_[static_cast<size_t>(hops[pick])]->Send(p);
+  self->next_[(entry >> kCountBits) + pick]->Send(p);
 }
 
 Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig& config)
@@ -50,8 +78,9 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
     const int32_t node = static_cast<int32_t>(n);
     if (nodes[n].kind == topo::NodeKind::kSwitch) {
       const uint64_t salt = config.ecmp_salt ? Mix64(engine->seed() ^ Mix64(0x5a17 + n)) : 0;
-      auto sw = std::make_unique<Switch>(topo, node, salt, &pool_, &drops_);
-      for (int32_t i = 0; i < topo->PortCount(node); ++i) sw->AddPort(&port(node, i));
+      std::vector<Port*> sw_ports;
+      for (int32_t i = 0; i < topo->PortCount(node); ++i) sw_ports.push_back(&port(node, i));
+      auto sw = std::make_unique<Switch>(topo, node, salt, sw_ports, &pool_, &drops_);
       receiver[n] = sw.get();
       receive_fn[n] = &Switch::Receive;
       switches_.push_back(std::move(sw));

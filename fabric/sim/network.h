@@ -31,22 +31,27 @@ struct NetworkConfig {
   bool ipv6 = false;
 };
 
+// Forwards by a row of its own: for every destination host rank, the ECMP
+// set as a span of Port pointers. A lookup is one load from the row and one
+// from the (small, hot) pointer array, instead of the topology's shared
+// tables (node x host set ids, sets, port numbers, then this switch's ports).
 class Switch {
  public:
-  Switch(const topo::Topology* topo, int32_t node, uint64_t salt, PacketPool* pool,
-         DropStats* drops)
-      : topo_(topo), node_(node), salt_(salt), pool_(pool), drops_(drops) {}
-  void AddPort(Port* port) { ports_.push_back(port); }
+  // `ports` are this switch's egress ports, by port index.
+  Switch(const topo::Topology* topo, int32_t node, uint64_t salt, std::span<Port* const> ports,
+         PacketPool* pool, DropStats* drops);
   static void Receive(void* sw, Packet* p, int32_t in_port);
   int32_t node() const { return node_; }
 
  private:
-  const topo::Topology* topo_;
-  int32_t node_;
+  static constexpr uint32_t kCountBits = 10;  // an ECMP set has < 1024 ports
+  const int32_t* host_rank_;                  // the topology's node id -> host rank
+  std::vector<uint32_t> row_;  // by destination host rank: offset << 10 | count into next_
+  std::vector<Port*> next_;    // the ECMP sets, interned
   uint64_t salt_;
   PacketPool* pool_;
   DropStats* drops_;
-  std::vector<Port*> ports_;
+  int32_t node_;
 };
 
 class Network {

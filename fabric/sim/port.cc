@@ -32,19 +32,32 @@ uint64_t DropStats::total() const {
 
 Port::Port(Engine* engine, PacketPool* pool, DropStats* drops, const PortConfig& config)
     : engine_(engine),
+      latency_ps_(config.latency.ps()),
+      mtu_bytes_(config.mtu_bytes > 0 ? static_cast<uint32_t>(config.mtu_bytes) : 0),
+      component_(static_cast<uint32_t>(config.node) * 1024u + static_cast<uint32_t>(config.index)),
       pool_(pool),
       drops_(drops),
       config_(config),
-      ring_(16),
-      component_(static_cast<uint32_t>(config.node) * 1024u + static_cast<uint32_t>(config.index)) {
+      ring_store_(16) {
+  ring_ = ring_store_.data();
+  ring_mask_ = static_cast<uint32_t>(ring_store_.size() - 1);
   const int64_t bps = config_.rate.bps();
   if (bps > 0 && (8 * 1000000000000LL) % bps == 0) ps_per_byte_ = 8 * 1000000000000LL / bps;
 }
 
+PortCounters Port::counters() const {
+  PortCounters c = counters_;
+  if (peer_ != nullptr) {
+    c.port_rcv_data = peer_->delivered_data_;
+    c.port_rcv_packets = peer_->delivered_packets_;
+    c.port_rcv_errors = peer_->delivered_errors_;
+  }
+  return c;
+}
+
 void Port::Drain(int64_t now_ps) {
-  const size_t mask = ring_.size() - 1;
   while (queued_ > 0) {
-    const Held& h = ring_[(head_ + count_ - queued_) & mask];
+    const Held& h = ring_[(head_ + count_ - queued_) & ring_mask_];
     if (h.end_ps > now_ps) break;
     occupancy_[h.tc] -= h.bytes;
     --queued_;
@@ -59,13 +72,13 @@ void Port::Drop(Packet* p, DropReason r) {
 
 void Port::Send(Packet* p) {
   const int64_t now = engine_->Now().ps();
-  if (config_.mtu_bytes > 0 && IpPacketBytes(*p) > static_cast<uint32_t>(config_.mtu_bytes)) {
+  const uint32_t bytes = p->wire_bytes;
+  if (mtu_bytes_ > 0 && bytes - kEthernetWireOverhead > mtu_bytes_) {
     ++counters_.mtu_discards;
     Drop(p, DropReason::kMtuExceeded);
     return;
   }
   Drain(now);
-  const uint32_t bytes = p->wire_bytes;
   const uint8_t tc = static_cast<uint8_t>((p->traffic_class >> 5) & 7);
   if (config_.buffer_bytes > 0 && occupancy_[tc] + bytes > config_.buffer_bytes) {
     ++counters_.port_xmit_discards;
@@ -82,7 +95,7 @@ void Port::Send(Packet* p) {
   ++counters_.port_xmit_packets;
   counters_.port_xmit_data += bytes - 20;  // without preamble/SFD and IFG
   if (tap_ != nullptr) tap_->on_packet(tap_->ctx, *p, Picoseconds(start));
-  int64_t arrival = end + config_.latency.ps();
+  int64_t arrival = end + latency_ps_;
   if (impairment_ != nullptr) {
     const ImpairmentVerdict v =
         impairment_->decide(impairment_->ctx, *p, bytes, Picoseconds(start));
@@ -107,28 +120,34 @@ void Port::Send(Packet* p) {
   Hold(p, end, arrival, bytes, tc);
 }
 
+void Port::Grow() {
+  // Double the ring (power of two), keeping order.
+  std::vector<Held> bigger(ring_store_.size() * 2);
+  for (uint32_t i = 0; i < count_; ++i) bigger[i] = ring_[(head_ + i) & ring_mask_];
+  ring_store_.swap(bigger);
+  ring_ = ring_store_.data();
+  ring_mask_ = static_cast<uint32_t>(ring_store_.size() - 1);
+  head_ = 0;
+}
+
 void Port::Hold(Packet* p, int64_t end_ps, int64_t arrive_ps, uint32_t bytes, uint8_t tc) {
-  const size_t newest = (head_ + count_ - 1) & (ring_.size() - 1);
-  if (count_ > 0 && arrive_ps < ring_[newest].arrive_ps) {
-    if (p != nullptr) {
-      // Would overtake packets already on the cable (jitter): it goes on its
-      // own and leaves a placeholder here.
-      engine_->Schedule(Picoseconds(arrive_ps), EventKind::kArrival, peer_->component_,
-                        &Port::OnArrival, peer_, reinterpret_cast<uint64_t>(p));
-      p = nullptr;
+  if (count_ > 0) {
+    const int64_t newest_arrival = ring_[(head_ + count_ - 1) & ring_mask_].arrive_ps;
+    if (arrive_ps < newest_arrival) {
+      if (p != nullptr) {
+        // Would overtake packets already on the cable (jitter): it goes on
+        // its own and leaves a placeholder here.
+        engine_->Schedule(Picoseconds(arrive_ps), EventKind::kArrival, rx_component_,
+                          &Port::OnArrival, this, reinterpret_cast<uint64_t>(p));
+        p = nullptr;
+      }
+      // A placeholder only holds buffer space until serialized; it takes the
+      // newest arrival time so the ring stays in arrival order.
+      arrive_ps = newest_arrival;
     }
-    // A placeholder only holds buffer space until serialized; it takes the
-    // newest arrival time so the ring stays in arrival order.
-    arrive_ps = ring_[newest].arrive_ps;
   }
-  if (count_ == ring_.size()) {
-    // Grow the ring (power of two), keeping order.
-    std::vector<Held> bigger(ring_.size() * 2);
-    for (size_t i = 0; i < count_; ++i) bigger[i] = ring_[(head_ + i) & (ring_.size() - 1)];
-    ring_.swap(bigger);
-    head_ = 0;
-  }
-  ring_[(head_ + count_) & (ring_.size() - 1)] = Held{end_ps, arrive_ps, p, bytes, tc};
+  if (count_ == ring_mask_ + 1) Grow();
+  ring_[(head_ + count_) & ring_mask_] = Held{end_ps, arrive_ps, p, bytes, tc};
   ++count_;
   ++queued_;
   if (count_ == 1) ScheduleOldest();
@@ -137,48 +156,48 @@ void Port::Hold(Packet* p, int64_t end_ps, int64_t arrive_ps, uint32_t bytes, ui
 void Port::ScheduleOldest() {
   const Held& h = ring_[head_];
   if (h.packet != nullptr) __builtin_prefetch(h.packet);
-  engine_->Schedule(Picoseconds(h.arrive_ps), EventKind::kArrival, peer_->component_,
+  engine_->Schedule(Picoseconds(h.arrive_ps), EventKind::kArrival, rx_component_,
                     &Port::OnRingArrival, this, 0);
 }
 
 void Port::OnRingArrival(void* obj, uint64_t /*arg*/) {
   Port* tx = static_cast<Port*>(obj);
-  const size_t mask = tx->ring_.size() - 1;
+  const int64_t now = tx->engine_->Now().ps();
   Packet* p = nullptr;
   // Placeholders (a packet lost on the wire or gone on its own) leave the
   // ring with the first real packet due at the same time.
   while (tx->count_ > 0) {
-    Held& h = tx->ring_[tx->head_];
-    if (h.arrive_ps > tx->engine_->Now().ps()) break;
+    const Held& h = tx->ring_[tx->head_];
+    if (h.arrive_ps > now) break;
     if (tx->count_ == tx->queued_) {
       // Still counted in the buffer (arrival before Drain saw it end).
       tx->occupancy_[h.tc] -= h.bytes;
       --tx->queued_;
     }
     p = h.packet;
-    tx->head_ = (tx->head_ + 1) & mask;
+    tx->head_ = (tx->head_ + 1) & tx->ring_mask_;
     --tx->count_;
     if (p != nullptr) break;
   }
   if (tx->count_ > 0) tx->ScheduleOldest();
-  if (p != nullptr) tx->peer_->Receive(p);
+  if (p != nullptr) tx->Deliver(p);
 }
 
 void Port::OnArrival(void* obj, uint64_t arg) {
-  static_cast<Port*>(obj)->Receive(reinterpret_cast<Packet*>(arg));
+  static_cast<Port*>(obj)->Deliver(reinterpret_cast<Packet*>(arg));
 }
 
-void Port::Receive(Packet* p) {
+void Port::Deliver(Packet* p) {
   engine_->TraceMix(uint64_t{p->psn} | (uint64_t{p->opcode} << 24) | (uint64_t{p->dest_qpn} << 32));
-  ++counters_.port_rcv_packets;
-  counters_.port_rcv_data += p->wire_bytes - 20;
+  ++delivered_packets_;
+  delivered_data_ += p->wire_bytes - 20;
   if (p->corrupt) {
     // The ICRC (and FCS) no longer match: the receiver discards the frame.
-    ++counters_.port_rcv_errors;
+    ++delivered_errors_;
     Drop(p, DropReason::kBadIcrc);
     return;
   }
-  rx_fn_(rx_obj_, p, config_.index);
+  rx_fn_(rx_obj_, p, rx_index_);
 }
 
 }  // namespace fathom::sim

@@ -100,15 +100,20 @@ class Port {
   Port(const Port&) = delete;
   Port& operator=(const Port&) = delete;
 
-  // Wires the far end: the reverse-direction port and its receiver.
+  // Wires the far end: the reverse-direction port and who receives there.
+  // The sending port delivers (and counts what its far end receives) by
+  // itself, so a hop touches one Port, not two.
   void Connect(Port* peer, ReceiveFn receive, void* receiver) {
     peer_ = peer;
-    peer_->rx_fn_ = receive;
-    peer_->rx_obj_ = receiver;
+    rx_fn_ = receive;
+    rx_obj_ = receiver;
+    rx_index_ = peer->config_.index;
+    rx_component_ = peer->component_;
   }
 
   // Queues a packet for transmission (takes ownership). Drops it (and frees
   // it) when the buffer of its traffic class is full or it exceeds the MTU.
+  // The packet's wire_bytes must be set (FrameWireBytes).
   void Send(Packet* p);
 
   // Time the serializer is busy until (a NIC sends when this is <= Now()).
@@ -116,7 +121,9 @@ class Port {
   int64_t queued_bytes(int tc) const { return occupancy_[tc & 7]; }
 
   const PortConfig& config() const { return config_; }
-  const PortCounters& counters() const { return counters_; }
+  // This port's counters: what it transmitted, and what it received over the
+  // reverse direction (counted by the peer port that delivers it).
+  PortCounters counters() const;
   Port* peer() const { return peer_; }
   void set_impairment(const Impairment* i) { impairment_ = i; }
   void set_tap(const PacketTap* t) { tap_ = t; }
@@ -124,11 +131,13 @@ class Port {
  private:
   // The oldest packet of the ring arrives (obj: this sending port).
   static void OnRingArrival(void* obj, uint64_t arg);
-  // A packet scheduled on its own arrives (obj: the receiving port).
+  // A packet scheduled on its own arrives (obj: this sending port).
   static void OnArrival(void* obj, uint64_t arg);
-  void Receive(Packet* p);
+  // Hands a packet to the far end's receiver (or drops it: bad ICRC).
+  void Deliver(Packet* p);
   void ScheduleOldest();
   void Hold(Packet* p, int64_t end_ps, int64_t arrive_ps, uint32_t bytes, uint8_t tc);
+  void Grow();
   void Drain(int64_t now_ps);
   void Drop(Packet* p, DropReason r);
 
@@ -142,27 +151,36 @@ class Port {
     uint8_t tc;
   };
 
+  // Hot: what sending and delivering a packet touch, together at the front.
   Engine* engine_;
-  PacketPool* pool_;
-  DropStats* drops_;
-  PortConfig config_;
-  Port* peer_ = nullptr;
-  ReceiveFn rx_fn_ = nullptr;
+  Held* ring_;  // ring_store_'s data, oldest first; capacity a power of two
+  uint32_t ring_mask_;
+  uint32_t head_ = 0;    // oldest held packet (next to arrive)
+  uint32_t count_ = 0;   // packets held
+  uint32_t queued_ = 0;  // of those, the newest ones not yet fully serialized
+  int64_t busy_until_ps_ = 0;
+  int64_t ps_per_byte_ = 0;  // exact serialization cost when the rate allows
+  int64_t latency_ps_;
+  uint32_t mtu_bytes_;  // IP MTU; 0 = unlimited
+  uint32_t rx_component_ = 0;
+  ReceiveFn rx_fn_ = nullptr;  // the far end's receiver
   void* rx_obj_ = nullptr;
+  int32_t rx_index_ = -1;  // port index at the far end
+  uint32_t component_;
   const Impairment* impairment_ = nullptr;
   const PacketTap* tap_ = nullptr;
-  int64_t busy_until_ps_ = 0;
   std::array<int64_t, 8> occupancy_{};
-  // Ring of held packets, oldest first (capacity a power of two). The newest
-  // `queued_` of the `count_` held still occupy the buffer; the older ones
-  // are on the cable.
-  std::vector<Held> ring_;
-  size_t head_ = 0;    // oldest held packet (next to arrive)
-  size_t count_ = 0;   // packets held
-  size_t queued_ = 0;  // of those, the newest ones not yet fully serialized
-  PortCounters counters_;
-  int64_t ps_per_byte_ = 0;  // exact serialization cost when the rate allows
-  uint32_t component_;
+  PortCounters counters_;  // transmit side (the receive fields stay 0 here)
+  // Received at the far end over this direction (the peer's rcv counters).
+  uint64_t delivered_data_ = 0;
+  uint64_t delivered_packets_ = 0;
+  uint64_t delivered_errors_ = 0;
+  // Cold.
+  PacketPool* pool_;
+  DropStats* drops_;
+  Port* peer_ = nullptr;
+  PortConfig config_;
+  std::vector<Held> ring_store_;
 };
 
 }  // namespace fathom::sim
