@@ -51,11 +51,13 @@ int main(int argc, char** argv) {
   std::printf(
       "coll_bench: %s allreduce of %llu B, %d ranks on %s: status %s\n"
       "  virtual time %.1f us, algbw %.2f GB/s, busbw %.2f GB/s\n"
-      "  wall: setup %.2f s, run %.2f s; events %llu; peak RSS %.1f MiB\n",
+      "  wall: setup %.2f s, run %.2f s; events %llu (%.2f M/s); peak pending events %zu; "
+      "peak RSS %.1f MiB\n",
       algo.c_str(), static_cast<unsigned long long>(bytes), world.nranks(),
       world.topology().name().c_str(), res.status.ok() ? "ok" : res.status.ToString().c_str(),
       virt_us, m.algbw_gbs, m.busbw_gbs, setup_s, run_s,
       static_cast<unsigned long long>(world.engine().events_dispatched()),
-      static_cast<double>(ru.ru_maxrss) / 1024.0);
+      static_cast<double>(world.engine().events_dispatched()) / run_s / 1e6,
+      world.engine().peak_pending(), static_cast<double>(ru.ru_maxrss) / 1024.0);
   return res.status.ok() ? 0 : 1;
 }

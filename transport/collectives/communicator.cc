@@ -8,6 +8,11 @@
 namespace fathom::transport::coll {
 namespace {
 
+uint64_t ConnKey(int peer, int channel) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(peer)) << 32) |
+         static_cast<uint32_t>(channel);
+}
+
 // wr_id = connection index << 2 | kind.
 enum WrKind : uint64_t { kWrData = 0, kWrCredit = 1, kWrRecv = 2 };
 uint64_t WrId(size_t conn, WrKind kind) { return (static_cast<uint64_t>(conn) << 2) | kind; }
@@ -55,9 +60,11 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Device* device, int
           conn->staging_mr,
           device->RegisterMemory(conn->staging.data(), conn->staging.size(), kAccessAll));
     }
-    c->index_[{peer, channel}] = c->conns_.size();
+    conn->index = c->conns_.size();
+    c->index_.emplace_back(ConnKey(peer, channel), conn->index);
     c->conns_.push_back(std::move(conn));
   }
+  std::sort(c->index_.begin(), c->index_.end());
   return c;
 }
 
@@ -113,8 +120,9 @@ Status Communicator::Connect(const std::vector<ConnRecord>& from_peers) {
 }
 
 Conn* Communicator::FindConn(int peer, int channel) {
-  auto it = index_.find({peer, channel});
-  return it == index_.end() ? nullptr : conns_[it->second].get();
+  const uint64_t key = ConnKey(peer, channel);
+  auto it = std::lower_bound(index_.begin(), index_.end(), std::pair<uint64_t, size_t>(key, 0));
+  return it == index_.end() || it->first != key ? nullptr : conns_[it->second].get();
 }
 
 std::vector<Conn*> Communicator::conns() {
@@ -151,9 +159,8 @@ StatusOr<uint8_t*> Communicator::OutStaging(Conn& conn, uint32_t* lkey) {
 }
 
 Status Communicator::PostRecvs(Conn& conn, int count) {
-  const size_t idx = index_[{conn.peer, conn.channel}];
   RecvWr wr;
-  wr.wr_id = WrId(idx, kWrRecv);
+  wr.wr_id = WrId(conn.index, kWrRecv);
   if (conn.staging_mr)
     wr.sge = {reinterpret_cast<uint64_t>(conn.staging.data()), 0, conn.staging_mr->lkey()};
   for (int i = 0; i < count; ++i) FATHOM_RETURN_IF_ERROR(conn.qp->PostRecv(wr));
@@ -163,7 +170,7 @@ Status Communicator::PostRecvs(Conn& conn, int count) {
 Status Communicator::PostData(Conn& conn, const void* src, uint32_t lkey, uint64_t bytes,
                               uint64_t /*wr_tag*/) {
   SendWr wr;
-  wr.wr_id = WrId(index_[{conn.peer, conn.channel}], kWrData);
+  wr.wr_id = WrId(conn.index, kWrData);
   wr.opcode = WrOpcode::kRdmaWriteWithImm;
   wr.sge = {reinterpret_cast<uint64_t>(src), static_cast<uint32_t>(bytes), lkey};
   if (!options_.modelled) {
@@ -179,7 +186,7 @@ Status Communicator::PostData(Conn& conn, const void* src, uint32_t lkey, uint64
 
 Status Communicator::ReturnCredit(Conn& conn) {
   SendWr wr;
-  wr.wr_id = WrId(index_[{conn.peer, conn.channel}], kWrCredit);
+  wr.wr_id = WrId(conn.index, kWrCredit);
   wr.opcode = WrOpcode::kSendWithImm;
   wr.imm_data = 1;
   if (conn.staging_mr) {
@@ -189,7 +196,7 @@ Status Communicator::ReturnCredit(Conn& conn) {
 }
 
 StatusOr<int> Communicator::Poll(Picoseconds now) {
-  std::array<Completion, 32> batch;
+  std::array<Completion, 32>& batch = poll_batch_;
   int total = 0;
   Status first_error;
   while (true) {

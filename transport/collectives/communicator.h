@@ -18,6 +18,7 @@
 // timing runs at scales whose buffers would not fit in memory.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -52,6 +53,7 @@ struct ConnRecord {
 struct Conn {
   int peer = -1;
   int channel = 0;
+  size_t index = 0;  // position in its Communicator (the wr_id's connection field)
   std::unique_ptr<QueuePair> qp;
   std::vector<uint8_t> staging;  // incoming slots
   std::unique_ptr<MemoryRegion> staging_mr;
@@ -124,7 +126,10 @@ class Communicator {
   CommOptions options_;
   std::unique_ptr<CompletionQueue> cq_;
   std::vector<std::unique_ptr<Conn>> conns_;
-  std::map<std::pair<int, int>, size_t> index_;
+  // (peer << 32 | channel, position in conns_), sorted: a handful of entries
+  // searched on every step, where a map's node chase costs more.
+  std::vector<std::pair<uint64_t, size_t>> index_;
+  std::array<Completion, 32> poll_batch_;  // Poll's buffer, kept to skip its set-up per call
   std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<MemoryRegion>> regions_;
   uint64_t completions_ = 0;
 };
