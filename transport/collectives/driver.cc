@@ -70,6 +70,7 @@ RunOutcome Driver::Run(const std::vector<RankCollective*>& colls) {
     note_done(i);
   }
   std::vector<int> batch;
+  Picoseconds next_abort_check = out.start;
   while (true) {
     bool progressed = false;
     if (options_.poll_all) {
@@ -99,6 +100,17 @@ RunOutcome Driver::Run(const std::vector<RankCollective*>& colls) {
     }
     if (progressed) last_progress = clock_->Now();
     if (finished_count == colls.size()) break;
+    if (options_.abort_check && clock_->Now() >= next_abort_check) {
+      next_abort_check = clock_->Now() + options_.abort_check_interval;
+      Status s = options_.abort_check();
+      if (!s.ok()) {
+        out.status = s;
+        out.remote_abort = true;
+        out.report = s.message() + "\n" + AsyncEventLines();
+        out.end = clock_->Now();
+        return out;
+      }
+    }
     const Picoseconds deadline = last_progress + options_.timeout;
     bool can = true;
     if (clock_->Now() < deadline && ready_.empty()) can = clock_->Progress(deadline);
