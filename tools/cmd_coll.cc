@@ -62,6 +62,7 @@ struct Options {
   double bootstrap_wait_s = 60;
   std::string ib_dev;
   int ib_port = 0, gid_index = -1;
+  std::string cq_mode = "poll";
 };
 
 // What the sweep needs from a backend: run one collective on the ranks this
@@ -134,7 +135,8 @@ class VerbsBackend final : public Backend {
            std::to_string(world_->device_info().active_mtu) + ")";
   }
   std::string WhereJson() const override {
-    return "\"device\":\"" + world_->device_info().name + "\"";
+    return "\"device\":\"" + world_->device_info().name +
+           "\",\"rank\":" + std::to_string(world_->rank());
   }
   BitsPerSecond link_bandwidth() override {
     const double g = world_->device_info().active_gbps;
@@ -328,10 +330,10 @@ int RunSweep(const Options& o, const Parsed& p, Backend& backend, const CommOpti
   }
   if (o.json && (print || !failure.empty())) {
     std::printf(
-        "{\"op\":\"%s\",\"backend\":\"%s\",\"nranks\":%d,%s,\"rank\":%d,\"rows\":%s,"
+        "{\"op\":\"%s\",\"backend\":\"%s\",\"nranks\":%d,%s,\"rows\":%s,"
         "\"avg_busbw_gbs\":%g,\"status\":\"%s\",\"report\":\"%s\"}\n",
         std::string(CollKindName(p.kind)).c_str(), backend.name(), n, backend.WhereJson().c_str(),
-        local.size() == 1 ? local.front() : -1, RowsToJson(rows).c_str(), AverageBusBw(rows),
+        RowsToJson(rows).c_str(), AverageBusBw(rows),
         failure.empty() ? (exit_code == kExitOk ? "ok" : "wrong") : "failed",
         JsonEscape(failure).c_str());
   } else if (print && !o.json) {
@@ -429,6 +431,11 @@ int RunVerbs(const Options& o, const Parsed& p) {
   wopt.device.name = o.ib_dev;
   wopt.device.port = o.ib_port;
   if (o.gid_index >= 0) wopt.device.gid = {transport::verbs::GidMode::kIndex, o.gid_index};
+  if (o.cq_mode == "events") {
+    wopt.device.cq_mode = transport::verbs::CqMode::kEvents;
+  } else if (o.cq_mode != "poll") {
+    return usage("--cq-mode '" + o.cq_mode + "': poll|events");
+  }
   wopt.comm = CommFromFlags(o, p);
   wopt.watchdog = Picoseconds::FromSeconds(o.timeout_s > 0 ? o.timeout_s : 30);
   auto world_or = VerbsWorld::Create(wopt);
@@ -488,6 +495,9 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("--ib-port", o->ib_port, "verbs: device port (default: first ACTIVE)");
           sub->add_option("--gid-index", o->gid_index,
                           "verbs: GID index (default: RoCE v2 IPv4-mapped)");
+          sub->add_option("--cq-mode", o->cq_mode,
+                          "verbs: poll (busy-poll the CQ, default) or events (sleep on the "
+                          "completion channel: leaves the CPU to a software NIC)");
           sub->add_option("-b,--minbytes", o->minbytes, "smallest size (default 32M)");
           sub->add_option("-e,--maxbytes", o->maxbytes, "largest size (default 32M)");
           sub->add_option("-i,--stepbytes", o->stepbytes, "size increment (default 1M)");

@@ -68,6 +68,9 @@ TEST(CollCliTest, VerbsBackendUsageErrors) {
   EXPECT_NE(r.out.find("expected ADDRESS:PORT"), std::string::npos) << r.out;
   r = Shell(kFathom + " coll allreduce --backend verbs --nranks 2 --rank 0 --modelled");
   EXPECT_EQ(r.exit_code, 2) << r.out;
+  r = Shell(kFathom + " coll allreduce --backend verbs --nranks 2 --rank 0 --cq-mode spin");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--cq-mode 'spin': poll|events"), std::string::npos) << r.out;
   r = Shell(kFathom + " coll allreduce --backend foo");
   EXPECT_EQ(r.exit_code, 2) << r.out;
 }

@@ -156,9 +156,13 @@ TEST_F(CollVmTest, TwoRanksRingAndTreeAllreduceAreCorrect) {
   }
 }
 
-TEST_F(CollVmTest, TwoRanksAllgatherBroadcastAndTwoChannelsAreCorrect) {
+TEST_F(CollVmTest, TwoRanksAllgatherBroadcastEventsAndTwoChannelsAreCorrect) {
   ExpectCorrect(RunRanks(*tb_, "allgather" + kSizes, 2, 18701, seconds(300)), 2, 3);
   ExpectCorrect(RunRanks(*tb_, "broadcast -r 1" + kSizes, 2, 18702, seconds(300)), 2, 3);
+  // Completion events instead of busy polling (the CQ's completion channel).
+  ExpectCorrect(
+      RunRanks(*tb_, "allreduce --algo tree --cq-mode events" + kSizes, 2, 18704, seconds(300)), 2,
+      3);
   // Two QPs per peer (the `channel` of the endpoint records), int32 max.
   ExpectCorrect(RunRanks(*tb_, "allreduce --algo ring --channels 2 -d int32 -o max" + kSizes, 2,
                          18703, seconds(300)),
@@ -264,6 +268,28 @@ TEST(CollVmHang, MtuMismatchHangsLargeAllreducesAndTheWatchdogNamesTheStuckQps) 
   }
   EXPECT_GT(over_mtu, 0u);
   std::printf("%s\n%s", both.c_str(), tb.host_switch()->CountersText().c_str());
+
+  // The same drop with a finite retry count (rxe retries forever only at 7):
+  // after 3 x 537 ms the requester completes with IBV_WC_RETRY_EXC_ERR (12),
+  // and every rank stops naming the status, the peer and the QP.
+  const std::string finite = "-b 64K -e 64K -n 2 -w 1 --timeout 20 --retry-cnt 2";
+  auto e0 = tb.Launch(0, cmd(0, finite, 18732), seconds(150));
+  auto e1 = tb.Launch(1, cmd(1, finite, 18732), seconds(150));
+  ASSERT_TRUE(e0.ok() && e1.ok());
+  auto er1 = tb.Wait(*e1);
+  auto er0 = tb.Wait(*e0);
+  ASSERT_TRUE(er0.ok() && er1.ok());
+  const std::string err0 = er0->stdout_text + er0->stderr_text;
+  const std::string err1 = er1->stdout_text + er1->stderr_text;
+  const std::string err_both = "rank 0:\n" + err0 + "\nrank 1:\n" + err1;
+  EXPECT_FALSE(er0->timed_out || er1->timed_out) << err_both;
+  EXPECT_EQ(er0->exit_status, 1) << err_both;
+  EXPECT_EQ(er1->exit_status, 1) << err_both;
+  const std::regex error12(
+      R"(rank ([01]) -> rank ([01]) channel 0: completion IBV_WC_RETRY_EXC_ERR .* qpn 0x[0-9a-f]+)");
+  EXPECT_TRUE(std::regex_search(err0, error12) || std::regex_search(err1, error12)) << err_both;
+  EXPECT_EQ(err_both.find("watchdog: no progress"), std::string::npos) << err_both;
+  std::printf("%s", err_both.c_str());
   ASSERT_TRUE(tb.Teardown().ok());
 }
 

@@ -136,10 +136,17 @@ std::string Driver::WatchdogReport(const std::vector<RankCollective*>& colls,
   char buf[512];
   int stuck_ranks = 0;
   for (RankCollective* c : colls) stuck_ranks += c->done() ? 0 : 1;
-  std::snprintf(
-      buf, sizeof(buf), "watchdog: no progress on any rank for %.6f s; %d of %zu ranks stuck%s\n",
-      stalled_for.seconds(), stuck_ranks, colls.size(),
-      nothing_left ? " (the simulator has no event left: nothing can ever complete)" : "");
+  if (comms_.size() == 1 && comms_[0]->nranks() > 1) {
+    // One rank per process (verbs): the other ranks' watchdogs speak for them.
+    std::snprintf(buf, sizeof(buf),
+                  "watchdog: no progress on rank %d (of %d, one per process) for %.6f s\n",
+                  comms_[0]->rank(), comms_[0]->nranks(), stalled_for.seconds());
+  } else {
+    std::snprintf(
+        buf, sizeof(buf), "watchdog: no progress on any rank for %.6f s; %d of %zu ranks stuck%s\n",
+        stalled_for.seconds(), stuck_ranks, colls.size(),
+        nothing_left ? " (the simulator has no event left: nothing can ever complete)" : "");
+  }
   r += buf;
   int shown = 0;
   const Picoseconds now = clock_->Now();

@@ -43,7 +43,7 @@ struct VerbsWorldOptions {
   // the exchange of results between sizes) waits at most this plus twice the
   // watchdog, so that a stuck rank is reported by its own watchdog first.
   Picoseconds bootstrap_timeout = Picoseconds::FromSeconds(60);
-  verbs::DeviceOptions device;
+  verbs::DeviceOptions device;  // cq_mode: busy polling (default) or completion events
   CommOptions comm;
   // No completion and no step on this rank for this long (wall time): the
   // watchdog stops the run.
@@ -78,16 +78,20 @@ class VerbsWorld {
   explicit VerbsWorld(const VerbsWorldOptions& options) : options_(options) {}
   Status Connect();
 
-  // Wall time; Progress() yields the CPU (sched_yield), so that ranks
-  // sharing a core with each other or with a software NIC's kernel work
-  // (rxe, a 1-vCPU VM) do not starve them while they spin.
+  // Wall time. Progress() gives the CPU away between polls: busy-poll mode
+  // yields it (sched_yield), so that ranks sharing a core with each other or
+  // with a software NIC's kernel work (rxe in a 1-vCPU VM) do not starve
+  // them; event mode (device.cq_mode kEvents) sleeps on the CQ's completion
+  // channel, at most 10 ms so that the watchdog and the abort check run.
   class PollingClock final : public Clock {
    public:
     Picoseconds Now() override { return wall_.Now(); }
     bool Progress(Picoseconds until) override;
+    void set_events_cq(verbs::VerbsCompletionQueue* cq) { events_cq_ = cq; }
 
    private:
     WallClock wall_;
+    verbs::VerbsCompletionQueue* events_cq_ = nullptr;
   };
 
   VerbsWorldOptions options_;
