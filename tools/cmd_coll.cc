@@ -79,7 +79,8 @@ class Backend {
   virtual std::string Where() const = 0;
   // The JSON members naming where it ran: "topology":"..." / "device":"...".
   virtual std::string WhereJson() const = 0;
-  // For the choice of algorithm by size: one link's bandwidth.
+  // For the choice of algorithm by size: one link's bandwidth, the same on
+  // every rank. Called once, at the same point by every rank.
   virtual BitsPerSecond link_bandwidth() = 0;
   virtual RunOutcome Run(const CollSpec& spec, DataType type, RedOp op,
                          const std::vector<const void*>& in, const std::vector<void*>& out,
@@ -138,8 +139,14 @@ class VerbsBackend final : public Backend {
     return "\"device\":\"" + world_->device_info().name +
            "\",\"rank\":" + std::to_string(world_->rank());
   }
+  // The slowest rank's port speed: every rank must pick the same algorithm
+  // for a size (ring and tree use different QPs), so they agree on the input.
   BitsPerSecond link_bandwidth() override {
-    const double g = world_->device_info().active_gbps;
+    double g = world_->device_info().active_gbps;
+    auto all = world_->bootstrap().AllGather(std::to_string(g));
+    if (all.ok()) {
+      for (const std::string& s : *all) g = std::min(g, std::atof(s.c_str()));
+    }
     return BitsPerSecond(static_cast<int64_t>((g > 0 ? g : 10) * 1e9));
   }
   RunOutcome Run(const CollSpec& spec, DataType type, RedOp op, const std::vector<const void*>& in,
