@@ -37,7 +37,13 @@ else
   sleep 2; retry $PT -b \$FATHOM_VM0_IP4 > pt_bibw.txt
 fi
 sleep 2
+# rxe's counters around the collective: retransmissions (duplicate_request,
+# out_of_seq_request, rcvd_seq_err) and drops explain a low figure.
+HW=/sys/class/infiniband/\$FATHOM_RDMA_DEV/ports/1/hw_counters
+for c in \$HW/*; do echo "\$(basename \$c) \$(cat \$c)"; done > cnt.before
 $COLL > coll.txt 2>&1
+for c in \$HW/*; do echo "\$(basename \$c) \$(cat \$c)"; done > cnt.after
+awk 'NR == FNR { b[\$1] = \$2; next } \$2 != b[\$1] { printf "%s+%d ", \$1, \$2 - b[\$1] }' cnt.before cnt.after > cnt.moved
 # ib_write_bw again: the VMs' speed drifts with the host's load; the ratio
 # uses the mean of the runs before and after the collective.
 sleep 2
@@ -51,6 +57,7 @@ SCRIPT_EOF
 "$FATHOM" testbed run --vms 2 --cmd "$SCRIPT" --out "$OUT" --timeout 1200 > "$OUT/testbed.txt" 2>&1 \
   || { cat "$OUT/testbed.txt"; cat "$OUT"/vm*/coll.txt 2>/dev/null; echo "testbed run failed" >&2; exit 1; }
 cat "$OUT/vm1/pt_bw.txt" "$OUT/vm1/pt_bibw.txt" "$OUT/vm0/coll.txt" "$OUT/vm1/pt_bw2.txt"
+for vm in 0 1; do echo "rxe counters moved during the collective, vm$vm: $(cat "$OUT/vm$vm/cnt.moved")"; done
 # perftest: the row whose first column is the size, BW average is column 4.
 # coll: the row whose first column is the size, out-of-place busbw column 8.
 PT_BW=$(awk -v s="$SIZE" '$1 == s && NF >= 5 { print $4; exit }' "$OUT/vm1/pt_bw.txt")
