@@ -1,13 +1,21 @@
 // `fathom coll OP --backend sim|verbs`: nccl-tests for fathom's collectives.
 // Flags and table follow nccl-tests (-b -e -f -i -n -w -c -o -d, columns
 // size count type redop root time algbw busbw #wrong, out-of-place then
-// in-place, "# Avg bus bandwidth"). With --backend sim every rank runs in
-// this process over the emulated NIC on a topology (a preset, a topology
-// file, or a scenario's topology + transport + faults) and time is virtual.
+// in-place, "# Avg bus bandwidth"). The size sweep, the per-rank data and
+// its check (transport/collectives/nccl_tests.h) and the table are shared by
+// both backends:
+//  - sim: every rank runs in this process over the emulated NIC on a
+//    topology (a preset, a topology file, or a scenario's topology +
+//    transport + faults); time is virtual.
+//  - verbs: one process per rank over real verbs (--nranks N --rank R
+//    --bootstrap ADDR:PORT, rank 0 listens there); rank 0 prints the table
+//    with the slowest rank's time and every rank's #wrong.
 // A hang ends with the watchdog's report and exit 1; so does a completion
-// error, and any #wrong.
+// error (on every rank), and any #wrong.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,8 +25,10 @@
 #include "tools/command.h"
 #include "topologies/builders.h"
 #include "topologies/spec.h"
+#include "transport/collectives/nccl_tests.h"
 #include "transport/collectives/report.h"
 #include "transport/collectives/sim_world.h"
+#include "transport/collectives/verbs_world.h"
 
 namespace fathom::tools {
 namespace {
@@ -45,142 +55,323 @@ struct Options {
   bool rxe = false, modelled = false, json = false;
   uint64_t seed = 1;
   std::string trace;
+  // verbs
+  int nranks = 0, rank = -1;
+  std::string bootstrap = "127.0.0.1:18515";
+  std::string token;
+  double bootstrap_wait_s = 60;
+  std::string ib_dev;
+  int ib_port = 0, gid_index = -1;
+  std::string cq_mode = "poll";
 };
 
-StatusOr<uint64_t> ParseBytes(const std::string& flag, const std::string& s) {
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  uint64_t mult = 1;
-  if (end != nullptr && *end != '\0') {
-    const char c = static_cast<char>(std::toupper(static_cast<unsigned char>(*end)));
-    mult = c == 'K' ? 1024 : c == 'M' ? 1u << 20 : c == 'G' ? 1u << 30 : 0;
-    if (mult == 0 || end[1] != '\0') {
-      return InvalidArgument(flag + " '" + s + "': expected a size like 8, 64K, 32M, 1G");
-    }
-  }
-  if (end == s.c_str() || v < 0) {
-    return InvalidArgument(flag + " '" + s + "': expected a size like 8, 64K, 32M, 1G");
-  }
-  return static_cast<uint64_t>(v * static_cast<double>(mult));
-}
-
-double Tolerance(DataType t, int n) {
-  const double eps = t == DataType::kFloat16 ? 0x1.0p-10 : t == DataType::kBfloat16 ? 0x1.0p-7 : 0;
-  return eps * 3.0 * n * n;
-}
-
-// Inputs are small integers (exact in every type for sums of few ranks).
-double InputValue(int rank, uint64_t i) {
-  return static_cast<double>(static_cast<int64_t>((rank * 3 + i * 5) % 7) - 3);
-}
-
-struct Buffers {
-  std::vector<std::vector<uint8_t>> mem;
-  std::vector<std::vector<uint8_t>> out_mem;
-  std::vector<const void*> in;
-  std::vector<void*> out;
+// What the sweep needs from a backend: run one collective on the ranks this
+// process holds, and combine per-rank figures across processes.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual int nranks() const = 0;
+  virtual std::vector<int> local_ranks() const = 0;
+  // This process prints the table (the sim's only process, verbs' rank 0).
+  virtual bool prints() const = 0;
+  // "4 ranks on fat-tree k=4" / "rank 0 of 2 on rxe0".
+  virtual std::string Where() const = 0;
+  // The JSON members naming where it ran: "topology":"..." / "device":"...".
+  virtual std::string WhereJson() const = 0;
+  // For the choice of algorithm by size: one link's bandwidth, the same on
+  // every rank. Called once, at the same point by every rank.
+  virtual BitsPerSecond link_bandwidth() = 0;
+  virtual RunOutcome Run(const CollSpec& spec, DataType type, RedOp op,
+                         const std::vector<const void*>& in, const std::vector<void*>& out,
+                         Trace* trace) = 0;
+  // Across processes: the largest per-iteration time and the sum of #wrong
+  // (-1 stays -1: not checked).
+  virtual Status Combine(double* time_us, int64_t* wrong) = 0;
+  virtual Status Barrier() = 0;
 };
 
-void Fill(Buffers& b, CollKind kind, int n, uint64_t count, DataType type, bool in_place) {
-  const size_t es = DataTypeSize(type);
-  const uint64_t nn = static_cast<uint64_t>(n);
-  const bool gather = kind == CollKind::kAllGather, scatter = kind == CollKind::kReduceScatter;
-  const uint64_t in_count = scatter ? count * nn : count;
-  const uint64_t out_count = gather ? count * nn : count;
-  b.mem.resize(n);
-  b.out_mem.resize(n);
-  b.in.assign(n, nullptr);
-  b.out.assign(n, nullptr);
-  for (int r = 0; r < n; ++r) {
-    b.mem[r].assign(std::max(in_count, out_count) * es + 8, 0);
-    uint8_t* inp = b.mem[r].data() + (gather && in_place ? r * count * es : 0);
-    for (uint64_t i = 0; i < in_count; ++i) StoreElement(inp, i, type, InputValue(r, i));
-    b.in[r] = inp;
-    if (in_place) {
-      b.out[r] = b.mem[r].data() + (scatter ? r * count * es : 0);
-    } else {
-      b.out_mem[r].assign(out_count * es + 8, 0);
-      b.out[r] = b.out_mem[r].data();
-    }
+class SimBackend final : public Backend {
+ public:
+  explicit SimBackend(SimWorld* world) : world_(world) {}
+  const char* name() const override { return "sim"; }
+  int nranks() const override { return world_->nranks(); }
+  std::vector<int> local_ranks() const override {
+    std::vector<int> r(static_cast<size_t>(world_->nranks()));
+    for (size_t i = 0; i < r.size(); ++i) r[i] = static_cast<int>(i);
+    return r;
   }
-}
+  bool prints() const override { return true; }
+  std::string Where() const override {
+    return std::to_string(nranks()) + " ranks on " + world_->topology().name();
+  }
+  std::string WhereJson() const override {
+    return "\"topology\":\"" + world_->topology().name() + "\"";
+  }
+  BitsPerSecond link_bandwidth() override {
+    return BitsPerSecond::Gbps(static_cast<int64_t>(world_->comm(0).device().info().active_gbps));
+  }
+  RunOutcome Run(const CollSpec& spec, DataType type, RedOp op, const std::vector<const void*>& in,
+                 const std::vector<void*>& out, Trace* trace) override {
+    return world_->Run(spec, type, op, in, out, trace);
+  }
+  Status Combine(double*, int64_t*) override { return Status::Ok(); }
+  Status Barrier() override { return Status::Ok(); }
 
-int64_t CountWrong(const Buffers& b, CollKind kind, int n, uint64_t count, DataType type, RedOp op,
-                   int root) {
-  int64_t wrong = 0;
-  const double tol = Tolerance(type, n);
-  const uint64_t out_count = kind == CollKind::kAllGather ? count * n : count;
-  for (int r = 0; r < n; ++r) {
-    for (uint64_t i = 0; i < out_count; ++i) {
-      double want = 0;
-      if (kind == CollKind::kAllReduce || kind == CollKind::kReduceScatter) {
-        const uint64_t j = kind == CollKind::kReduceScatter ? r * count + i : i;
-        want = InputValue(0, j);
-        for (int q = 1; q < n; ++q) {
-          const double v = InputValue(q, j);
-          want = op == RedOp::kSum    ? want + v
-                 : op == RedOp::kProd ? want * v
-                 : op == RedOp::kMin  ? std::min(want, v)
-                                      : std::max(want, v);
-        }
-      } else if (kind == CollKind::kAllGather) {
-        want = InputValue(static_cast<int>(i / count), i % count);
-      } else {
-        want = InputValue(root, i);
+ private:
+  SimWorld* world_;
+};
+
+class VerbsBackend final : public Backend {
+ public:
+  explicit VerbsBackend(VerbsWorld* world) : world_(world) {}
+  const char* name() const override { return "verbs"; }
+  int nranks() const override { return world_->nranks(); }
+  std::vector<int> local_ranks() const override { return {world_->rank()}; }
+  bool prints() const override { return world_->rank() == 0; }
+  std::string Where() const override {
+    return std::to_string(nranks()) + " ranks (one per process), rank " +
+           std::to_string(world_->rank()) + " on " + world_->device_info().name + " (" +
+           world_->device_info().gid_type + ", active_mtu " +
+           std::to_string(world_->device_info().active_mtu) + ")";
+  }
+  std::string WhereJson() const override {
+    return "\"device\":\"" + world_->device_info().name +
+           "\",\"rank\":" + std::to_string(world_->rank());
+  }
+  // The slowest rank's port speed: every rank must pick the same algorithm
+  // for a size (ring and tree use different QPs), so they agree on the input.
+  BitsPerSecond link_bandwidth() override {
+    double g = world_->device_info().active_gbps;
+    auto all = world_->bootstrap().AllGather(std::to_string(g));
+    if (all.ok()) {
+      for (const std::string& s : *all) g = std::min(g, std::atof(s.c_str()));
+    }
+    return BitsPerSecond(static_cast<int64_t>((g > 0 ? g : 10) * 1e9));
+  }
+  RunOutcome Run(const CollSpec& spec, DataType type, RedOp op, const std::vector<const void*>& in,
+                 const std::vector<void*>& out, Trace* trace) override {
+    return world_->Run(spec, type, op, in.at(0), out.at(0), trace);
+  }
+  Status Combine(double* time_us, int64_t* wrong) override {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.17g %lld", *time_us, static_cast<long long>(*wrong));
+    FATHOM_ASSIGN_OR_RETURN(auto all, world_->bootstrap().AllGather(buf));
+    double t = 0;
+    int64_t w = -1;
+    for (const std::string& s : all) {
+      double rt = 0;
+      long long rw = -1;
+      if (std::sscanf(s.c_str(), "%lf %lld", &rt, &rw) != 2) {
+        return InvalidArgument("fathom coll: malformed per-rank result '" + s + "'");
       }
-      uint8_t tmp[8];
-      StoreElement(tmp, 0, type, want);
-      const double got = LoadElement(b.out[r], i, type);
-      const double ref = LoadElement(tmp, 0, type);
-      if (!(std::fabs(got - ref) <= tol * std::max(1.0, std::fabs(ref)))) ++wrong;
+      t = std::max(t, rt);
+      if (rw >= 0) w = (w < 0 ? 0 : w) + rw;
     }
+    *time_us = t;
+    *wrong = w;
+    return Status::Ok();
   }
-  return wrong;
+  Status Barrier() override { return world_->bootstrap().Barrier(); }
+
+ private:
+  VerbsWorld* world_;
+};
+
+struct Parsed {
+  CollKind kind;
+  DataType type;
+  RedOp op;
+  Algorithm algo;
+  std::vector<uint64_t> sizes;
+  uint64_t chunk = 0;
+};
+
+StatusOr<Parsed> ParseFlags(const Options& o) {
+  Parsed p;
+  FATHOM_ASSIGN_OR_RETURN(p.kind, ParseCollKind(o.op));
+  auto type_or = ParseDataType(o.dtype);
+  if (!type_or.ok()) return type_or.status().WithContext("-d");
+  p.type = type_or.value();
+  auto op_or = ParseRedOp(o.redop);
+  if (!op_or.ok()) return op_or.status().WithContext("-o");
+  p.op = op_or.value();
+  auto algo_or = ParseAlgorithm(o.algo);
+  if (!algo_or.ok()) return algo_or.status().WithContext("--algo");
+  p.algo = algo_or.value();
+  FATHOM_ASSIGN_OR_RETURN(uint64_t minb, ParseBytes("-b", o.minbytes));
+  FATHOM_ASSIGN_OR_RETURN(uint64_t maxb, ParseBytes("-e", o.maxbytes));
+  FATHOM_ASSIGN_OR_RETURN(uint64_t stepb, ParseBytes("-i", o.stepbytes));
+  FATHOM_ASSIGN_OR_RETURN(p.chunk, ParseBytes("--chunk", o.chunk));
+  if (o.iters < 1 || o.warmup < 0 || o.stepfactor < 1 || (o.stepfactor == 1 && stepb == 0)) {
+    return InvalidArgument("-n must be >= 1, -w >= 0, -f >= 1 (and -i > 0 when -f is 1)");
+  }
+  p.sizes = SizeSweep(minb, maxb, stepb, o.stepfactor);
+  return p;
 }
 
-int Run(const Options& o) {
+std::string JsonEscape(const std::string& s) {
+  std::string esc;
+  for (char c : s) {
+    if (c == '"' || c == '\\') esc += '\\';
+    if (c == '\n') {
+      esc += "\\n";
+      continue;
+    }
+    esc += c;
+  }
+  return esc;
+}
+
+// The nccl-tests loop, the same for both backends: per size, out-of-place
+// then in-place, warmup + timed iterations, then one checked iteration.
+int RunSweep(const Options& o, const Parsed& p, Backend& backend, const CommOptions& comm) {
+  const int n = backend.nranks();
+  const std::vector<int> local = backend.local_ranks();
+  const uint64_t unit = CountUnitBytes(p.kind, n, p.type);
+  const Picoseconds alpha = Picoseconds::FromMicroseconds(2);
+  const BitsPerSecond bw = backend.link_bandwidth();
+  const bool check = o.check != 0 && !o.modelled;
+  const bool rooted = p.kind == CollKind::kBroadcast;
+  const bool reduces = p.kind == CollKind::kAllReduce || p.kind == CollKind::kReduceScatter;
+  const bool print = backend.prints();
+  std::vector<std::unique_ptr<RankBuffers>> bufs;
+  if (!o.modelled) {
+    const uint64_t max_count = p.sizes.empty() ? 0 : p.sizes.back() / unit;
+    for (int r : local) {
+      bufs.push_back(std::make_unique<RankBuffers>(p.kind, n, r, p.type, max_count));
+    }
+  }
+  Trace trace;
+  std::vector<ReportRow> rows;
+  if (print && !o.json) {
+    std::printf("# fathom coll %s: backend %s, %s, %s, channels %d, chunk %llu B%s\n",
+                std::string(CollKindName(p.kind)).c_str(), backend.name(), backend.Where().c_str(),
+                std::string(DataTypeName(p.type)).c_str(), comm.channels,
+                static_cast<unsigned long long>(comm.chunk_bytes),
+                o.modelled ? ", modelled bytes (no data, no check)" : "");
+    std::printf("%s", TableHeader().c_str());
+    std::fflush(stdout);
+  }
+  int exit_code = kExitOk;
+  std::string failure;
+  for (uint64_t size : p.sizes) {
+    const uint64_t count = size / unit;
+    ReportRow row;
+    row.size_bytes = count * unit;
+    row.count = count;
+    row.type = p.type;
+    row.redop = reduces ? std::string(RedOpName(p.op)) : "none";
+    row.root = rooted ? o.root : -1;
+    CollSpec spec;
+    spec.kind = p.kind;
+    spec.nranks = n;
+    spec.count = count;
+    spec.root = o.root;
+    spec.algorithm =
+        p.algo == Algorithm::kAuto ? ChooseAlgorithm(p.kind, row.size_bytes, n, alpha, bw) : p.algo;
+    if (p.kind != CollKind::kAllReduce) spec.algorithm = Algorithm::kRing;
+    for (int place = 0; place < 2 && failure.empty(); ++place) {
+      std::vector<const void*> in(local.size(), nullptr);
+      std::vector<void*> out(local.size(), nullptr);
+      auto fill = [&] {
+        for (size_t i = 0; i < bufs.size(); ++i) {
+          bufs[i]->Fill(count, place == 1);
+          in[i] = bufs[i]->in();
+          out[i] = bufs[i]->out();
+        }
+      };
+      if (!o.modelled) fill();
+      if (Status s = backend.Barrier(); !s.ok()) {
+        failure = s.message() + "\n";
+        break;
+      }
+      double total_us = 0;
+      for (int it = 0; it < o.warmup + o.iters + (check ? 1 : 0); ++it) {
+        const bool checking = it == o.warmup + o.iters;
+        if (checking) fill();
+        Trace* t = (!o.trace.empty() && place == 0 && it == o.warmup) ? &trace : nullptr;
+        RunOutcome res = backend.Run(spec, p.type, p.op, in, out, t);
+        if (!res.status.ok()) {
+          failure = res.report.empty() ? res.status.message() + "\n" : res.report;
+          break;
+        }
+        if (it >= o.warmup && !checking) total_us += (res.end - res.start).us();
+      }
+      if (!failure.empty()) break;
+      double time_us = total_us / o.iters;
+      int64_t wrong = -1;
+      if (check) {
+        wrong = 0;
+        for (const auto& b : bufs) wrong += b->CountWrong(count, p.op, o.root);
+      }
+      if (Status s = backend.Combine(&time_us, &wrong); !s.ok()) {
+        failure = s.message() + "\n";
+        break;
+      }
+      if (wrong > 0) exit_code = kExitFailure;
+      (place == 0 ? row.out_of_place : row.in_place) =
+          Measure(p.kind, n, row.size_bytes, time_us, wrong);
+    }
+    if (!failure.empty()) break;
+    rows.push_back(row);
+    if (print && !o.json) {
+      std::printf("%s", TableRow(row).c_str());
+      std::fflush(stdout);
+    }
+  }
+  if (!failure.empty()) exit_code = kExitFailure;
+  if (!o.trace.empty()) {
+    // Verbs: one file per rank (each process knows only its own steps).
+    const std::string path = std::string(backend.name()) == "verbs"
+                                 ? o.trace + "." + std::to_string(local.front())
+                                 : o.trace;
+    FILE* f = std::fopen(path.c_str(), "w");
+    if (f == nullptr) {
+      std::fprintf(stderr, "fathom coll: --trace %s: cannot open for writing\n", path.c_str());
+      return kExitUsage;
+    }
+    const std::string j = trace.ToJson();
+    std::fwrite(j.data(), 1, j.size(), f);
+    std::fclose(f);
+  }
+  if (o.json && (print || !failure.empty())) {
+    std::printf(
+        "{\"op\":\"%s\",\"backend\":\"%s\",\"nranks\":%d,%s,\"rows\":%s,"
+        "\"avg_busbw_gbs\":%g,\"status\":\"%s\",\"report\":\"%s\"}\n",
+        std::string(CollKindName(p.kind)).c_str(), backend.name(), n, backend.WhereJson().c_str(),
+        RowsToJson(rows).c_str(), AverageBusBw(rows),
+        failure.empty() ? (exit_code == kExitOk ? "ok" : "wrong") : "failed",
+        JsonEscape(failure).c_str());
+  } else if (print && !o.json) {
+    std::printf("%s", TableFooter(rows).c_str());
+    if (!failure.empty()) std::printf("# %s: run stopped\n", "FAILED");
+  }
+  if (!failure.empty()) std::fprintf(stderr, "%s", failure.c_str());
+  return exit_code;
+}
+
+CommOptions CommFromFlags(const Options& o, const Parsed& p) {
+  CommOptions c;
+  c.channels = o.channels;
+  c.chunk_bytes = p.chunk;
+  c.slots = o.slots;
+  c.modelled = o.modelled;
+  c.qp.timeout = o.ib_timeout;
+  c.qp.retry_cnt = o.retry_cnt;
+  c.qp.path_mtu = o.mtu;
+  return c;
+}
+
+int RunSim(const Options& o, const Parsed& p) {
   auto usage = [](const Status& s) {
     std::fprintf(stderr, "fathom coll: %s\n", s.message().c_str());
     return kExitUsage;
   };
-  auto kind_or = ParseCollKind(o.op);
-  if (!kind_or.ok()) return usage(kind_or.status());
-  const CollKind kind = kind_or.value();
-  if (o.backend == "verbs") {
-    std::fprintf(stderr,
-                 "fathom coll: --backend verbs is not wired in yet (needs transport/bootstrap); "
-                 "use --backend sim\n");
-    return kExitUsage;
-  }
-  if (o.backend != "sim") return usage(InvalidArgument("--backend '" + o.backend + "': sim|verbs"));
-  auto type_or = ParseDataType(o.dtype);
-  if (!type_or.ok()) return usage(type_or.status().WithContext("-d"));
-  auto op_or = ParseRedOp(o.redop);
-  if (!op_or.ok()) return usage(op_or.status().WithContext("-o"));
-  auto algo_or = ParseAlgorithm(o.algo);
-  if (!algo_or.ok()) return usage(algo_or.status().WithContext("--algo"));
-  auto minb = ParseBytes("-b", o.minbytes), maxb = ParseBytes("-e", o.maxbytes),
-       stepb = ParseBytes("-i", o.stepbytes), chunk = ParseBytes("--chunk", o.chunk);
-  for (auto* s : {&minb, &maxb, &stepb, &chunk}) {
-    if (!s->ok()) return usage(s->status());
-  }
-  if (o.iters < 1 || o.warmup < 0 || o.stepfactor < 1 ||
-      (o.stepfactor == 1 && stepb.value() == 0)) {
-    return usage(InvalidArgument("-n must be >= 1, -w >= 0, -f >= 1 (and -i > 0 when -f is 1)"));
-  }
-  const DataType type = type_or.value();
-  const RedOp op = op_or.value();
-
   SimWorldOptions wopt;
   wopt.nranks = o.ranks;
   wopt.seed = o.seed;
-  wopt.comm.channels = o.channels;
-  wopt.comm.chunk_bytes = chunk.value();
-  wopt.comm.slots = o.slots;
-  wopt.comm.modelled = o.modelled;
-  wopt.comm.qp.timeout = o.ib_timeout;
-  wopt.comm.qp.retry_cnt = o.retry_cnt;
-  wopt.comm.qp.path_mtu = o.mtu;
+  wopt.comm = CommFromFlags(o, p);
   wopt.emulated.rxe_infinite_retry = o.rxe;
   if (o.timeout_s > 0) wopt.watchdog = Picoseconds::FromSeconds(o.timeout_s);
   topo::Topology topology;
@@ -213,108 +404,72 @@ int Run(const Options& o) {
     if (!f.ok()) return usage(f.status());
     faults = std::move(f).value();
   }
-  const int n = world.nranks();
-  const size_t es = DataTypeSize(type);
-  const uint64_t unit = es * ((kind == CollKind::kAllGather || kind == CollKind::kReduceScatter)
-                                  ? static_cast<uint64_t>(n)
-                                  : 1);
-  const Picoseconds alpha = Picoseconds::FromMicroseconds(2);
-  const BitsPerSecond bw = BitsPerSecond::Gbps(
-      static_cast<int64_t>(world.fabric().OpenDevice(0).value()->info().active_gbps));
-  Trace trace;
-  std::vector<ReportRow> rows;
-  const bool rooted = kind == CollKind::kBroadcast;
-  const bool reduces = kind == CollKind::kAllReduce || kind == CollKind::kReduceScatter;
-  if (!o.json) {
-    std::printf("# fathom coll %s: backend sim, %d ranks on %s, %s, channels %d, chunk %llu B%s\n",
-                std::string(CollKindName(kind)).c_str(), n, world.topology().name().c_str(),
-                std::string(DataTypeName(type)).c_str(), wopt.comm.channels,
-                static_cast<unsigned long long>(wopt.comm.chunk_bytes),
-                o.modelled ? ", modelled bytes (no data, no check)" : "");
-    std::printf("%s", TableHeader().c_str());
+  SimBackend backend(&world);
+  return RunSweep(o, p, backend, wopt.comm);
+}
+
+int RunVerbs(const Options& o, const Parsed& p) {
+  auto usage = [](const std::string& s) {
+    std::fprintf(stderr, "fathom coll: %s\n", s.c_str());
+    return kExitUsage;
+  };
+  if (o.modelled || o.rxe || !o.scenario.empty()) {
+    return usage("--modelled, --rxe and --scenario are for --backend sim");
   }
-  int exit_code = kExitOk;
-  std::string failure;
-  for (uint64_t size = minb.value(); size <= maxb.value();
-       size = o.stepfactor > 1 ? static_cast<uint64_t>(
-                                     std::max<double>(size + 1, std::floor(size * o.stepfactor)))
-                               : size + stepb.value()) {
-    const uint64_t count = size / unit;
-    ReportRow row;
-    row.size_bytes = count * unit;
-    row.count = count;
-    row.type = type;
-    row.redop = reduces ? std::string(RedOpName(op)) : "none";
-    row.root = rooted ? o.root : -1;
-    CollSpec spec;
-    spec.kind = kind;
-    spec.nranks = n;
-    spec.count = count;
-    spec.root = o.root;
-    spec.algorithm = algo_or.value() == Algorithm::kAuto
-                         ? ChooseAlgorithm(kind, row.size_bytes, n, alpha, bw)
-                         : algo_or.value();
-    if (kind != CollKind::kAllReduce) spec.algorithm = Algorithm::kRing;
-    for (int place = 0; place < 2 && exit_code == kExitOk; ++place) {
-      Buffers b;
-      if (!o.modelled) Fill(b, kind, n, count, type, place == 1);
-      double total_us = 0;
-      for (int it = 0; it < o.warmup + o.iters + (o.check && !o.modelled ? 1 : 0); ++it) {
-        const bool checking = it == o.warmup + o.iters;
-        if (checking) Fill(b, kind, n, count, type, place == 1);
-        Trace* t = (!o.trace.empty() && place == 0 && it == o.warmup) ? &trace : nullptr;
-        RunOutcome res = world.Run(spec, type, op, b.in, b.out, t);
-        if (!res.status.ok()) {
-          failure = res.report.empty() ? res.status.message() : res.report;
-          exit_code = kExitFailure;
-          break;
-        }
-        if (it >= o.warmup && !checking) total_us += (res.end - res.start).us();
-      }
-      if (exit_code != kExitOk) break;
-      const int64_t wrong =
-          (o.check && !o.modelled) ? CountWrong(b, kind, n, count, type, op, o.root) : -1;
-      if (wrong > 0) exit_code = kExitFailure;
-      (place == 0 ? row.out_of_place : row.in_place) =
-          Measure(kind, n, row.size_bytes, total_us / o.iters, wrong);
-    }
-    if (exit_code != kExitOk && !failure.empty()) break;
-    rows.push_back(row);
-    if (!o.json) {
-      std::printf("%s", TableRow(row).c_str());
-      std::fflush(stdout);
-    }
-    if (size == maxb.value() || (o.stepfactor > 1 ? false : stepb.value() == 0)) break;
+  if (o.nranks < 1 || o.rank < 0 || o.rank >= o.nranks) {
+    return usage("--backend verbs needs --nranks N and --rank R with 0 <= R < N (got --nranks " +
+                 std::to_string(o.nranks) + " --rank " + std::to_string(o.rank) + ")");
   }
-  if (!o.trace.empty()) {
-    FILE* f = std::fopen(o.trace.c_str(), "w");
-    if (f == nullptr) return usage(IoError("--trace " + o.trace + ": cannot open for writing"));
-    const std::string j = trace.ToJson();
-    std::fwrite(j.data(), 1, j.size(), f);
-    std::fclose(f);
+  VerbsWorldOptions wopt;
+  wopt.nranks = o.nranks;
+  wopt.rank = o.rank;
+  const size_t colon = o.bootstrap.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return usage("--bootstrap '" + o.bootstrap + "': expected ADDRESS:PORT (rank 0 listens there)");
   }
-  if (o.json) {
-    std::string esc;
-    for (char c : failure) {
-      if (c == '"' || c == '\\') esc += '\\';
-      if (c == '\n') {
-        esc += "\\n";
-        continue;
-      }
-      esc += c;
-    }
-    std::printf(
-        "{\"op\":\"%s\",\"backend\":\"sim\",\"nranks\":%d,\"topology\":\"%s\",\"rows\":%s,"
-        "\"avg_busbw_gbs\":%g,\"status\":\"%s\",\"report\":\"%s\"}\n",
-        std::string(CollKindName(kind)).c_str(), n, world.topology().name().c_str(),
-        RowsToJson(rows).c_str(), AverageBusBw(rows),
-        failure.empty() ? (exit_code == kExitOk ? "ok" : "wrong") : "failed", esc.c_str());
-  } else {
-    std::printf("%s", TableFooter(rows).c_str());
-    if (!failure.empty()) std::printf("# %s: run stopped\n", "FAILED");
+  wopt.bootstrap_address = o.bootstrap.substr(0, colon);
+  const int port = std::atoi(o.bootstrap.c_str() + colon + 1);
+  if (port < 1 || port > 65535) {
+    return usage("--bootstrap '" + o.bootstrap + "': port outside 1..65535");
   }
-  if (!failure.empty()) std::fprintf(stderr, "%s", failure.c_str());
-  return exit_code;
+  wopt.bootstrap_port = static_cast<uint16_t>(port);
+  wopt.token = o.token;
+  wopt.bootstrap_timeout = Picoseconds::FromSeconds(o.bootstrap_wait_s);
+  wopt.device.name = o.ib_dev;
+  wopt.device.port = o.ib_port;
+  if (o.gid_index >= 0) wopt.device.gid = {transport::verbs::GidMode::kIndex, o.gid_index};
+  if (o.cq_mode == "events") {
+    wopt.device.cq_mode = transport::verbs::CqMode::kEvents;
+  } else if (o.cq_mode != "poll") {
+    return usage("--cq-mode '" + o.cq_mode + "': poll|events");
+  }
+  wopt.comm = CommFromFlags(o, p);
+  wopt.watchdog = Picoseconds::FromSeconds(o.timeout_s > 0 ? o.timeout_s : 30);
+  auto world_or = VerbsWorld::Create(wopt);
+  if (!world_or.ok()) {
+    std::fprintf(stderr, "fathom coll: rank %d: %s\n", o.rank,
+                 world_or.status().ToString().c_str());
+    return kExitFailure;
+  }
+  VerbsBackend backend(world_or.value().get());
+  int rc = RunSweep(o, p, backend, wopt.comm);
+  if (Status s = world_or.value()->Finish(); !s.ok() && rc == kExitOk) {
+    std::fprintf(stderr, "fathom coll: rank %d: %s\n", o.rank, s.ToString().c_str());
+    rc = kExitFailure;
+  }
+  return rc;
+}
+
+int Run(const Options& o) {
+  auto parsed = ParseFlags(o);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "fathom coll: %s\n", parsed.status().message().c_str());
+    return kExitUsage;
+  }
+  if (o.backend == "sim") return RunSim(o, parsed.value());
+  if (o.backend == "verbs") return RunVerbs(o, parsed.value());
+  std::fprintf(stderr, "fathom coll: --backend '%s': sim|verbs\n", o.backend.c_str());
+  return kExitUsage;
 }
 
 }  // namespace
@@ -333,7 +488,23 @@ FATHOM_REGISTER_COMMAND(
                           "sim: PRESET or topology FILE.yaml (default small)");
           sub->add_option("--scenario", o->scenario,
                           "sim: scenario FILE.yaml (topology, transport, network, faults)");
-          sub->add_option("--ranks", o->ranks, "sim: ranks on the first hosts (0 = all)");
+          sub->add_option("--ranks", o->ranks,
+                          "sim: ranks, on hosts that all reach each other (0 = all such hosts)");
+          sub->add_option("--nranks", o->nranks, "verbs: number of ranks (processes)");
+          sub->add_option("--rank", o->rank, "verbs: this process's rank (0 hosts the bootstrap)");
+          sub->add_option("--bootstrap", o->bootstrap,
+                          "verbs: ADDRESS:PORT of rank 0's bootstrap (rank 0 binds it; "
+                          "default 127.0.0.1:18515)");
+          sub->add_option("--token", o->token, "verbs: shared bootstrap token");
+          sub->add_option("--bootstrap-wait", o->bootstrap_wait_s,
+                          "verbs: seconds to wait for every rank to join (default 60)");
+          sub->add_option("--ib-dev", o->ib_dev, "verbs: RDMA device (default: first ACTIVE)");
+          sub->add_option("--ib-port", o->ib_port, "verbs: device port (default: first ACTIVE)");
+          sub->add_option("--gid-index", o->gid_index,
+                          "verbs: GID index (default: RoCE v2 IPv4-mapped)");
+          sub->add_option("--cq-mode", o->cq_mode,
+                          "verbs: poll (busy-poll the CQ, default) or events (sleep on the "
+                          "completion channel: leaves the CPU to a software NIC)");
           sub->add_option("-b,--minbytes", o->minbytes, "smallest size (default 32M)");
           sub->add_option("-e,--maxbytes", o->maxbytes, "largest size (default 32M)");
           sub->add_option("-i,--stepbytes", o->stepbytes, "size increment (default 1M)");
@@ -350,7 +521,8 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("--chunk", o->chunk, "chunk / staging slot size (default 512K)");
           sub->add_option("--slots", o->slots, "staging slots per connection (default 4)");
           sub->add_option("--timeout", o->timeout_s,
-                          "watchdog: seconds without progress (sim: virtual, default 1)");
+                          "watchdog: seconds without progress (sim: virtual, default 1; "
+                          "verbs: wall, default 30)");
           sub->add_option("--ib-timeout", o->ib_timeout, "QP local ACK timeout (default 14)");
           sub->add_option("--retry-cnt", o->retry_cnt, "QP retry_cnt (default 7)");
           sub->add_option("--mtu", o->mtu, "force the path MTU in bytes (0 = negotiate)");
@@ -360,7 +532,8 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("--seed", o->seed, "sim: seed (default 1)");
           sub->add_flag("--json", o->json, "print one JSON object");
           sub->add_option("--trace", o->trace,
-                          "write a Chrome trace / Perfetto JSON of every rank's steps");
+                          "write a Chrome trace / Perfetto JSON of every rank's steps "
+                          "(verbs: FILE.<rank> per process)");
           return [o] { return Run(*o); };
         },
         40});

@@ -9,6 +9,8 @@
 #include <utility>  // before Asio: Boost 1.74 uses std::exchange without it
 //
 #include <boost/asio.hpp>
+#include <chrono>
+#include <memory>
 #include <thread>
 
 #include "transport/bootstrap/framing.h"
@@ -312,6 +314,37 @@ TEST(BootstrapTest, ARankThatVanishesAbortsTheOthers) {
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
   EXPECT_NE(s.message().find("rank 1"), std::string::npos);
   EXPECT_NE(s.message().find("lost its bootstrap connection"), std::string::npos) << s.ToString();
+}
+
+// A rank busy with RDMA between rounds (a collective's driver) learns of
+// another rank's abort without blocking: PollAbort() is OK while nothing
+// came, then ABORTED with who and why, and stays so.
+TEST(BootstrapTest, PollAbortSeesAnotherRanksAbortWithoutBlocking) {
+  auto root = Root::Start(RootOpts(2));
+  ASSERT_TRUE(root.ok());
+  std::unique_ptr<Rank> rank1;
+  std::thread t([&] {
+    auto r = Rank::Connect(RankOpts(**root, 1, 2));
+    if (r.ok()) rank1 = std::move(*r);
+  });
+  auto rank0 = Rank::Connect(RankOpts(**root, 0, 2));
+  t.join();
+  ASSERT_TRUE(rank0.ok() && rank1 != nullptr);
+  EXPECT_TRUE((*rank0)->PollAbort().ok());
+  ASSERT_TRUE(rank1->Abort("rank 1 -> rank 0 channel 0: completion IBV_WC_RETRY_EXC_ERR").ok());
+  Status s;
+  for (int i = 0; i < 2000 && s.ok(); ++i) {
+    s = (*rank0)->PollAbort();
+    if (s.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+  EXPECT_NE(s.message().find("rank 1 aborted: rank 1 -> rank 0 channel 0: completion "
+                             "IBV_WC_RETRY_EXC_ERR"),
+            std::string::npos)
+      << s.ToString();
+  EXPECT_EQ((*rank0)->PollAbort().code(), StatusCode::kAborted);
+  // The next round says so too, at once.
+  EXPECT_EQ((*rank0)->Barrier().code(), StatusCode::kAborted);
 }
 
 }  // namespace

@@ -96,6 +96,12 @@ class Rank {
       const proto::EndpointRecord& mine) = 0;
   // Tells every rank (through the root) that this rank gives up, and why.
   virtual Status Abort(const std::string& reason) = 0;
+  // Non-blocking: ABORTED (naming who and why) when the root has told us of
+  // an abort, UNAVAILABLE when the root is gone, OK otherwise. For a rank
+  // that is busy polling its NIC between rounds (a collective's driver), so
+  // that one rank's completion error stops every rank, as NCCL does. Call
+  // it only between rounds: it consumes the message it finds.
+  virtual Status PollAbort() = 0;
 };
 
 }  // namespace fathom::transport::bootstrap

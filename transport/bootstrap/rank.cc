@@ -3,6 +3,8 @@
 // <utility> first: Boost 1.74 Asio uses std::exchange without including it (GCC 12, C++20).
 #include <utility>
 //
+#include <poll.h>
+
 #include <boost/asio.hpp>
 #include <chrono>
 #include <thread>
@@ -66,6 +68,24 @@ class RankImpl final : public Rank {
 
   int rank() const override { return options_.rank; }
   int world_size() const override { return options_.world_size; }
+
+  Status PollAbort() override {
+    if (aborted_) return Aborted(me_ + ": " + abort_text_);
+    if (!connected_) return Status::Ok();
+    // poll(2) with a zero timeout: readable means a message or the root's
+    // end of stream; outside a round only Abort (or Error) can come.
+    pollfd p{socket_.native_handle(), POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0 || (p.revents & (POLLIN | POLLHUP | POLLERR)) == 0) {
+      return Status::Ok();
+    }
+    // The root writes a message in one piece; a second is plenty for the rest.
+    FATHOM_ASSIGN_OR_RETURN(proto::Envelope m,
+                            Read(DeadlineAfter(Picoseconds::FromSeconds(1)), "Abort"));
+    if (m.body_case() == proto::Envelope::kAbort) return AbortStatus(m.abort());
+    aborted_ = true;
+    abort_text_ = "unexpected " + BodyName(m) + " from the root at " + where_ + " between rounds";
+    return Aborted(me_ + ": " + abort_text_);
+  }
 
   StatusOr<std::vector<std::string>> AllGather(const std::string& payload) override {
     if (aborted_) return Aborted(me_ + ": the run was aborted earlier: " + abort_text_);

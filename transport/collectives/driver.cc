@@ -70,6 +70,7 @@ RunOutcome Driver::Run(const std::vector<RankCollective*>& colls) {
     note_done(i);
   }
   std::vector<int> batch;
+  Picoseconds next_abort_check = out.start;
   while (true) {
     bool progressed = false;
     if (options_.poll_all) {
@@ -99,6 +100,17 @@ RunOutcome Driver::Run(const std::vector<RankCollective*>& colls) {
     }
     if (progressed) last_progress = clock_->Now();
     if (finished_count == colls.size()) break;
+    if (options_.abort_check && clock_->Now() >= next_abort_check) {
+      next_abort_check = clock_->Now() + options_.abort_check_interval;
+      Status s = options_.abort_check();
+      if (!s.ok()) {
+        out.status = s;
+        out.remote_abort = true;
+        out.report = s.message() + "\n" + AsyncEventLines();
+        out.end = clock_->Now();
+        return out;
+      }
+    }
     const Picoseconds deadline = last_progress + options_.timeout;
     bool can = true;
     if (clock_->Now() < deadline && ready_.empty()) can = clock_->Progress(deadline);
@@ -124,10 +136,17 @@ std::string Driver::WatchdogReport(const std::vector<RankCollective*>& colls,
   char buf[512];
   int stuck_ranks = 0;
   for (RankCollective* c : colls) stuck_ranks += c->done() ? 0 : 1;
-  std::snprintf(
-      buf, sizeof(buf), "watchdog: no progress on any rank for %.6f s; %d of %zu ranks stuck%s\n",
-      stalled_for.seconds(), stuck_ranks, colls.size(),
-      nothing_left ? " (the simulator has no event left: nothing can ever complete)" : "");
+  if (comms_.size() == 1 && comms_[0]->nranks() > 1) {
+    // One rank per process (verbs): the other ranks' watchdogs speak for them.
+    std::snprintf(buf, sizeof(buf),
+                  "watchdog: no progress on rank %d (of %d, one per process) for %.6f s\n",
+                  comms_[0]->rank(), comms_[0]->nranks(), stalled_for.seconds());
+  } else {
+    std::snprintf(
+        buf, sizeof(buf), "watchdog: no progress on any rank for %.6f s; %d of %zu ranks stuck%s\n",
+        stalled_for.seconds(), stuck_ranks, colls.size(),
+        nothing_left ? " (the simulator has no event left: nothing can ever complete)" : "");
+  }
   r += buf;
   int shown = 0;
   const Picoseconds now = clock_->Now();

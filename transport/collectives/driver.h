@@ -13,7 +13,9 @@
 // step, the peers it waits for, per QP the outstanding WRs and the last
 // completion status, one NCCL-like line per stuck QP, and (simulator) the
 // fabric evidence a callback supplies. A completion error on any rank aborts
-// every rank with the status and the peer, as NCCL does.
+// every rank with the status and the peer, as NCCL does: here, every rank
+// this driver holds; across processes, the caller tells the others (the
+// bootstrap's abort) and their drivers learn it through abort_check.
 #pragma once
 
 #include <functional>
@@ -43,12 +45,18 @@ struct DriverOptions {
   bool poll_all = false;
   // Simulator: text naming the links/ports whose drops touched these QPs.
   std::function<std::string(const std::vector<StuckQp>&)> fabric_evidence;
+  // Verbs (one rank per process): asked between turns, at most once per
+  // `abort_check_interval` on the clock, whether another rank gave up (the
+  // bootstrap's abort notice). A non-OK status stops the run with it.
+  std::function<Status()> abort_check;
+  Picoseconds abort_check_interval = Picoseconds::FromMilliseconds(1);
 };
 
 struct RunOutcome {
   Status status;  // OK, ABORTED (completion error) or DEADLINE_EXCEEDED (hang)
   bool hung = false;
-  std::string report;  // the watchdog's report (empty when OK)
+  bool remote_abort = false;  // stopped by abort_check (another rank's failure)
+  std::string report;         // the watchdog's report (empty when OK)
   std::vector<StuckQp> stuck_qps;
   Picoseconds start, end;  // on the clock
 };

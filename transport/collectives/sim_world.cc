@@ -1,21 +1,59 @@
 #include "transport/collectives/sim_world.h"
 
+#include <algorithm>
+
 namespace fathom::transport::coll {
+
+StatusOr<std::vector<int>> PlaceRanks(const topo::Topology& topology, int nranks) {
+  const auto& hosts = topology.hosts();
+  const int available = static_cast<int>(hosts.size());
+  std::vector<int> placement;
+  if (topology.reachability() == topo::Reachability::kAllPairs) {
+    const int n = nranks == 0 ? available : std::min(nranks, available);
+    for (int h = 0; h < n; ++h) placement.push_back(h);
+  } else {
+    // Greedy in host order: a host joins when it reaches every host placed
+    // so far. Rail-only wiring then yields one rail (server 0 GPU 0, server
+    // 1 GPU 0, ...).
+    for (int h = 0; h < available; ++h) {
+      if (nranks > 0 && static_cast<int>(placement.size()) == nranks) break;
+      bool reaches_all = true;
+      for (int p : placement) {
+        reaches_all =
+            reaches_all &&
+            topology.Reachable(hosts[static_cast<size_t>(h)], hosts[static_cast<size_t>(p)]) &&
+            topology.Reachable(hosts[static_cast<size_t>(p)], hosts[static_cast<size_t>(h)]);
+      }
+      if (reaches_all) placement.push_back(h);
+    }
+  }
+  if (placement.empty() || (nranks > 0 && static_cast<int>(placement.size()) < nranks)) {
+    return InvalidArgument(
+        "SimWorld: " + std::to_string(nranks) + " ranks on " + topology.name() + ": only " +
+        std::to_string(placement.size()) +
+        " of its hosts reach each other (rail-only wiring connects the NICs of one rail); "
+        "ask for at most that many ranks, or use a switched topology (e.g. medium)");
+  }
+  return placement;
+}
 
 StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
                                                      const SimWorldOptions& options) {
   std::unique_ptr<SimWorld> w(new SimWorld());
   w->topology_ = std::make_unique<topo::Topology>(std::move(topology));
   const int hosts = static_cast<int>(w->topology_->hosts().size());
-  const int n = options.nranks == 0 ? hosts : options.nranks;
-  if (n < 1 || n > hosts) {
+  if (options.nranks < 0 || options.nranks > hosts) {
     return InvalidArgument("SimWorld: " + std::to_string(options.nranks) + " ranks on " +
                            w->topology_->name() + " with " + std::to_string(hosts) + " hosts");
   }
+  FATHOM_ASSIGN_OR_RETURN(std::vector<int> placement, PlaceRanks(*w->topology_, options.nranks));
   w->engine_ = std::make_unique<sim::Engine>(options.seed);
   w->network_ =
       std::make_unique<sim::Network>(w->engine_.get(), w->topology_.get(), options.network);
-  w->fabric_ = std::make_unique<emulated::EmulatedFabric>(w->network_.get(), options.emulated);
+  emulated::EmulatedOptions eopt = options.emulated;
+  eopt.hosts = placement;
+  const int n = static_cast<int>(placement.size());
+  w->fabric_ = std::make_unique<emulated::EmulatedFabric>(w->network_.get(), eopt);
   std::vector<Communicator*> comms;
   for (int r = 0; r < n; ++r) {
     FATHOM_ASSIGN_OR_RETURN(auto dev, w->fabric_->OpenDevice(r));

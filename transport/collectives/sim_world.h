@@ -20,7 +20,7 @@
 namespace fathom::transport::coll {
 
 struct SimWorldOptions {
-  int nranks = 0;  // ranks on the first hosts in rank order; 0 = every host
+  int nranks = 0;  // ranks, placed by PlaceRanks(); 0 = as many as PlaceRanks finds
   uint64_t seed = 1;
   CommOptions comm;
   emulated::EmulatedOptions emulated;
@@ -28,6 +28,15 @@ struct SimWorldOptions {
   // No rank progressed for this long (virtual time): the watchdog fires.
   Picoseconds watchdog = Picoseconds::FromSeconds(1.0);
 };
+
+// Where ranks go: rank r on the r-th host (topology rank order) of a set of
+// hosts that all reach each other, so that every pair a ring or a tree uses
+// has a path. On all-pairs fabrics that is the first `nranks` hosts; on
+// rail-only wiring (back-to-back, CASES.md 8) the hosts of one rail — on the
+// "small" preset, rank 0 on server 0 GPU 0 and rank 1 on server 1 GPU 0.
+// nranks 0 = every host of that set. INVALID_ARGUMENT, naming how many hosts
+// qualify, when there are fewer than nranks.
+StatusOr<std::vector<int>> PlaceRanks(const topo::Topology& topology, int nranks);
 
 class SimWorld {
  public:

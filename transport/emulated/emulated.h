@@ -31,6 +31,9 @@ struct EmulatedOptions {
   bool rxe_infinite_retry = false;
   // Requester asks for an ACK at least every this many packets.
   int ack_every_packets = 64;
+  // Placement: hosts[r] is the host (its index in Topology::hosts()) of rank
+  // r. Empty: rank r on host r, one rank per host.
+  std::vector<int> hosts;
 };
 
 // verbs active_mtu for an Ethernet MTU, as rxe derives it: the largest of
@@ -60,12 +63,19 @@ class EmulatedFabric {
   sim::Network& network() { return *network_; }
   sim::Engine& engine() { return network_->engine(); }
   const EmulatedOptions& options() const { return options_; }
-  int nranks() const { return network_->host_count(); }
-  // The active MTU of host rank `rank`'s port (from its host link's MTU).
+  int nranks() const {
+    return options_.hosts.empty() ? network_->host_count()
+                                  : static_cast<int>(options_.hosts.size());
+  }
+  // The host (index in Topology::hosts() and sim::Network::nic()) of `rank`.
+  int HostOf(int rank) const {
+    return options_.hosts.empty() ? rank : options_.hosts[static_cast<size_t>(rank)];
+  }
+  // The active MTU of rank `rank`'s port (from its host link's MTU).
   int ActiveMtu(int rank) const;
   Clock& clock() { return clock_; }
 
-  // The device of host rank `rank`.
+  // The device of rank `rank` (on host HostOf(rank)).
   StatusOr<std::unique_ptr<Device>> OpenDevice(int rank);
 
   // Called by CQs when a completion arrives: stops the engine's Run() so that

@@ -1,0 +1,297 @@
+// `fathom coll --backend verbs` on real rxe between testbed VMs (label vm):
+// one process per rank, the ranks meeting over the bootstrap, the same
+// collective code as the simulator's. 2 ranks (one per VM) and 4 ranks (two
+// per VM), ring and tree allreduce, allgather and broadcast, each with its
+// data checked on every rank (#wrong 0). Then the MTU-mismatch hang between
+// VMs: a switch that drops frames over 1000 bytes while the QPs run at path
+// MTU 4096 lets small allreduces pass and hangs large ones, and the
+// watchdog, not the test's timeout, ends the run naming the stuck QPs.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "testbed/testbed.h"
+
+namespace fathom::testbed {
+namespace {
+
+using std::chrono::seconds;
+
+const std::string kFathom = std::string(FATHOM_BINARY_DIR) + "/tools/fathom";
+
+// Two busy-polling ranks share a 1-vCPU TCG VM with rxe's own work, so an
+// ACK can take far longer than perftest's 67 ms: timeout 17 (537 ms per
+// retry) keeps retransmissions (and their duplicate traffic) out of it.
+std::string CollCmd(const std::string& args, int nranks, int rank, int port) {
+  return kFathom + " coll " + args + " --backend verbs --nranks " + std::to_string(nranks) +
+         " --rank " + std::to_string(rank) +
+         " --bootstrap $FATHOM_VM0_IP4:" + std::to_string(port) + " --ib-timeout 17";
+}
+
+// The data rows of a nccl-tests table: every line that does not start with '#'.
+std::vector<std::vector<std::string>> Rows(const std::string& out) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line.find_first_not_of(' ') == std::string::npos) {
+      continue;
+    }
+    std::istringstream f(line);
+    std::vector<std::string> cols;
+    std::string c;
+    while (f >> c) cols.push_back(c);
+    if (cols.size() == 13) rows.push_back(cols);
+  }
+  return rows;
+}
+
+class CollVmTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    TestbedOptions o;
+    o.num_vms = 2;
+    auto tb = Testbed::Start(o);
+    if (tb.ok()) {
+      tb_ = tb->release();
+    } else {
+      error_ = new std::string(tb.status().ToString());
+    }
+  }
+  static void TearDownTestSuite() {
+    delete tb_;
+    tb_ = nullptr;
+    delete error_;
+    error_ = nullptr;
+  }
+  void SetUp() override {
+    if (tb_ == nullptr) FAIL() << "testbed did not start: " << (error_ ? *error_ : "");
+  }
+
+  struct Result {
+    CommandResult vm0, vm1;
+    std::string Describe() const {
+      return "vm0 rc=" + std::to_string(vm0.exit_status) + (vm0.timed_out ? " (timed out)" : "") +
+             "\n" + vm0.stdout_text + vm0.stderr_text +
+             "\nvm1 rc=" + std::to_string(vm1.exit_status) + (vm1.timed_out ? " (timed out)" : "") +
+             "\n" + vm1.stdout_text + vm1.stderr_text;
+    }
+  };
+
+  // `nranks` ranks over the two VMs: even ranks in VM 0 (rank 0 in the
+  // foreground), odd ranks in VM 1. Background ranks' output and exit status
+  // are appended to the VM's output.
+  static Result RunRanks(Testbed& tb, const std::string& args, int nranks, int port,
+                         seconds timeout) {
+    std::string script[2];
+    for (int vm = 0; vm < 2; ++vm) {
+      std::string bg, fg;
+      for (int r = vm; r < nranks; r += 2) {
+        const std::string cmd = CollCmd(args, nranks, r, port);
+        if (r < 2) {
+          fg = cmd;
+        } else {
+          const std::string f = "r" + std::to_string(r) + ".out";
+          bg += "(" + cmd + " > " + f + " 2>&1; echo \"rank " + std::to_string(r) + " rc=$?\" >> " +
+                f + ") & ";
+        }
+      }
+      script[vm] = bg + fg + "; rc=$?; wait; cat r*.out 2>/dev/null; exit $rc\n";
+    }
+    Result res;
+    auto h0 = tb.Launch(0, script[0], timeout);
+    auto h1 = tb.Launch(1, script[1], timeout);
+    EXPECT_TRUE(h0.ok() && h1.ok());
+    if (h1.ok()) {
+      auto r = tb.Wait(*h1);
+      if (r.ok()) res.vm1 = *r;
+    }
+    if (h0.ok()) {
+      auto r = tb.Wait(*h0);
+      if (r.ok()) res.vm0 = *r;
+    }
+    return res;
+  }
+
+  // Every rank exited 0 and rank 0's table has `sizes` rows, each with
+  // #wrong 0 out of place and in place.
+  static void ExpectCorrect(const Result& r, int nranks, size_t sizes) {
+    EXPECT_EQ(r.vm0.exit_status, 0) << r.Describe();
+    EXPECT_EQ(r.vm1.exit_status, 0) << r.Describe();
+    for (int rank = 2; rank < nranks; ++rank) {
+      const std::string& out = rank % 2 == 0 ? r.vm0.stdout_text : r.vm1.stdout_text;
+      EXPECT_NE(out.find("rank " + std::to_string(rank) + " rc=0"), std::string::npos)
+          << r.Describe();
+    }
+    const auto rows = Rows(r.vm0.stdout_text);
+    ASSERT_EQ(rows.size(), sizes) << r.Describe();
+    for (const auto& row : rows) {
+      EXPECT_EQ(row[8], "0") << "out-of-place #wrong at size " << row[0] << "\n" << r.Describe();
+      EXPECT_EQ(row[12], "0") << "in-place #wrong at size " << row[0] << "\n" << r.Describe();
+    }
+    EXPECT_NE(r.vm0.stdout_text.find("# Out of bounds values : 0 OK"), std::string::npos)
+        << r.Describe();
+    std::printf("%s", r.vm0.stdout_text.c_str());
+  }
+
+  static Testbed* tb_;
+  static std::string* error_;
+};
+Testbed* CollVmTest::tb_ = nullptr;
+std::string* CollVmTest::error_ = nullptr;
+
+// Sizes: 4 KiB .. 1 MiB by 16 (3 rows); 1 MiB is two 512 KiB chunks.
+const std::string kSizes = " -b 4K -e 1M -f 16 -n 2 -w 1";
+
+TEST_F(CollVmTest, TwoRanksRingAndTreeAllreduceAreCorrect) {
+  for (const std::string algo : {"ring", "tree"}) {
+    auto r = RunRanks(*tb_, "allreduce --algo " + algo + kSizes, 2, 18700, seconds(300));
+    SCOPED_TRACE(algo);
+    ExpectCorrect(r, 2, 3);
+    EXPECT_NE(r.vm0.stdout_text.find("backend verbs, 2 ranks"), std::string::npos) << r.Describe();
+  }
+}
+
+TEST_F(CollVmTest, TwoRanksAllgatherBroadcastEventsAndTwoChannelsAreCorrect) {
+  ExpectCorrect(RunRanks(*tb_, "allgather" + kSizes, 2, 18701, seconds(300)), 2, 3);
+  ExpectCorrect(RunRanks(*tb_, "broadcast -r 1" + kSizes, 2, 18702, seconds(300)), 2, 3);
+  // Completion events instead of busy polling (the CQ's completion channel).
+  ExpectCorrect(
+      RunRanks(*tb_, "allreduce --algo tree --cq-mode events" + kSizes, 2, 18704, seconds(300)), 2,
+      3);
+  // Two QPs per peer (the `channel` of the endpoint records), int32 max.
+  ExpectCorrect(RunRanks(*tb_, "allreduce --algo ring --channels 2 -d int32 -o max" + kSizes, 2,
+                         18703, seconds(300)),
+                2, 3);
+}
+
+TEST_F(CollVmTest, FourRanksRingAndTreeAllreduceAndAllgatherAreCorrect) {
+  // Two ranks per VM: every pair crosses the switch or rxe's loopback.
+  const std::string sizes = " -b 1K -e 256K -f 16 -n 2 -w 1";
+  for (const std::string algo : {"ring", "tree"}) {
+    SCOPED_TRACE(algo);
+    ExpectCorrect(RunRanks(*tb_, "allreduce --algo " + algo + sizes, 4, 18710, seconds(600)), 4, 3);
+  }
+  ExpectCorrect(RunRanks(*tb_, "allgather" + sizes, 4, 18711, seconds(600)), 4, 3);
+}
+
+TEST_F(CollVmTest, AKilledRankStopsTheOthersWithTheReason) {
+  // Rank 1 is killed mid-run. Rank 0 must stop with a named failure — the
+  // root's abort ("rank 1 ... lost its bootstrap connection"), or a
+  // completion error toward rank 1 — well before its watchdog would fire,
+  // and never hang until the test's own timeout.
+  const std::string args = "allreduce --algo ring -b 4M -e 4M -n 200 -w 0 --timeout 60";
+  const std::string r0 = CollCmd(args, 2, 0, 18720) + "\n";
+  const std::string r1 = CollCmd(args, 2, 1, 18720) + " & sleep 25; kill -9 $!; sleep 1\n";
+  auto h0 = tb_->Launch(0, r0, seconds(180));
+  auto h1 = tb_->Launch(1, r1, seconds(180));
+  ASSERT_TRUE(h0.ok() && h1.ok());
+  auto res0 = tb_->Wait(*h0);
+  auto res1 = tb_->Wait(*h1);
+  ASSERT_TRUE(res0.ok() && res1.ok());
+  const std::string all = res0->stdout_text + res0->stderr_text;
+  EXPECT_FALSE(res0->timed_out) << all;
+  EXPECT_EQ(res0->exit_status, 1) << all;
+  EXPECT_TRUE(all.find("rank 1 (") != std::string::npos ||
+              all.find("completion IBV_WC_") != std::string::npos)
+      << all;
+  EXPECT_EQ(all.find("watchdog: no progress"), std::string::npos) << all;
+}
+
+// The hang, explained, on a real RDMA stack (TESTBED.md, CASES.md case 4).
+TEST(CollVmHang, MtuMismatchHangsLargeAllreducesAndTheWatchdogNamesTheStuckQps) {
+  if (HasNativeRdmaDevice()) GTEST_SKIP() << "native RDMA device: no switch to stage the drop";
+  TestbedOptions o;
+  o.num_vms = 2;
+  PortImpairments mtu;
+  mtu.max_frame_bytes = 1000;  // the QPs run at path MTU 4096 (Ethernet MTU 9000)
+  o.impairments = {mtu, mtu};
+  auto tb_or = Testbed::Start(o);
+  ASSERT_TRUE(tb_or.ok()) << tb_or.status().ToString();
+  Testbed& tb = **tb_or;
+  auto cmd = [](int rank, const std::string& args, int port) {
+    return CollCmd("allreduce --algo ring " + args, 2, rank, port) + "\n";
+  };
+  // Small: 256 B (two 128-byte chunks): every frame fits; correct results.
+  const std::string small = "-b 256 -e 256 -n 2 -w 1 --timeout 20";
+  auto s0 = tb.Launch(0, cmd(0, small, 18730), seconds(120));
+  auto s1 = tb.Launch(1, cmd(1, small, 18730), seconds(120));
+  ASSERT_TRUE(s0.ok() && s1.ok());
+  auto sr1 = tb.Wait(*s1);
+  auto sr0 = tb.Wait(*s0);
+  ASSERT_TRUE(sr0.ok() && sr1.ok());
+  EXPECT_EQ(sr0->exit_status, 0) << sr0->stdout_text << sr0->stderr_text;
+  EXPECT_EQ(sr1->exit_status, 0) << sr1->stdout_text << sr1->stderr_text;
+  const auto rows = Rows(sr0->stdout_text);
+  ASSERT_EQ(rows.size(), 1u) << sr0->stdout_text;
+  EXPECT_EQ(rows[0][8], "0");
+  EXPECT_EQ(rows[0][12], "0");
+
+  // Large: 64 KiB: full-MTU frames are dropped, rxe retransmits forever
+  // (retry_cnt 7), and nothing completes. The watchdog (20 s) must end it:
+  // the command's own limit (20 s + bootstrap and teardown margin) is far
+  // beyond that, so a timeout here is a watchdog that did not fire.
+  const std::string large = "-b 64K -e 64K -n 2 -w 1 --timeout 20";
+  auto l0 = tb.Launch(0, cmd(0, large, 18731), seconds(150));
+  auto l1 = tb.Launch(1, cmd(1, large, 18731), seconds(150));
+  ASSERT_TRUE(l0.ok() && l1.ok());
+  auto lr1 = tb.Wait(*l1);
+  auto lr0 = tb.Wait(*l0);
+  ASSERT_TRUE(lr0.ok() && lr1.ok());
+  const std::string out0 = lr0->stdout_text + lr0->stderr_text;
+  const std::string out1 = lr1->stdout_text + lr1->stderr_text;
+  const std::string both = "rank 0:\n" + out0 + "\nrank 1:\n" + out1;
+  EXPECT_FALSE(lr0->timed_out) << both;
+  EXPECT_FALSE(lr1->timed_out) << both;
+  EXPECT_EQ(lr0->exit_status, 1) << both;
+  EXPECT_EQ(lr1->exit_status, 1) << both;
+  // At least one rank's own watchdog fired and named a stuck QP toward its
+  // peer, NCCL-style; the other stopped with it (its own watchdog, or the
+  // abort the first one sent through the bootstrap).
+  const std::regex stuck_qp(R"(rank ([01]) -> rank ([01]) qpn 0x[0-9a-f]+: no completion for )");
+  std::smatch m;
+  const bool named = std::regex_search(out0, m, stuck_qp) || std::regex_search(out1, m, stuck_qp);
+  EXPECT_TRUE(named) << both;
+  if (named) {
+    EXPECT_NE(m[1].str(), m[2].str()) << both;
+  }
+  EXPECT_NE(both.find("watchdog: no progress"), std::string::npos) << both;
+  EXPECT_NE(both.find("waiting for"), std::string::npos) << both;
+  // The switch saw why: frames over its limit dropped.
+  uint64_t over_mtu = 0;
+  for (int p = 0; p < 2; ++p) {
+    over_mtu += tb.host_switch()->Counters(p).drops[static_cast<int>(DropReason::kOverMtu)];
+  }
+  EXPECT_GT(over_mtu, 0u);
+  std::printf("%s\n%s", both.c_str(), tb.host_switch()->CountersText().c_str());
+
+  // The same drop with a finite retry count (rxe retries forever only at 7):
+  // after 3 x 537 ms the requester completes with IBV_WC_RETRY_EXC_ERR (12),
+  // and every rank stops naming the status, the peer and the QP.
+  const std::string finite = "-b 64K -e 64K -n 2 -w 1 --timeout 20 --retry-cnt 2";
+  auto e0 = tb.Launch(0, cmd(0, finite, 18732), seconds(150));
+  auto e1 = tb.Launch(1, cmd(1, finite, 18732), seconds(150));
+  ASSERT_TRUE(e0.ok() && e1.ok());
+  auto er1 = tb.Wait(*e1);
+  auto er0 = tb.Wait(*e0);
+  ASSERT_TRUE(er0.ok() && er1.ok());
+  const std::string err0 = er0->stdout_text + er0->stderr_text;
+  const std::string err1 = er1->stdout_text + er1->stderr_text;
+  const std::string err_both = "rank 0:\n" + err0 + "\nrank 1:\n" + err1;
+  EXPECT_FALSE(er0->timed_out || er1->timed_out) << err_both;
+  EXPECT_EQ(er0->exit_status, 1) << err_both;
+  EXPECT_EQ(er1->exit_status, 1) << err_both;
+  const std::regex error12(
+      R"(rank ([01]) -> rank ([01]) channel 0: completion IBV_WC_RETRY_EXC_ERR .* qpn 0x[0-9a-f]+)");
+  EXPECT_TRUE(std::regex_search(err0, error12) || std::regex_search(err1, error12)) << err_both;
+  EXPECT_EQ(err_both.find("watchdog: no progress"), std::string::npos) << err_both;
+  std::printf("%s", err_both.c_str());
+  ASSERT_TRUE(tb.Teardown().ok());
+}
+
+}  // namespace
+}  // namespace fathom::testbed

@@ -1,0 +1,124 @@
+#include "transport/collectives/nccl_tests.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace fathom::transport::coll {
+namespace {
+
+// Half-precision types round each partial sum; allow a few ulps per rank
+// and step.
+double Tolerance(DataType t, int n) {
+  const double eps = t == DataType::kFloat16 ? 0x1.0p-10 : t == DataType::kBfloat16 ? 0x1.0p-7 : 0;
+  return eps * 3.0 * n * n;
+}
+
+}  // namespace
+
+StatusOr<uint64_t> ParseBytes(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  uint64_t mult = 1;
+  if (end != nullptr && *end != '\0') {
+    const char c = static_cast<char>(std::toupper(static_cast<unsigned char>(*end)));
+    mult = c == 'K' ? 1024 : c == 'M' ? 1u << 20 : c == 'G' ? 1u << 30 : 0;
+    if (mult == 0 || end[1] != '\0') {
+      return InvalidArgument(flag + " '" + text + "': expected a size like 8, 64K, 32M, 1G");
+    }
+  }
+  if (end == text.c_str() || v < 0) {
+    return InvalidArgument(flag + " '" + text + "': expected a size like 8, 64K, 32M, 1G");
+  }
+  return static_cast<uint64_t>(v * static_cast<double>(mult));
+}
+
+std::vector<uint64_t> SizeSweep(uint64_t min_bytes, uint64_t max_bytes, uint64_t step_bytes,
+                                double factor) {
+  std::vector<uint64_t> sizes;
+  for (uint64_t size = min_bytes; size <= max_bytes;
+       size = factor > 1 ? static_cast<uint64_t>(std::max<double>(static_cast<double>(size + 1),
+                                                                  std::floor(size * factor)))
+                         : size + step_bytes) {
+    sizes.push_back(size);
+    if (size == max_bytes || (factor <= 1 && step_bytes == 0)) break;
+  }
+  return sizes;
+}
+
+uint64_t CountUnitBytes(CollKind kind, int nranks, DataType type) {
+  const bool total = kind == CollKind::kAllGather || kind == CollKind::kReduceScatter;
+  return DataTypeSize(type) * (total ? static_cast<uint64_t>(nranks) : 1);
+}
+
+double InputValue(int rank, uint64_t i) {
+  return static_cast<double>(static_cast<int64_t>((rank * 3 + i * 5) % 7) - 3);
+}
+
+RankBuffers::RankBuffers(CollKind kind, int nranks, int rank, DataType type, uint64_t max_count)
+    : kind_(kind), nranks_(nranks), rank_(rank), type_(type) {
+  const size_t es = DataTypeSize(type);
+  const uint64_t n = static_cast<uint64_t>(nranks);
+  const uint64_t in_count = kind == CollKind::kReduceScatter ? max_count * n : max_count;
+  const uint64_t out_count = kind == CollKind::kAllGather ? max_count * n : max_count;
+  // +8: a zero count still has an address to register and compare.
+  mem_.assign(std::max(in_count, out_count) * es + 8, 0);
+  out_mem_.assign(out_count * es + 8, 0);
+}
+
+void RankBuffers::Fill(uint64_t count, bool in_place) {
+  const size_t es = DataTypeSize(type_);
+  const uint64_t n = static_cast<uint64_t>(nranks_);
+  const uint64_t r = static_cast<uint64_t>(rank_);
+  const bool gather = kind_ == CollKind::kAllGather, scatter = kind_ == CollKind::kReduceScatter;
+  const uint64_t in_count = scatter ? count * n : count;
+  const uint64_t out_count = gather ? count * n : count;
+  std::memset(mem_.data(), 0, std::max(in_count, out_count) * es);
+  uint8_t* in = mem_.data() + (gather && in_place ? r * count * es : 0);
+  for (uint64_t i = 0; i < in_count; ++i) StoreElement(in, i, type_, InputValue(rank_, i));
+  in_ = in;
+  if (in_place) {
+    out_ = mem_.data() + (scatter ? r * count * es : 0);
+  } else {
+    std::memset(out_mem_.data(), 0, out_count * es);
+    out_ = out_mem_.data();
+  }
+}
+
+int64_t RankBuffers::CountWrong(uint64_t count, RedOp op, int root) const {
+  int64_t wrong = 0;
+  const int n = nranks_;
+  const double tol = Tolerance(type_, n);
+  const uint64_t out_count =
+      kind_ == CollKind::kAllGather ? count * static_cast<uint64_t>(n) : count;
+  for (uint64_t i = 0; i < out_count; ++i) {
+    double want = 0;
+    if (kind_ == CollKind::kAllReduce || kind_ == CollKind::kReduceScatter) {
+      const uint64_t j =
+          kind_ == CollKind::kReduceScatter ? static_cast<uint64_t>(rank_) * count + i : i;
+      want = InputValue(0, j);
+      for (int q = 1; q < n; ++q) {
+        const double v = InputValue(q, j);
+        want = op == RedOp::kSum    ? want + v
+               : op == RedOp::kProd ? want * v
+               : op == RedOp::kMin  ? std::min(want, v)
+                                    : std::max(want, v);
+      }
+    } else if (kind_ == CollKind::kAllGather) {
+      want = InputValue(static_cast<int>(i / count), i % count);
+    } else {
+      want = InputValue(root, i);
+    }
+    // The reference goes through the type too (half-precision rounding).
+    uint8_t tmp[8];
+    StoreElement(tmp, 0, type_, want);
+    const double got = LoadElement(out_, i, type_);
+    const double ref = LoadElement(tmp, 0, type_);
+    if (!(std::fabs(got - ref) <= tol * std::max(1.0, std::fabs(ref)))) ++wrong;
+  }
+  return wrong;
+}
+
+}  // namespace fathom::transport::coll

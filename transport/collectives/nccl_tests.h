@@ -1,0 +1,66 @@
+// What `fathom coll` shares between its backends, after nccl-tests: the size
+// sweep (-b -e -i -f), each rank's input pattern and the check of each
+// rank's result. A rank's check needs only its own buffers and the pattern's
+// formula, so one process per rank (verbs) checks exactly what one process
+// holding every rank (sim) checks.
+//
+// Ownership: RankBuffers owns its memory, allocated once for the largest
+// size of a sweep. That matters over verbs: the communicator caches memory
+// registrations by address, and memory freed and allocated again at the
+// same address would meet a registration that still pins the old pages.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "transport/collectives/reduce.h"
+#include "transport/collectives/schedule.h"
+
+namespace fathom::transport::coll {
+
+// "8", "64K", "32M", "1G" (K = 1024). Errors name the flag and the text.
+StatusOr<uint64_t> ParseBytes(const std::string& flag, const std::string& text);
+
+// nccl-tests' sizes: from min_bytes, times `factor` when it is > 1, else
+// plus `step_bytes`, while <= max_bytes (one size when both say "no step").
+std::vector<uint64_t> SizeSweep(uint64_t min_bytes, uint64_t max_bytes, uint64_t step_bytes,
+                                double factor);
+
+// The size of one element of the "count" column: allgather and
+// reduce-scatter sizes are totals over all ranks (nccl-tests).
+uint64_t CountUnitBytes(CollKind kind, int nranks, DataType type);
+
+// Rank r's input element i: a small integer, exact in every type for sums,
+// products, minima and maxima of a few ranks.
+double InputValue(int rank, uint64_t i);
+
+// One rank's input and output for every size of a sweep.
+class RankBuffers {
+ public:
+  // Room for `max_count` (the "count" column's largest value).
+  RankBuffers(CollKind kind, int nranks, int rank, DataType type, uint64_t max_count);
+
+  // Writes the rank's input for `count` elements and zeroes its output. In
+  // place, input and output share one buffer the way nccl-tests lays them
+  // out (allgather: the input is the rank's slice of the output;
+  // reduce-scatter: the output is the rank's slice of the input).
+  void Fill(uint64_t count, bool in_place);
+  const void* in() const { return in_; }
+  void* out() const { return out_; }
+
+  // Output elements that differ from the reference (computed from
+  // InputValue) by more than the type's tolerance.
+  int64_t CountWrong(uint64_t count, RedOp op, int root) const;
+
+ private:
+  CollKind kind_;
+  int nranks_, rank_;
+  DataType type_;
+  std::vector<uint8_t> mem_, out_mem_;
+  const void* in_ = nullptr;
+  void* out_ = nullptr;
+};
+
+}  // namespace fathom::transport::coll

@@ -1,0 +1,169 @@
+#include "transport/collectives/verbs_world.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "transport/bootstrap/endpoints.h"
+
+namespace fathom::transport::coll {
+namespace {
+
+// The abort reason other ranks print: the first line of a completion error,
+// or the watchdog's headline and its per-QP lines. Kept short (one bootstrap
+// message, one log line each).
+std::string AbortReason(const RunOutcome& r) {
+  const std::string& text = r.report.empty() ? r.status.message() : r.report;
+  if (!r.hung) return text.substr(0, text.find('\n'));
+  std::string out;
+  size_t pos = 0;
+  while (pos < text.size() && out.size() < 2048) {
+    const size_t end = text.find('\n', pos);
+    const std::string line = text.substr(pos, end == std::string::npos ? end : end - pos);
+    if (pos == 0 || line.find(": no completion for ") != std::string::npos) {
+      out += (out.empty() ? "" : "; ") + line;
+    }
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<VerbsWorld>> VerbsWorld::Create(const VerbsWorldOptions& options) {
+  if (options.nranks < 1 || options.rank < 0 || options.rank >= options.nranks) {
+    return InvalidArgument("VerbsWorld: rank " + std::to_string(options.rank) + " of " +
+                           std::to_string(options.nranks) + " ranks");
+  }
+  std::unique_ptr<VerbsWorld> w(new VerbsWorld(options));
+  verbs::DeviceOptions d = options.device;
+  d.rank = options.rank;
+  FATHOM_ASSIGN_OR_RETURN(w->device_, verbs::OpenDevice(d));
+  if (options.rank == 0) {
+    bootstrap::RootOptions ro;
+    ro.bind_address = options.bootstrap_address;
+    ro.port = options.bootstrap_port;
+    ro.world_size = options.nranks;
+    ro.token = options.token;
+    ro.accept_timeout = options.bootstrap_timeout;
+    FATHOM_ASSIGN_OR_RETURN(w->root_, bootstrap::Root::Start(ro));
+  }
+  bootstrap::RankOptions ro;
+  ro.root_address = options.bootstrap_address;
+  ro.root_port = options.bootstrap_port;
+  ro.rank = options.rank;
+  ro.world_size = options.nranks;
+  ro.token = options.token;
+  ro.connect_timeout = options.bootstrap_timeout;
+  ro.op_timeout = options.bootstrap_timeout + options.watchdog * 2;
+  FATHOM_ASSIGN_OR_RETURN(w->boot_, bootstrap::Rank::Connect(ro));
+  FATHOM_ASSIGN_OR_RETURN(
+      w->comm_, Communicator::Create(w->device_.get(), options.rank, options.nranks, options.comm));
+  if (Status s = w->Connect(); !s.ok()) {
+    (void)w->boot_->Abort("rank " + std::to_string(options.rank) +
+                          " could not connect: " + s.message());
+    return s;
+  }
+  if (d.cq_mode == verbs::CqMode::kEvents) {
+    w->clock_.set_events_cq(dynamic_cast<verbs::VerbsCompletionQueue*>(&w->comm_->cq()));
+  }
+  DriverOptions dopt;
+  dopt.timeout = options.watchdog;
+  dopt.poll_all = true;
+  bootstrap::Rank* boot = w->boot_.get();
+  dopt.abort_check = [boot] { return boot->PollAbort(); };
+  w->driver_ = std::make_unique<Driver>(&w->clock_, std::vector<Communicator*>{w->comm_.get()},
+                                        std::move(dopt));
+  return w;
+}
+
+// One round: every rank sends one record with its port facts and, per QP,
+// the peer, channel, QPN, PSN and the staging slots the peer writes into.
+Status VerbsWorld::Connect() {
+  const int me = options_.rank;
+  EndpointInfo port;
+  port.rank = me;
+  const std::vector<ConnRecord> mine = comm_->LocalRecords();
+  if (!mine.empty()) port = mine.front().endpoint;
+  proto::EndpointRecord record = bootstrap::MakeEndpointRecord(port);
+  record.set_rank(me);
+  if (mine.empty()) record.set_gid(std::string(16, '\0'));
+  for (const ConnRecord& c : mine) {
+    proto::QpRecord* q = record.add_qps();
+    q->set_peer_rank(c.peer);
+    q->set_qpn(c.endpoint.qpn);
+    q->set_psn(c.endpoint.psn);
+    q->set_channel(c.channel);
+    q->mutable_buffer()->set_addr(c.staging.addr);
+    q->mutable_buffer()->set_length(c.staging.length);
+    q->mutable_buffer()->set_rkey(c.staging.rkey);
+  }
+  FATHOM_ASSIGN_OR_RETURN(auto all, boot_->ExchangeEndpoints(record));
+  std::vector<ConnRecord> from_peers;
+  for (const proto::EndpointRecord& r : all) {
+    if (r.rank() == me) continue;
+    int nth = 0;
+    for (const proto::QpRecord& q : r.qps()) {
+      if (q.peer_rank() != me) continue;
+      ConnRecord c;
+      c.rank = r.rank();
+      c.peer = me;
+      c.channel = q.channel();
+      FATHOM_ASSIGN_OR_RETURN(c.endpoint, bootstrap::RemoteEndpoint(r, me, nth++));
+      c.staging = {q.buffer().addr(), q.buffer().length(), q.buffer().rkey()};
+      from_peers.push_back(c);
+    }
+  }
+  FATHOM_RETURN_IF_ERROR(comm_->Connect(from_peers));
+  // Every rank's receives are posted before anyone writes (no RNR at start).
+  return boot_->Barrier();
+}
+
+bool VerbsWorld::PollingClock::Progress(Picoseconds until) {
+  const Picoseconds left = until - Now();
+  if (events_cq_ == nullptr || left <= Picoseconds(0)) {
+    sched_yield();
+    return true;
+  }
+  // DEADLINE_EXCEEDED (no event) is the normal way out; a real error of the
+  // channel shows up as a stall the watchdog reports.
+  (void)events_cq_->WaitForEvent(std::min(left, Picoseconds::FromMilliseconds(10)));
+  return true;
+}
+
+RunOutcome VerbsWorld::Run(const CollSpec& spec, DataType type, RedOp op, const void* in, void* out,
+                           Trace* trace) {
+  RankCollective coll(comm_.get(), spec, type, op, in, out, trace);
+  RunOutcome r = driver_->Run({&coll});
+  if (!r.status.ok() && !r.remote_abort) (void)boot_->Abort(AbortReason(r));
+  return r;
+}
+
+Status VerbsWorld::Finish() {
+  if (finished_) return Status::Ok();
+  finished_ = true;
+  driver_.reset();
+  boot_.reset();  // Goodbye (unless aborted)
+  if (root_) {
+    Status s = root_->Wait(options_.bootstrap_timeout);
+    // Wait() returns as soon as the root has queued its abort notices; give
+    // its I/O thread a moment to send them before the destructor stops it,
+    // so the other ranks learn the reason rather than just losing the root.
+    if (!s.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    root_.reset();
+    return s;
+  }
+  return Status::Ok();
+}
+
+VerbsWorld::~VerbsWorld() {
+  (void)Finish();
+  // QPs, CQ and registrations before the device (transport.h).
+  comm_.reset();
+  device_.reset();
+}
+
+}  // namespace fathom::transport::coll

@@ -1,0 +1,107 @@
+// VerbsWorld: one rank of a collective run in this process over real verbs
+// (InfiniBand, RoCE, rxe), one process per rank — the counterpart of
+// SimWorld. It opens the verbs device, meets the other ranks over the
+// bootstrap (rank 0 also hosts the root, bound to the bootstrap address),
+// connects the Communicator's QPs to their peers in one endpoint-exchange
+// round, and drives the same RankCollective code with a polling Driver and
+// its wall-clock watchdog.
+//
+// Failures reach every rank: when this rank's run stops on a completion
+// error or on the watchdog, Run() tells the others through the bootstrap's
+// abort (with the status and the peer, or the stuck QPs), and their drivers,
+// which poll the bootstrap between turns, stop with that reason.
+//
+// Ownership: a VerbsWorld owns its device, bootstrap rank (and root), the
+// communicator and the driver; callers own the buffers they pass to Run(),
+// which must stay allocated (and at the same address) while the world
+// lives: registrations are cached by address. One thread uses it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/units.h"
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/collectives/driver.h"
+#include "transport/verbs/verbs_device.h"
+#include "transport/wait.h"
+
+namespace fathom::transport::coll {
+
+struct VerbsWorldOptions {
+  int nranks = 2;
+  int rank = 0;
+  // Where rank 0's bootstrap root listens (rank 0 binds it, every rank
+  // connects to it).
+  std::string bootstrap_address = "127.0.0.1";
+  uint16_t bootstrap_port = bootstrap::kDefaultPort;
+  std::string token;
+  // Every rank must have joined within this; each bootstrap round (barriers,
+  // the exchange of results between sizes) waits at most this plus twice the
+  // watchdog, so that a stuck rank is reported by its own watchdog first.
+  Picoseconds bootstrap_timeout = Picoseconds::FromSeconds(60);
+  verbs::DeviceOptions device;  // cq_mode: busy polling (default) or completion events
+  CommOptions comm;
+  // No completion and no step on this rank for this long (wall time): the
+  // watchdog stops the run.
+  Picoseconds watchdog = Picoseconds::FromSeconds(30);
+};
+
+class VerbsWorld {
+ public:
+  static StatusOr<std::unique_ptr<VerbsWorld>> Create(const VerbsWorldOptions& options);
+  ~VerbsWorld();
+  VerbsWorld(const VerbsWorld&) = delete;
+  VerbsWorld& operator=(const VerbsWorld&) = delete;
+
+  int rank() const { return options_.rank; }
+  int nranks() const { return options_.nranks; }
+  const DeviceInfo& device_info() const { return device_->info(); }
+  Communicator& comm() { return *comm_; }
+  bootstrap::Rank& bootstrap() { return *boot_; }
+
+  // Runs one collective on this rank (spec.algorithm resolved; every rank
+  // must run the same sequence of specs). On a local failure the other
+  // ranks are told before it returns.
+  RunOutcome Run(const CollSpec& spec, DataType type, RedOp op, const void* in, void* out,
+                 Trace* trace = nullptr);
+
+  // Says goodbye to the bootstrap; rank 0 then waits (bounded) until every
+  // rank has, so its root outlives the others' last round. The destructor
+  // does it too.
+  Status Finish();
+
+ private:
+  explicit VerbsWorld(const VerbsWorldOptions& options) : options_(options) {}
+  Status Connect();
+
+  // Wall time. Progress() gives the CPU away between polls: busy-poll mode
+  // yields it (sched_yield), so that ranks sharing a core with each other or
+  // with a software NIC's kernel work (rxe in a 1-vCPU VM) do not starve
+  // them; event mode (device.cq_mode kEvents) sleeps on the CQ's completion
+  // channel, at most 10 ms so that the watchdog and the abort check run.
+  class PollingClock final : public Clock {
+   public:
+    Picoseconds Now() override { return wall_.Now(); }
+    bool Progress(Picoseconds until) override;
+    void set_events_cq(verbs::VerbsCompletionQueue* cq) { events_cq_ = cq; }
+
+   private:
+    WallClock wall_;
+    verbs::VerbsCompletionQueue* events_cq_ = nullptr;
+  };
+
+  VerbsWorldOptions options_;
+  PollingClock clock_;
+  std::unique_ptr<bootstrap::Root> root_;
+  std::unique_ptr<bootstrap::Rank> boot_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<Driver> driver_;
+  bool finished_ = false;
+};
+
+}  // namespace fathom::transport::coll
