@@ -73,6 +73,11 @@ constexpr uint32_t kDoneImm = 0xfffffffe;
 
 bool IsBw(const std::string& t) { return t.ends_with("_bw"); }
 
+// The bandwidth client signals one WR in this many (perftest's CQ moderation,
+// -Q, default 100), at most half the TX depth so the queue never runs dry
+// while a signaled completion is on its way.
+int CqModeration(int tx_depth) { return std::max(1, std::min(100, tx_depth / 2)); }
+
 uint8_t PatternByte(uint64_t size, uint64_t i) {
   return static_cast<uint8_t>((i * 131 + size * 7 + (i >> 9)) & 0xff);
 }
@@ -189,7 +194,7 @@ StatusOr<tv::BwResult> RunBwClient(Session& s, const PerfFlags& f, uint64_t size
                       : f.test == "read_bw" ? WrOpcode::kRdmaRead
                                             : WrOpcode::kSend;
   const int depth = f.tx_depth;
-  const int cq_mod = std::max(1, std::min(100, depth / 2));
+  const int cq_mod = CqModeration(depth);
   const size_t nq = s.qps.size();
   std::vector<uint64_t> posted(nq, 0), done(nq, 0);
   std::vector<int> unsignaled(nq, 0);
@@ -431,6 +436,10 @@ Status Setup(Session& s, const PerfFlags& f, uint64_t max_size) {
                 s.qps[0]->path_mtu(), i.link_layer.c_str());
     std::printf(" GID index      : %d (%s) %s\n", i.gid_index, i.gid_type.c_str(), i.gid.c_str());
     std::printf(" Completions    : %s\n", f.events ? "events (completion channel)" : "polling");
+    if (IsBw(f.test) && s.client) {
+      std::printf(" TX depth       : %d\n CQ Moderation  : %d\n", f.tx_depth,
+                  CqModeration(f.tx_depth));
+    }
     for (int q = 0; q < f.qps; ++q) {
       const auto l = s.qps[static_cast<size_t>(q)]->LocalInfo();
       std::printf(" local address: LID %#06x QPN %#06x PSN %#08x RKey %#08x VAddr %#016llx\n",
