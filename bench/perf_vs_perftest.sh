@@ -85,7 +85,7 @@ cat "$OUT/vm0/steps.txt" "$C/steps.txt" || fail "a VM wrote no steps.txt"
 bw() { awk -v s="$1" '$1 == s && NF >= 5 { print $4; exit }' "$2"; }
 lat() { awk -v s="$1" '$1 == s && NF >= 7 { print $5; exit }' "$2"; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-PT_BWS="" FA_BWS="" PT_LATS="" FA_LATS=""
+PT_BWS="" FA_BWS="" PT_LATS="" FA_LATS="" BW_RATIOS="" LAT_RATIOS=""
 for r in $(seq 1 "$REPS"); do
   echo "== repetition $r"
   cat "$C/pt_bw.$r.txt" "$C/fa_bw.$r.txt" "$C/pt_lat.$r.txt" "$C/fa_lat.$r.txt" ||
@@ -94,6 +94,12 @@ for r in $(seq 1 "$REPS"); do
   v=$(bw "$SIZE" "$C/fa_bw.$r.txt") && FA_BWS+="$v "
   v=$(lat 2 "$C/pt_lat.$r.txt") && PT_LATS+="$v "
   v=$(lat 2 "$C/fa_lat.$r.txt") && FA_LATS+="$v "
+  # Each repetition's own ratio: its two runs were neighbours in time, so a
+  # load change on the host hits them alike more often than runs further apart.
+  BW_RATIOS+="$(awk -v f="$(bw "$SIZE" "$C/fa_bw.$r.txt")" -v p="$(bw "$SIZE" "$C/pt_bw.$r.txt")" \
+    'BEGIN { if (p > 0) printf "%.2f", f / p; else printf "-" }') "
+  LAT_RATIOS+="$(awk -v f="$(lat 2 "$C/fa_lat.$r.txt")" -v p="$(lat 2 "$C/pt_lat.$r.txt")" \
+    'BEGIN { if (p > 0) printf "%.2f", f / p; else printf "-" }') "
 done
 n() { echo $1 | wc -w; }
 if [ "$(n "$PT_BWS")" != "$REPS" ] || [ "$(n "$FA_BWS")" != "$REPS" ] ||
@@ -104,6 +110,8 @@ PT_BW=$(echo $PT_BWS | tr ' ' '\n' | median); FA_BW=$(echo $FA_BWS | tr ' ' '\n'
 PT_LAT=$(echo $PT_LATS | tr ' ' '\n' | median); FA_LAT=$(echo $FA_LATS | tr ' ' '\n' | median)
 echo "write_bw ${SIZE} B x ${ITERS}, BW average [MB/sec] per repetition: perftest $PT_BWS(median $PT_BW), fathom $FA_BWS(median $FA_BW)"
 echo "write_lat 2 B x ${LAT_ITERS}, t_typical [usec] per repetition: perftest $PT_LATS(median $PT_LAT), fathom $FA_LATS(median $FA_LAT)"
+echo "per-repetition ratios (fathom / perftest): write_bw $BW_RATIOS(median $(echo $BW_RATIOS | tr ' ' '\n' | median)), write_lat $LAT_RATIOS(median $(echo $LAT_RATIOS | tr ' ' '\n' | median))"
+echo "host load while it ran: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min; $(nproc) CPUs)"
 if [ "${KEEP:-0}" = 1 ]; then echo "outputs kept in $OUT"; else rm -rf "$OUT"; fi
 awk -v fb="$FA_BW" -v pb="$PT_BW" -v fl="$FA_LAT" -v pl="$PT_LAT" \
   'BEGIN { printf "transport/perftest write_bw ratio: %.2f write_lat ratio: %.2f\n", fb / pb, fl / pl }'
