@@ -7,7 +7,8 @@
 # Usage: bench/perf_vs_perftest.sh [BUILD_DIR] [BW_SIZE] [BW_ITERS] [LAT_ITERS] [REPS]
 # The defaults fit TCG VMs (ib_write_bw moves about 10 MB/s there). TCG VMs
 # on a shared machine are noisy, so each tool runs REPS times, interleaved
-# (perftest, fathom, perftest, ...), and the ratios compare medians. Run it under
+# (perftest first in odd repetitions, fathom first in even ones), and the
+# ratios compare medians. Run it under
 # `flock /tmp/fathom-vm.lock` on shared machines. The outputs (each VM's files,
 # each step's exit status) stay in the directory printed on a failure, or
 # always with KEEP=1.
@@ -53,19 +54,27 @@ retry() {
   record \$name rc=\$rc tries=\$i
 }
 PT="-d \$FATHOM_RDMA_DEV -x 1 -F"
+# perftest converts CPU cycles to time with the guest's "cpu MHz", which a
+# TCG guest calibrates at boot; fathom reads the monotonic clock.
+echo "vm\$FATHOM_VM_ID \$(grep -m1 'cpu MHz' /proc/cpuinfo)" >> steps.txt
+# Which tool goes first alternates, so neither always runs right after the other.
+run_pair() {
+  test=\$1 first=\$2 second=\$3 p=\$4 pt_args=\$5 fa_args=\$6
+  for t in \$first \$second; do
+    if [ \$t = pt ]; then port=\$p; else port=\$((p + 1)); fi
+    if [ "\$FATHOM_VM_ID" = 0 ]; then
+      if [ \$t = pt ]; then step pt_\$test.\$r ib_write_\$test \$PT -p \$port \$pt_args
+      else step fa_\$test.\$r "$FATHOM" perf write_\$test -p \$port --bind \$FATHOM_VM0_IP4 \$fa_args; fi
+    else
+      if [ \$t = pt ]; then retry pt_\$test.\$r ib_write_\$test \$PT -p \$port \$pt_args \$FATHOM_VM0_IP4
+      else retry fa_\$test.\$r "$FATHOM" perf write_\$test -p \$port \$fa_args \$FATHOM_VM0_IP4; fi
+    fi
+  done
+}
 for r in \$(seq 1 $REPS); do
-  p=\$((18500 + 10 * r))
-  if [ "\$FATHOM_VM_ID" = 0 ]; then
-    step pt_bw.\$r ib_write_bw \$PT -p \$p -s $SIZE -n $ITERS
-    step fa_bw.\$r "$FATHOM" perf write_bw -p \$((p + 1)) --bind \$FATHOM_VM0_IP4 -s $SIZE -n $ITERS
-    step pt_lat.\$r ib_write_lat \$PT -p \$((p + 2)) -s 2 -n $LAT_ITERS
-    step fa_lat.\$r "$FATHOM" perf write_lat -p \$((p + 3)) --bind \$FATHOM_VM0_IP4 -s 2 -n $LAT_ITERS
-  else
-    retry pt_bw.\$r ib_write_bw \$PT -p \$p -s $SIZE -n $ITERS \$FATHOM_VM0_IP4
-    retry fa_bw.\$r "$FATHOM" perf write_bw -p \$((p + 1)) -s $SIZE -n $ITERS \$FATHOM_VM0_IP4
-    retry pt_lat.\$r ib_write_lat \$PT -p \$((p + 2)) -s 2 -n $LAT_ITERS \$FATHOM_VM0_IP4
-    retry fa_lat.\$r "$FATHOM" perf write_lat -p \$((p + 3)) -s 2 -n $LAT_ITERS \$FATHOM_VM0_IP4
-  fi
+  if [ \$((r % 2)) = 1 ]; then a=pt b=fa; else a=fa b=pt; fi
+  run_pair bw \$a \$b \$((18500 + 10 * r)) "-s $SIZE -n $ITERS" "-s $SIZE -n $ITERS"
+  run_pair lat \$a \$b \$((18502 + 10 * r)) "-s 2 -n $LAT_ITERS" "-s 2 -n $LAT_ITERS"
 done
 cat steps.txt
 SCRIPT_EOF
