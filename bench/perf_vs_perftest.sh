@@ -11,13 +11,16 @@
 # ratios compare medians. Run it under
 # `flock /tmp/fathom-vm.lock` on shared machines. The outputs (each VM's files,
 # each step's exit status) stay in the directory printed on a failure, or
-# always with KEEP=1.
+# always with KEEP=1. CONTROL=1 runs perftest in both slots (an A/A control).
 set -euo pipefail
 BUILD=${1:-build}
 SIZE=${2:-65536}
 ITERS=${3:-500}
 LAT_ITERS=${4:-1000}
 REPS=${5:-3}
+# CONTROL=1: an A/A control run, perftest in fathom's slot too; its "ratios"
+# show how far apart two runs of the same tool land on this machine.
+CONTROL=${CONTROL:-0}
 FATHOM="$(cd "$BUILD" && pwd)/tools/fathom"
 OUT=$(mktemp -d /tmp/fathom-bench.XXXXXX)
 fail() {
@@ -64,9 +67,11 @@ run_pair() {
     if [ \$t = pt ]; then port=\$p; else port=\$((p + 1)); fi
     if [ "\$FATHOM_VM_ID" = 0 ]; then
       if [ \$t = pt ]; then step pt_\$test.\$r ib_write_\$test \$PT -p \$port \$pt_args
+      elif [ "$CONTROL" = 1 ]; then step fa_\$test.\$r ib_write_\$test \$PT -p \$port \$pt_args
       else step fa_\$test.\$r "$FATHOM" perf write_\$test -p \$port --bind \$FATHOM_VM0_IP4 \$fa_args; fi
     else
       if [ \$t = pt ]; then retry pt_\$test.\$r ib_write_\$test \$PT -p \$port \$pt_args \$FATHOM_VM0_IP4
+      elif [ "$CONTROL" = 1 ]; then retry fa_\$test.\$r ib_write_\$test \$PT -p \$port \$pt_args \$FATHOM_VM0_IP4
       else retry fa_\$test.\$r "$FATHOM" perf write_\$test -p \$port \$fa_args \$FATHOM_VM0_IP4; fi
     fi
   done
@@ -120,6 +125,7 @@ PT_LAT=$(echo $PT_LATS | tr ' ' '\n' | median); FA_LAT=$(echo $FA_LATS | tr ' ' 
 echo "write_bw ${SIZE} B x ${ITERS}, BW average [MB/sec] per repetition: perftest $PT_BWS(median $PT_BW), fathom $FA_BWS(median $FA_BW)"
 echo "write_lat 2 B x ${LAT_ITERS}, t_typical [usec] per repetition: perftest $PT_LATS(median $PT_LAT), fathom $FA_LATS(median $FA_LAT)"
 echo "per-repetition ratios (fathom / perftest): write_bw $BW_RATIOS(median $(echo $BW_RATIOS | tr ' ' '\n' | median)), write_lat $LAT_RATIOS(median $(echo $LAT_RATIOS | tr ' ' '\n' | median))"
+[ "$CONTROL" = 1 ] && echo "CONTROL=1: perftest ran in fathom's slot too; the ratios below are the noise floor"
 echo "host load while it ran: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min; $(nproc) CPUs)"
 if [ "${KEEP:-0}" = 1 ]; then echo "outputs kept in $OUT"; else rm -rf "$OUT"; fi
 awk -v fb="$FA_BW" -v pb="$PT_BW" -v fl="$FA_LAT" -v pl="$PT_LAT" \
