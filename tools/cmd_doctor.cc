@@ -373,7 +373,17 @@ int RunDoctor(const DoctorFlags& f) {
     }
   }
   boot->reset();
-  if (root) (void)root->Wait(Picoseconds::FromSeconds(10));
+  if (root) {
+    (void)root->Wait(Picoseconds::FromSeconds(10));
+    // Strangers the root turned away (port scanners, a wrong token, another
+    // job on the same port) did not stop the run, but the operator should know.
+    const std::vector<std::string> rejected = root->Rejections();
+    if (!rejected.empty()) {
+      std::fprintf(stderr, "fathom doctor: the bootstrap root rejected %zu connection(s):\n",
+                   rejected.size());
+      for (const std::string& r : rejected) std::fprintf(stderr, "  %s\n", r.c_str());
+    }
+  }
   return flags.empty() ? kExitOk : kExitFailure;
 }
 

@@ -41,6 +41,8 @@ struct PerfFlags {
   int qps = 1;
   int mtu = 0;
   int timeout = 14;
+  int retry_cnt = 7;  // rxe treats 7 as infinite (ROCEV2.md)
+  bool events = false;
   int tcp_port = tb::kDefaultPort;
   std::string bind = "0.0.0.0";
   bool gbits = false;
@@ -63,12 +65,18 @@ struct Session {
   transport::RemoteBuffer remote;  // the peer's `local`
   uint64_t region = 0;             // bytes per QP region
   bool client = false;
+  bool events = false;  // -e: sleep on the completion channel
   transport::WallClock clock;
 };
 
 constexpr uint32_t kDoneImm = 0xfffffffe;
 
 bool IsBw(const std::string& t) { return t.ends_with("_bw"); }
+
+// The bandwidth client signals one WR in this many (perftest's CQ moderation,
+// -Q, default 100), at most half the TX depth so the queue never runs dry
+// while a signaled completion is on its way.
+int CqModeration(int tx_depth) { return std::max(1, std::min(100, tx_depth / 2)); }
 
 uint8_t PatternByte(uint64_t size, uint64_t i) {
   return static_cast<uint8_t>((i * 131 + size * 7 + (i >> 9)) & 0xff);
@@ -94,21 +102,41 @@ Status CheckPattern(const uint8_t* p, uint64_t size, uint64_t check_bytes, const
 uint64_t Addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
 // Polls the CQ once; on no progress for the stall deadline, fails naming the QP.
+// In event mode (-e) an empty poll sleeps on the completion channel instead
+// of spinning (perftest's -e): the CQ is armed at creation and re-armed by
+// HandleEvents() before the next poll, so no completion is missed.
 class Poller {
  public:
   Poller(Session& s, double stall_s) : s_(s), stall_(Picoseconds::FromSeconds(stall_s)) {
     last_progress_ = s_.clock.Now();
+    if (s_.events) events_cq_ = dynamic_cast<tv::VerbsCompletionQueue*>(s_.cq.get());
   }
   // Returns completions (0..16) or an error for a failed completion / stall.
+  // A failed completion's error says how long after the last progress it
+  // came: with a dead peer that is the QP's retry budget (timeout, retry_cnt).
   StatusOr<int> Poll(std::array<Completion, 16>& out) {
     const int n = s_.cq->Poll(out);
     if (n > 0) {
-      last_progress_ = s_.clock.Now();
+      const Picoseconds now = s_.clock.Now();
       for (int i = 0; i < n; ++i) {
         last_ = out[static_cast<size_t>(i)];
-        FATHOM_RETURN_IF_ERROR(transport::CompletionStatus(last_));
+        const Status st = transport::CompletionStatus(last_);
+        if (!st.ok()) {
+          char buf[96];
+          std::snprintf(buf, sizeof(buf), " (%.3f s after the last progress)",
+                        (now - last_progress_).seconds());
+          return Status(st.code(), st.message() + buf);
+        }
       }
+      last_progress_ = now;
       return n;
+    }
+    if (events_cq_ != nullptr) {
+      // DEADLINE_EXCEEDED only says that no event came in this slice.
+      const Status st = events_cq_->WaitForEvent(Picoseconds::FromSeconds(0.1));
+      if (!st.ok() && st.code() != StatusCode::kDeadlineExceeded) return st;
+      FATHOM_RETURN_IF_ERROR(CheckStall());
+      return 0;
     }
     if ((++idle_ & 1023) == 0) FATHOM_RETURN_IF_ERROR(CheckStall());
     return 0;
@@ -132,6 +160,7 @@ class Poller {
   Picoseconds last_progress_;
   Completion last_;
   uint64_t idle_ = 0;
+  tv::VerbsCompletionQueue* events_cq_ = nullptr;  // event mode only
 };
 
 transport::SendWr MakeWr(Session& s, int q, WrOpcode op, uint64_t size) {
@@ -165,7 +194,7 @@ StatusOr<tv::BwResult> RunBwClient(Session& s, const PerfFlags& f, uint64_t size
                       : f.test == "read_bw" ? WrOpcode::kRdmaRead
                                             : WrOpcode::kSend;
   const int depth = f.tx_depth;
-  const int cq_mod = std::max(1, std::min(100, depth / 2));
+  const int cq_mod = CqModeration(depth);
   const size_t nq = s.qps.size();
   std::vector<uint64_t> posted(nq, 0), done(nq, 0);
   std::vector<int> unsignaled(nq, 0);
@@ -243,15 +272,17 @@ Status RunSendBwServer(Session& s, const PerfFlags& f, uint64_t size) {
   }
 }
 
-// Spins until the last byte of our landing region holds `value`.
-Status WaitForByte(Session& s, Poller& poller, uint64_t size, uint8_t value) {
+// Spins until the last byte of our landing region holds `value`. Every 4096
+// spins it polls the CQ (errors, the stall deadline) and retires the signaled
+// send completions it finds from `*sends_in_flight`.
+Status WaitForByte(Session& s, Poller& poller, uint64_t size, uint8_t value, int* sends_in_flight) {
   volatile uint8_t* p = s.local.data() + size - 1;
   uint64_t spins = 0;
   while (*p != value) {
     if ((++spins & 4095) == 0) {
       std::array<Completion, 16> wcs;
       FATHOM_ASSIGN_OR_RETURN(int n, poller.Poll(wcs));
-      (void)n;
+      *sends_in_flight -= n;  // write_lat posts no receives: all are sends
       FATHOM_RETURN_IF_ERROR(poller.CheckStall());
     }
   }
@@ -286,13 +317,16 @@ StatusOr<tv::LatResult> RunLat(Session& s, const PerfFlags& f, uint64_t size) {
   auto send_one = [&](uint64_t i) -> Status {
     transport::SendWr wr = MakeWr(s, 0, is_write ? WrOpcode::kRdmaWrite : WrOpcode::kSend, size);
     if (is_write) s.src[size - 1] = static_cast<uint8_t>(i % 255 + 1);
-    // Signal periodically so the send queue never fills (perftest's cq_mod).
-    wr.signaled = (i % 64) == 63;
+    // Signal periodically so the send queue never fills (perftest's cq_mod),
+    // and the last one so that the drain below leaves the send queue empty.
+    wr.signaled = (i % 64) == 63 || i + 1 == f.iters;
     if (wr.signaled) ++sends_in_flight;
     return qp.PostSend(wr);
   };
   auto recv_one = [&](uint64_t i) -> Status {
-    if (is_write) return WaitForByte(s, poller, size, static_cast<uint8_t>(i % 255 + 1));
+    if (is_write) {
+      return WaitForByte(s, poller, size, static_cast<uint8_t>(i % 255 + 1), &sends_in_flight);
+    }
     for (;;) {
       FATHOM_ASSIGN_OR_RETURN(int n, poller.Poll(wcs));
       bool got = false;
@@ -329,7 +363,9 @@ StatusOr<tv::LatResult> RunLat(Session& s, const PerfFlags& f, uint64_t size) {
 
 Status Setup(Session& s, const PerfFlags& f, uint64_t max_size) {
   s.client = !f.server.empty();
+  s.events = f.events;
   tv::DeviceOptions d;
+  d.cq_mode = f.events ? tv::CqMode::kEvents : tv::CqMode::kBusyPoll;
   d.name = f.device;
   d.port = f.ib_port;
   d.rank = s.client ? 1 : 0;
@@ -371,6 +407,7 @@ Status Setup(Session& s, const PerfFlags& f, uint64_t max_size) {
   qo.max_send_wr = f.tx_depth + 2;
   qo.max_recv_wr = rx_depth;
   qo.timeout = f.timeout;
+  qo.retry_cnt = f.retry_cnt;
   qo.path_mtu = f.mtu;
   const int peer = s.client ? 0 : 1;
   for (int q = 0; q < f.qps; ++q) {
@@ -398,6 +435,11 @@ Status Setup(Session& s, const PerfFlags& f, uint64_t max_size) {
     std::printf(" Connection type : RC\n Mtu            : %d[B]\n Link type      : %s\n",
                 s.qps[0]->path_mtu(), i.link_layer.c_str());
     std::printf(" GID index      : %d (%s) %s\n", i.gid_index, i.gid_type.c_str(), i.gid.c_str());
+    std::printf(" Completions    : %s\n", f.events ? "events (completion channel)" : "polling");
+    if (IsBw(f.test) && s.client) {
+      std::printf(" TX depth       : %d\n CQ Moderation  : %d\n", f.tx_depth,
+                  CqModeration(f.tx_depth));
+    }
     for (int q = 0; q < f.qps; ++q) {
       const auto l = s.qps[static_cast<size_t>(q)]->LocalInfo();
       std::printf(" local address: LID %#06x QPN %#06x PSN %#08x RKey %#08x VAddr %#016llx\n",
@@ -448,12 +490,15 @@ StatusOr<std::string> RunSize(Session& s, const PerfFlags& f, uint64_t size) {
       result.assign(reinterpret_cast<const char*>(&*r), sizeof(tv::LatResult));
     run = r.status();
   }
+  // A local failure (a completion error, the stall deadline) is returned at
+  // once and RunPerf aborts the bootstrap with it, so the peer learns the
+  // reason from the root; meeting at a barrier instead would wait on a peer
+  // that may be gone with its whole host (the bootstrap root too).
+  if (!run.ok()) return run;
   // Meet again before verifying: a write_bw server takes no part in the run,
   // so only the client's completions (RC ACKs: the data is placed) tell it
   // that everything has landed.
-  // Both sides always meet (an error is reported after, in the AllGather).
-  Status met = s.rank->Barrier();
-  if (run.ok()) run = met;
+  run = s.rank->Barrier();
   if (run.ok() && f.verify) {
     // The receiving side checks what landed: the server for writes and sends,
     // the client for reads. write_lat's last byte carries the iteration count.
@@ -482,6 +527,12 @@ int RunPerf(const PerfFlags& in) {
   const bool bw = IsBw(f.test);
   if (f.size == 0) f.size = bw ? 65536 : 2;
   if (f.iters == 0) f.iters = bw ? 5000 : 1000;
+  if (f.events && f.test == "write_lat") {
+    std::fprintf(stderr,
+                 "fathom perf: -e does not apply to write_lat (it polls memory for the peer's "
+                 "write, not the CQ)\n");
+    return kExitUsage;
+  }
   if (f.duration > 0 && !bw) {
     std::fprintf(stderr, "fathom perf: -D is supported by the _bw tests only\n");
     return kExitUsage;
@@ -507,7 +558,10 @@ int RunPerf(const PerfFlags& in) {
   }
   std::vector<tv::BwResult> bws;
   std::vector<tv::LatResult> lats;
-  if (!f.json) std::printf("%s", bw ? tv::BwHeader(f.gbits).c_str() : tv::LatHeader().c_str());
+  if (!f.json) {
+    std::printf("%s", bw ? tv::BwHeader(f.gbits).c_str() : tv::LatHeader().c_str());
+    std::fflush(stdout);  // a watcher of a redirected output sees the run start
+  }
   for (uint64_t size : sizes) {
     auto r = RunSize(s, f, size);
     if (!r.ok()) {
@@ -538,6 +592,9 @@ int RunPerf(const PerfFlags& in) {
                 bw ? tv::BwJson(f.test, bws, f.gbits).c_str() : tv::LatJson(f.test, lats).c_str());
   } else {
     std::printf("%s", tv::Rule().c_str());
+    if (auto* vcq = dynamic_cast<tv::VerbsCompletionQueue*>(s.cq.get()); vcq && f.events) {
+      std::printf(" Completion events: %llu\n", static_cast<unsigned long long>(vcq->events()));
+    }
   }
   for (const auto& e : s.device->TakeAsyncEvents()) {
     std::fprintf(stderr, "fathom perf: async event %s on %s\n", e.type.c_str(), e.detail.c_str());
@@ -578,6 +635,9 @@ FATHOM_REGISTER_COMMAND(
               ->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
           sub->add_option("-u,--qp-timeout", f->timeout, "QP timeout (4.096 us * 2^u)")
               ->check(CLI::Range(0, 31));
+          sub->add_option("--retry-cnt", f->retry_cnt, "QP retry_cnt (7; rxe: 7 = forever)")
+              ->check(CLI::Range(0, 7));
+          sub->add_flag("-e,--events", f->events, "sleep on CQ events instead of polling");
           sub->add_option("-p,--port", f->tcp_port, "bootstrap TCP port (18515)")
               ->check(CLI::Range(1, 65535));
           sub->add_option("--bind", f->bind, "server: address to listen on (0.0.0.0)");

@@ -257,6 +257,75 @@ TEST_F(LoopbackTest, BadRkeyGivesRemoteAccessErrorNamingThePeer) {
   EXPECT_NE(DescribeCompletion(out[0]).find("IBV_WC_REM_ACCESS_ERR"), std::string::npos);
 }
 
+// Event mode (a completion channel): a receive completes while the receiver
+// sleeps in WaitForEvent(), which returns with the event acknowledged and the
+// CQ re-armed, so a second message wakes it again. With nothing pending the
+// wait ends with DEADLINE_EXCEEDED after its timeout instead of blocking.
+TEST(EventModeTest, CompletionChannelWakesTheWaiterForEachMessage) {
+  DeviceOptions o = Options();
+  o.cq_mode = CqMode::kEvents;
+  auto dev = OpenDevice(o);
+  if (!dev.ok() && dev.status().code() == StatusCode::kNotFound) {
+    GTEST_SKIP() << "no RDMA device here: " << dev.status().message();
+  }
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  Device& d = **dev;
+  std::vector<uint8_t> a(4096, 0x5a), b(4096, 0);
+  auto mra = d.RegisterMemory(a.data(), a.size(), kAccessAll);
+  auto mrb = d.RegisterMemory(b.data(), b.size(), kAccessAll);
+  ASSERT_TRUE(mra.ok() && mrb.ok());
+  auto cqa = d.CreateCq(64);
+  auto cqb = d.CreateCq(64);
+  ASSERT_TRUE(cqa.ok() && cqb.ok());
+  auto* events_b = dynamic_cast<VerbsCompletionQueue*>(cqb->get());
+  ASSERT_NE(events_b, nullptr);
+  EXPECT_GE(events_b->event_fd(), 0);
+  QpOptions qo;
+  qo.timeout = 14;
+  qo.retry_cnt = 3;
+  auto qa = d.CreateQp(1, qo, cqa->get());
+  auto qb = d.CreateQp(0, qo, cqb->get());
+  ASSERT_TRUE(qa.ok() && qb.ok());
+  ASSERT_TRUE((*qa)->Connect((*qb)->LocalInfo()).ok());
+  ASSERT_TRUE((*qb)->Connect((*qa)->LocalInfo()).ok());
+
+  const Status idle = events_b->WaitForEvent(Picoseconds::FromSeconds(0.2));
+  EXPECT_EQ(idle.code(), StatusCode::kDeadlineExceeded) << idle.ToString();
+  for (int msg = 0; msg < 2; ++msg) {
+    ASSERT_TRUE(
+        (*qb)
+            ->PostRecv({10u + msg, {reinterpret_cast<uint64_t>(b.data()), 4096, (*mrb)->lkey()}})
+            .ok());
+    SendWr s;
+    s.wr_id = 20u + msg;
+    s.sge = {reinterpret_cast<uint64_t>(a.data()), 4096, (*mra)->lkey()};
+    ASSERT_TRUE((*qa)->PostSend(s).ok());
+    std::array<Completion, 4> got;
+    int n = (*cqb)->Poll(got);
+    for (int waits = 0; n == 0 && waits < 50; ++waits) {
+      const Status w = events_b->WaitForEvent(Picoseconds::FromSeconds(0.2));
+      ASSERT_TRUE(w.ok() || w.code() == StatusCode::kDeadlineExceeded) << w.ToString();
+      n = (*cqb)->Poll(got);
+    }
+    ASSERT_EQ(n, 1) << "message " << msg << ": no receive completion within 10 s";
+    EXPECT_TRUE(CompletionStatus(got[0]).ok()) << DescribeCompletion(got[0]);
+    EXPECT_EQ(got[0].wr_id, 10u + msg);
+    EXPECT_EQ(got[0].byte_len, 4096u);
+    // The completion may have been there before the first wait: its event is
+    // then still queued on the channel, and HandleEvents() drains it.
+    ASSERT_TRUE(events_b->HandleEvents().ok());
+    EXPECT_EQ(events_b->events(), static_cast<uint64_t>(msg + 1))
+        << "each message is one event on an armed CQ";
+    std::vector<Completion> sent;
+    WallClock clock;
+    ASSERT_TRUE(
+        WaitForCompletions(clock, **cqa, **qa, 1, Picoseconds::FromSeconds(20), &sent).ok());
+  }
+  EXPECT_EQ(b, a);
+  qa->reset();
+  qb->reset();
+}
+
 TEST(DeviceInfoTest, ReportsPortAndGidFacts) {
   auto dev = OpenDevice(Options());
   if (!dev.ok() && dev.status().code() == StatusCode::kNotFound) {

@@ -3,9 +3,15 @@
 // on VM 1 (CASES.md 1-4): every transfer must still succeed at the
 // negotiated path MTU, and doctor must flag the mismatch.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "testbed/testbed.h"
 
@@ -16,6 +22,7 @@ using std::chrono::seconds;
 
 const std::string kBin = FATHOM_BINARY_DIR;
 const std::string kFathom = kBin + "/tools/fathom";
+const std::string kHostile = kBin + "/tests/bootstrap/bootstrap_hostile_client";
 // The server's own bootstrap rank connects to the bind address: the VMs'
 // loopback interface is not configured, so 127.0.0.1 would not answer.
 const std::string kServerBind = " --bind $FATHOM_VM0_IP4";
@@ -95,7 +102,8 @@ TEST_F(VerbsVmTest, PerfMovesVerifiedDataBetweenVmsAtTheNegotiatedMtu) {
   }
   for (const std::string test : {"write_lat", "send_lat", "read_lat"}) {
     for (const std::string size : {"1", "4095", "65536"}) {
-      const std::string flags = " " + test + " -s " + size + " -n 50 --verify --json -p 18601";
+      // 130 iterations: more than two signaled sends (one per 64) and the last.
+      const std::string flags = " " + test + " -s " + size + " -n 130 --verify --json -p 18601";
       auto r = Pair(kFathom + " perf" + flags + kServerBind,
                     kFathom + " perf" + flags + " $FATHOM_VM0_IP4", seconds(240));
       EXPECT_EQ(r.second.exit_status, 0) << test << " " << size << "\n" << Describe(r);
@@ -141,6 +149,123 @@ TEST_F(VerbsVmTest, KilledPeerGivesACompletionErrorNotAHang) {
   EXPECT_TRUE(err.find("completion IBV_WC_") != std::string::npos ||
               err.find("no progress") != std::string::npos)
       << Describe(r);
+}
+
+TEST_F(VerbsVmTest, EventModeCqMovesVerifiedDataBetweenVms) {
+  // -e: both sides sleep on the completion channel instead of spinning.
+  for (const std::string test : {"write_bw", "send_bw", "send_lat", "read_lat"}) {
+    const std::string flags = " " + test + " -e -s 65536 -n 130 --verify -p 18605";
+    auto r = Pair(kFathom + " perf" + flags + kServerBind,
+                  kFathom + " perf" + flags + " $FATHOM_VM0_IP4", seconds(240));
+    EXPECT_EQ(r.first.exit_status, 0) << test << "\n" << Describe(r);
+    EXPECT_EQ(r.second.exit_status, 0) << test << "\n" << Describe(r);
+    const std::string& out = r.second.stdout_text;
+    EXPECT_NE(out.find("Completions    : events (completion channel)"), std::string::npos)
+        << Describe(r);
+    // The client woke on at least one event (it posts, then waits).
+    const size_t at = out.find(" Completion events: ");
+    ASSERT_NE(at, std::string::npos) << Describe(r);
+    EXPECT_GT(std::atoll(out.c_str() + at + 20), 0) << Describe(r);
+    std::printf("[   INFO   ] %s -e: client woke on %lld completion events\n", test.c_str(),
+                std::atoll(out.c_str() + at + 20));
+  }
+}
+
+TEST_F(VerbsVmTest, BootstrapRootServesTheRealRanksWhileHostileClientsHitItFromTheOtherVm) {
+  // The root (doctor rank 0) in VM 0 has a token; from VM 1 a real TCP client
+  // sends garbage, a 2 GiB length prefix, a Hello of a wrong protocol version
+  // and a Hello with a wrong token, each answered with an Error; then the
+  // real rank 1 joins from the same VM and the run completes.
+  const std::string common = kFathom + " doctor -n 2 -p 18604 --token s3cret -u 17 --retry-cnt 6";
+  auto r = Pair(common + " -r 0 --bind $FATHOM_VM0_IP4",
+                kHostile + " $FATHOM_VM0_IP4 18604; echo \"hostile rc=$?\"; " + common +
+                    " -r 1 --root $FATHOM_VM0_IP4",
+                seconds(240));
+  const std::string& client = r.second.stdout_text;
+  EXPECT_NE(client.find("hostile rc=0"), std::string::npos) << Describe(r);
+  for (const std::string answer :
+       {"garbage: root answered Error: bad frame magic",
+        "oversized: root answered Error: oversized message: length prefix 2147483647",
+        "version: root answered Error: wrong protocol version 42",
+        "token: root answered Error: wrong token"}) {
+    EXPECT_NE(client.find(answer), std::string::npos) << answer << "\n" << Describe(r);
+  }
+  // The root logged each rejection with the stranger's address, and the real
+  // ranks still ran the whole check (exit 1: the MTU mismatch is a finding).
+  EXPECT_NE(r.first.stderr_text.find("the bootstrap root rejected 4 connection(s)"),
+            std::string::npos)
+      << Describe(r);
+  EXPECT_NE(r.first.stderr_text.find("192.0.2.2:"), std::string::npos) << Describe(r);
+  EXPECT_EQ(r.first.exit_status, 1) << Describe(r);
+  EXPECT_NE(r.first.stdout_text.find("all-pairs check: 2 of 2 directions ok"), std::string::npos)
+      << Describe(r);
+}
+
+// A peer VM dies (qemu SIGKILL) in the middle of a write_bw: its rxe never
+// answers again, so the survivor's requester times out retry_cnt + 1 times
+// (4.096 us * 2^timeout each) and completes the WR with IBV_WC_RETRY_EXC_ERR.
+// Its own testbed, since the kill ends it.
+TEST(VerbsVmKillTest, KilledPeerVmGivesRetryExceededWithinTheQpRetryBudget) {
+  TestbedOptions o;
+  o.num_vms = 2;
+  auto tb_or = Testbed::Start(o);
+  ASSERT_TRUE(tb_or.ok()) << tb_or.status().ToString();
+  Testbed& tb = **tb_or;
+  constexpr int kTimeout = 14;  // 67.1 ms
+  constexpr int kRetryCnt = 3;  // below 7, which rxe treats as infinite
+  const double budget_s = (kRetryCnt + 1) * 4.096e-6 * (1 << kTimeout);
+  // The margin covers TCG's timer slack and the gap between the survivor's
+  // last completion (one per 64 x 4 KiB) and the kill.
+  constexpr double kMarginS = 3.0;
+  // The stall deadline is far beyond the bound: if rxe retried forever the
+  // error would be "no progress", and the test would fail.
+  const std::string flags = " write_bw -s 4096 -D 120 -u " + std::to_string(kTimeout) +
+                            " --retry-cnt " + std::to_string(kRetryCnt) +
+                            " --stall-timeout 60 -p 18606";
+  auto hs = tb.Launch(0, kFathom + " perf" + flags + kServerBind + "\n", seconds(200));
+  ASSERT_TRUE(hs.ok()) << hs.status().ToString();
+  auto hc = tb.Launch(1, kFathom + " perf" + flags + " $FATHOM_VM0_IP4 > client.out 2>&1\n",
+                      seconds(200));
+  ASSERT_TRUE(hc.ok()) << hc.status().ToString();
+  // Wait until the client printed its table header (connected; the run
+  // starts at the next barrier), let the transfer run, then kill VM 0.
+  const auto out_path = tb.vm(1).share / "out" / "client.out";
+  bool running = false;
+  for (int i = 0; i < 1200 && !running; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::ifstream in(out_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    running = ss.str().find("#bytes") != std::string::npos;
+  }
+  ASSERT_TRUE(running) << "the client never connected (" << out_path << ")";
+  std::this_thread::sleep_for(seconds(5));
+  ASSERT_EQ(kill(tb.vm(0).pid, SIGKILL), 0);
+  auto s = tb.Wait(*hs);
+  EXPECT_FALSE(s.ok());  // "vm0 died"
+  auto c = tb.Wait(*hc);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  std::ifstream in(out_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string out = ss.str();
+  EXPECT_FALSE(c->timed_out) << out;
+  EXPECT_EQ(c->exit_status, 1) << out;
+  ASSERT_NE(out.find("completion IBV_WC_RETRY_EXC_ERR"), std::string::npos) << out;
+  const std::string kAfter = " s after the last progress";
+  const size_t at = out.find(kAfter);
+  ASSERT_NE(at, std::string::npos) << out;
+  const size_t open = out.rfind('(', at);
+  ASSERT_NE(open, std::string::npos) << out;
+  const double waited_s = std::atof(out.c_str() + open + 1);
+  std::printf(
+      "[   INFO   ] survivor: IBV_WC_RETRY_EXC_ERR %.3f s after its last progress "
+      "(retry budget %.3f s + margin %.1f s)\n",
+      waited_s, budget_s, kMarginS);
+  EXPECT_LE(waited_s, budget_s + kMarginS)
+      << "retry budget " << budget_s << " s (retry_cnt " << kRetryCnt << ", timeout " << kTimeout
+      << ") + margin " << kMarginS << " s\n"
+      << out;
 }
 
 }  // namespace

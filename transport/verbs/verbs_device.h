@@ -53,6 +53,8 @@ class VerbsCompletionQueue : public CompletionQueue {
   // Sleeps up to `timeout` for a completion event, then HandleEvents().
   // Returns DEADLINE_EXCEEDED when none came. Busy-poll mode: returns at once.
   virtual Status WaitForEvent(Picoseconds timeout) = 0;
+  // Completion events read from the channel so far (0 in busy-poll mode).
+  virtual uint64_t events() const = 0;
 };
 
 // Names of the RDMA devices present ("rxe0"). An empty list is not an error.

@@ -85,6 +85,7 @@ class VerbsCq final : public VerbsCompletionQueue {
   int event_fd() const override { return channel_ ? channel_->fd : -1; }
   Status HandleEvents() override;
   Status WaitForEvent(Picoseconds timeout) override;
+  uint64_t events() const override { return events_; }
 
   ibv_cq* cq() const { return cq_.get(); }
   void Attach(uint32_t qpn, VerbsQp* qp) { qps_[qpn] = qp; }
@@ -96,6 +97,7 @@ class VerbsCq final : public VerbsCompletionQueue {
   std::unordered_map<uint32_t, VerbsQp*> qps_;
   std::function<void()> notify_;
   unsigned int unacked_events_ = 0;
+  uint64_t events_ = 0;
   int* live_;
 };
 

@@ -119,6 +119,7 @@ Status VerbsCq::HandleEvents() {
       return VerbsError("ibv_get_cq_event", "fd=" + std::to_string(channel_->fd), errno);
     }
     any = true;
+    ++events_;
     // Acks are batched: ibv_ack_cq_events takes a mutex.
     if (++unacked_events_ >= 64) {
       ibv_ack_cq_events(cq_.get(), unacked_events_);
