@@ -48,8 +48,12 @@ RunOutcome Driver::Run(const std::vector<RankCollective*>& colls) {
         }
       }
     }
-    out.status = Aborted(s.message() + "; collective aborted on all " +
-                         std::to_string(colls.size()) + " ranks driven here");
+    // One rank per process (verbs): the caller tells the other ranks.
+    out.status = Aborted(s.message() +
+                         (comms_.size() == 1 && comms_[0]->nranks() > 1
+                              ? "; collective aborted on rank " + std::to_string(comms_[0]->rank())
+                              : "; collective aborted on all " + std::to_string(colls.size()) +
+                                    " ranks driven here"));
     out.report = out.status.message() + "\n" + AsyncEventLines();
     out.end = clock_->Now();
     return out;
