@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include "tests/cli_run.h"
 #include "transport/verbs/verbs_device.h"
 
 namespace fathom::transport::coll {
@@ -16,22 +17,9 @@ namespace {
 
 const std::string kFathom = std::string(FATHOM_BINARY_DIR) + "/tools/fathom";
 
-struct ShellRun {
-  int exit_code = -1;
-  std::string out;
-};
+using ShellRun = test_util::CommandResult;
 
-ShellRun Shell(const std::string& cmd) {
-  ShellRun r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+ShellRun Shell(const std::string& cmd) { return test_util::RunCommand(cmd); }
 
 bool HasDevice() {
   auto names = verbs::ListDeviceNames();

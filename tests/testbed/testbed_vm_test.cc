@@ -17,6 +17,7 @@
 
 #include "testbed/process.h"
 #include "testbed/testbed.h"
+#include "tests/cli_run.h"
 
 namespace fathom::testbed {
 namespace {
@@ -102,15 +103,9 @@ double BwAverage(const std::string& out) {
 }
 
 std::string RunFathom(const std::string& args) {
-  const std::string cmd = std::string(FATHOM_BINARY_DIR) + "/tools/fathom " + args;
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
+  return test_util::RunCommand(std::string(FATHOM_BINARY_DIR) + "/tools/fathom " + args,
+                               /*merge_stderr=*/false)
+      .out;
 }
 
 int64_t JsonInt(const std::string& json, const std::string& key) {

@@ -9,26 +9,16 @@
 #include <fstream>
 #include <string>
 
+#include "tests/cli_run.h"
+
 namespace {
 
 using ::testing::HasSubstr;
 
-struct Result {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr together
-};
+using Result = fathom::test_util::CommandResult;
 
 Result RunTopo(const std::string& args) {
-  const std::string cmd = std::string(FATHOM_TOPO_CLI) + " topo " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return fathom::test_util::RunCommand(std::string(FATHOM_TOPO_CLI) + " topo " + args);
 }
 
 TEST(CmdTopoTest, PresetTextSummary) {

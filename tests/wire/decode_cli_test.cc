@@ -12,27 +12,16 @@
 #include <map>
 #include <string>
 
+#include "tests/cli_run.h"
 #include "tests/wire/wire_test_util.h"
 
 namespace fathom::wire {
 namespace {
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr
-};
+using CliRun = test_util::CommandResult;
 
 CliRun Decode(const std::string& args) {
-  const std::string cmd = std::string(FATHOM_BINARY_DIR) + "/tools/fathom decode " + args + " 2>&1";
-  CliRun r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) r.out.append(buf, n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return test_util::RunCommand(std::string(FATHOM_BINARY_DIR) + "/tools/fathom decode " + args);
 }
 
 // A strict JSON reader that flattens numbers and strings into paths:
