@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "testbed/testbed.h"
+#include "tests/testbed/shared_testbed.h"
 
 namespace fathom::testbed {
 namespace {
@@ -50,28 +51,15 @@ std::vector<std::vector<std::string>> Rows(const std::string& out) {
   return rows;
 }
 
-class CollVmTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+class CollVmTest : public SharedTestbedTest<CollVmTest> {
+ public:
+  static TestbedOptions Options() {
     TestbedOptions o;
     o.num_vms = 2;
-    auto tb = Testbed::Start(o);
-    if (tb.ok()) {
-      tb_ = tb->release();
-    } else {
-      error_ = new std::string(tb.status().ToString());
-    }
-  }
-  static void TearDownTestSuite() {
-    delete tb_;
-    tb_ = nullptr;
-    delete error_;
-    error_ = nullptr;
-  }
-  void SetUp() override {
-    if (tb_ == nullptr) FAIL() << "testbed did not start: " << (error_ ? *error_ : "");
+    return o;
   }
 
+ protected:
   struct Result {
     CommandResult vm0, vm1;
     std::string Describe() const {
@@ -137,12 +125,7 @@ class CollVmTest : public ::testing::Test {
         << r.Describe();
     std::printf("%s", r.vm0.stdout_text.c_str());
   }
-
-  static Testbed* tb_;
-  static std::string* error_;
 };
-Testbed* CollVmTest::tb_ = nullptr;
-std::string* CollVmTest::error_ = nullptr;
 
 // Sizes: 4 KiB .. 1 MiB by 16 (3 rows); 1 MiB is two 512 KiB chunks.
 const std::string kSizes = " -b 4K -e 1M -f 16 -n 2 -w 1";

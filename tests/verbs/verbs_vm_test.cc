@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "testbed/testbed.h"
+#include "tests/testbed/shared_testbed.h"
 
 namespace fathom::testbed {
 namespace {
@@ -28,29 +29,16 @@ const std::string kHostile = kBin + "/tests/bootstrap/bootstrap_hostile_client";
 const std::string kServerBind = " --bind $FATHOM_VM0_IP4";
 
 // One testbed for the whole suite: VM time is precious.
-class VerbsVmTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+class VerbsVmTest : public SharedTestbedTest<VerbsVmTest> {
+ public:
+  static TestbedOptions Options() {
     TestbedOptions o;
     o.num_vms = 2;
     o.mtus = {9000, 1500};
-    auto tb = Testbed::Start(o);
-    if (tb.ok()) {
-      tb_ = tb->release();
-    } else {
-      error_ = new std::string(tb.status().ToString());
-    }
-  }
-  static void TearDownTestSuite() {
-    delete tb_;
-    tb_ = nullptr;
-    delete error_;
-    error_ = nullptr;
-  }
-  void SetUp() override {
-    if (tb_ == nullptr) FAIL() << "testbed did not start: " << (error_ ? *error_ : "");
+    return o;
   }
 
+ protected:
   // Server in VM 0 and client in VM 1 (the client retries until the server's
   // bootstrap root is up, which the bootstrap does by itself).
   std::pair<CommandResult, CommandResult> Pair(const std::string& server, const std::string& client,
@@ -74,12 +62,7 @@ class VerbsVmTest : public ::testing::Test {
            r.first.stderr_text + "\nclient rc=" + std::to_string(r.second.exit_status) + "\n" +
            r.second.stdout_text + r.second.stderr_text;
   }
-
-  static Testbed* tb_;
-  static std::string* error_;
 };
-Testbed* VerbsVmTest::tb_ = nullptr;
-std::string* VerbsVmTest::error_ = nullptr;
 
 TEST_F(VerbsVmTest, DeviceTestsPassOnRealRxe) {
   // Loopback QPs on one rxe: SEND/RECV, WRITE, WRITE_WITH_IMM, READ, atomics,
