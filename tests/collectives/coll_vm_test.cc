@@ -51,6 +51,50 @@ std::vector<std::vector<std::string>> Rows(const std::string& out) {
   return rows;
 }
 
+struct Result {
+  CommandResult vm0, vm1;
+  std::string Describe() const {
+    return "vm0 rc=" + std::to_string(vm0.exit_status) + (vm0.timed_out ? " (timed out)" : "") +
+           "\n" + vm0.stdout_text + vm0.stderr_text +
+           "\nvm1 rc=" + std::to_string(vm1.exit_status) + (vm1.timed_out ? " (timed out)" : "") +
+           "\n" + vm1.stdout_text + vm1.stderr_text;
+  }
+};
+
+// `nranks` ranks over the two VMs: even ranks in VM 0 (rank 0 in the
+// foreground), odd ranks in VM 1. Background ranks' output and exit status
+// are appended to the VM's output.
+Result RunRanks(Testbed& tb, const std::string& args, int nranks, int port, seconds timeout) {
+  std::string script[2];
+  for (int vm = 0; vm < 2; ++vm) {
+    std::string bg, fg;
+    for (int r = vm; r < nranks; r += 2) {
+      const std::string cmd = CollCmd(args, nranks, r, port);
+      if (r < 2) {
+        fg = cmd;
+      } else {
+        const std::string f = "r" + std::to_string(r) + ".out";
+        bg += "(" + cmd + " > " + f + " 2>&1; echo \"rank " + std::to_string(r) + " rc=$?\" >> " +
+              f + ") & ";
+      }
+    }
+    script[vm] = bg + fg + "; rc=$?; wait; cat r*.out 2>/dev/null; exit $rc\n";
+  }
+  Result res;
+  auto h0 = tb.Launch(0, script[0], timeout);
+  auto h1 = tb.Launch(1, script[1], timeout);
+  EXPECT_TRUE(h0.ok() && h1.ok());
+  if (h1.ok()) {
+    auto r = tb.Wait(*h1);
+    if (r.ok()) res.vm1 = *r;
+  }
+  if (h0.ok()) {
+    auto r = tb.Wait(*h0);
+    if (r.ok()) res.vm0 = *r;
+  }
+  return res;
+}
+
 class CollVmTest : public SharedTestbedTest<CollVmTest> {
  public:
   static TestbedOptions Options() {
@@ -60,51 +104,6 @@ class CollVmTest : public SharedTestbedTest<CollVmTest> {
   }
 
  protected:
-  struct Result {
-    CommandResult vm0, vm1;
-    std::string Describe() const {
-      return "vm0 rc=" + std::to_string(vm0.exit_status) + (vm0.timed_out ? " (timed out)" : "") +
-             "\n" + vm0.stdout_text + vm0.stderr_text +
-             "\nvm1 rc=" + std::to_string(vm1.exit_status) + (vm1.timed_out ? " (timed out)" : "") +
-             "\n" + vm1.stdout_text + vm1.stderr_text;
-    }
-  };
-
-  // `nranks` ranks over the two VMs: even ranks in VM 0 (rank 0 in the
-  // foreground), odd ranks in VM 1. Background ranks' output and exit status
-  // are appended to the VM's output.
-  static Result RunRanks(Testbed& tb, const std::string& args, int nranks, int port,
-                         seconds timeout) {
-    std::string script[2];
-    for (int vm = 0; vm < 2; ++vm) {
-      std::string bg, fg;
-      for (int r = vm; r < nranks; r += 2) {
-        const std::string cmd = CollCmd(args, nranks, r, port);
-        if (r < 2) {
-          fg = cmd;
-        } else {
-          const std::string f = "r" + std::to_string(r) + ".out";
-          bg += "(" + cmd + " > " + f + " 2>&1; echo \"rank " + std::to_string(r) + " rc=$?\" >> " +
-                f + ") & ";
-        }
-      }
-      script[vm] = bg + fg + "; rc=$?; wait; cat r*.out 2>/dev/null; exit $rc\n";
-    }
-    Result res;
-    auto h0 = tb.Launch(0, script[0], timeout);
-    auto h1 = tb.Launch(1, script[1], timeout);
-    EXPECT_TRUE(h0.ok() && h1.ok());
-    if (h1.ok()) {
-      auto r = tb.Wait(*h1);
-      if (r.ok()) res.vm1 = *r;
-    }
-    if (h0.ok()) {
-      auto r = tb.Wait(*h0);
-      if (r.ok()) res.vm0 = *r;
-    }
-    return res;
-  }
-
   // Every rank exited 0 and rank 0's table has `sizes` rows, each with
   // #wrong 0 out of place and in place.
   static void ExpectCorrect(const Result& r, int nranks, size_t sizes) {
@@ -196,21 +195,15 @@ TEST(CollVmHang, MtuMismatchHangsLargeAllreducesAndTheWatchdogNamesTheStuckQps) 
   auto tb_or = Testbed::Start(o);
   ASSERT_TRUE(tb_or.ok()) << tb_or.status().ToString();
   Testbed& tb = **tb_or;
-  auto cmd = [](int rank, const std::string& args, int port) {
-    return CollCmd("allreduce --algo ring " + args, 2, rank, port) + "\n";
+  auto run = [&tb](const std::string& args, int port) {
+    return RunRanks(tb, "allreduce --algo ring " + args, 2, port, seconds(150));
   };
   // Small: 256 B (two 128-byte chunks): every frame fits; correct results.
-  const std::string small = "-b 256 -e 256 -n 2 -w 1 --timeout 20";
-  auto s0 = tb.Launch(0, cmd(0, small, 18730), seconds(120));
-  auto s1 = tb.Launch(1, cmd(1, small, 18730), seconds(120));
-  ASSERT_TRUE(s0.ok() && s1.ok());
-  auto sr1 = tb.Wait(*s1);
-  auto sr0 = tb.Wait(*s0);
-  ASSERT_TRUE(sr0.ok() && sr1.ok());
-  EXPECT_EQ(sr0->exit_status, 0) << sr0->stdout_text << sr0->stderr_text;
-  EXPECT_EQ(sr1->exit_status, 0) << sr1->stdout_text << sr1->stderr_text;
-  const auto rows = Rows(sr0->stdout_text);
-  ASSERT_EQ(rows.size(), 1u) << sr0->stdout_text;
+  const Result sr = run("-b 256 -e 256 -n 2 -w 1 --timeout 20", 18730);
+  EXPECT_EQ(sr.vm0.exit_status, 0) << sr.Describe();
+  EXPECT_EQ(sr.vm1.exit_status, 0) << sr.Describe();
+  const auto rows = Rows(sr.vm0.stdout_text);
+  ASSERT_EQ(rows.size(), 1u) << sr.Describe();
   EXPECT_EQ(rows[0][8], "0");
   EXPECT_EQ(rows[0][12], "0");
 
@@ -218,20 +211,14 @@ TEST(CollVmHang, MtuMismatchHangsLargeAllreducesAndTheWatchdogNamesTheStuckQps) 
   // (retry_cnt 7), and nothing completes. The watchdog (20 s) must end it:
   // the command's own limit (20 s + bootstrap and teardown margin) is far
   // beyond that, so a timeout here is a watchdog that did not fire.
-  const std::string large = "-b 64K -e 64K -n 2 -w 1 --timeout 20";
-  auto l0 = tb.Launch(0, cmd(0, large, 18731), seconds(150));
-  auto l1 = tb.Launch(1, cmd(1, large, 18731), seconds(150));
-  ASSERT_TRUE(l0.ok() && l1.ok());
-  auto lr1 = tb.Wait(*l1);
-  auto lr0 = tb.Wait(*l0);
-  ASSERT_TRUE(lr0.ok() && lr1.ok());
-  const std::string out0 = lr0->stdout_text + lr0->stderr_text;
-  const std::string out1 = lr1->stdout_text + lr1->stderr_text;
-  const std::string both = "rank 0:\n" + out0 + "\nrank 1:\n" + out1;
-  EXPECT_FALSE(lr0->timed_out) << both;
-  EXPECT_FALSE(lr1->timed_out) << both;
-  EXPECT_EQ(lr0->exit_status, 1) << both;
-  EXPECT_EQ(lr1->exit_status, 1) << both;
+  const Result lr = run("-b 64K -e 64K -n 2 -w 1 --timeout 20", 18731);
+  const std::string out0 = lr.vm0.stdout_text + lr.vm0.stderr_text;
+  const std::string out1 = lr.vm1.stdout_text + lr.vm1.stderr_text;
+  const std::string both = lr.Describe();
+  EXPECT_FALSE(lr.vm0.timed_out) << both;
+  EXPECT_FALSE(lr.vm1.timed_out) << both;
+  EXPECT_EQ(lr.vm0.exit_status, 1) << both;
+  EXPECT_EQ(lr.vm1.exit_status, 1) << both;
   // At least one rank's own watchdog fired and named a stuck QP toward its
   // peer, NCCL-style; the other stopped with it (its own watchdog, or the
   // abort the first one sent through the bootstrap).
@@ -255,19 +242,13 @@ TEST(CollVmHang, MtuMismatchHangsLargeAllreducesAndTheWatchdogNamesTheStuckQps) 
   // The same drop with a finite retry count (rxe retries forever only at 7):
   // after 3 x 537 ms the requester completes with IBV_WC_RETRY_EXC_ERR (12),
   // and every rank stops naming the status, the peer and the QP.
-  const std::string finite = "-b 64K -e 64K -n 2 -w 1 --timeout 20 --retry-cnt 2";
-  auto e0 = tb.Launch(0, cmd(0, finite, 18732), seconds(150));
-  auto e1 = tb.Launch(1, cmd(1, finite, 18732), seconds(150));
-  ASSERT_TRUE(e0.ok() && e1.ok());
-  auto er1 = tb.Wait(*e1);
-  auto er0 = tb.Wait(*e0);
-  ASSERT_TRUE(er0.ok() && er1.ok());
-  const std::string err0 = er0->stdout_text + er0->stderr_text;
-  const std::string err1 = er1->stdout_text + er1->stderr_text;
-  const std::string err_both = "rank 0:\n" + err0 + "\nrank 1:\n" + err1;
-  EXPECT_FALSE(er0->timed_out || er1->timed_out) << err_both;
-  EXPECT_EQ(er0->exit_status, 1) << err_both;
-  EXPECT_EQ(er1->exit_status, 1) << err_both;
+  const Result er = run("-b 64K -e 64K -n 2 -w 1 --timeout 20 --retry-cnt 2", 18732);
+  const std::string err0 = er.vm0.stdout_text + er.vm0.stderr_text;
+  const std::string err1 = er.vm1.stdout_text + er.vm1.stderr_text;
+  const std::string err_both = er.Describe();
+  EXPECT_FALSE(er.vm0.timed_out || er.vm1.timed_out) << err_both;
+  EXPECT_EQ(er.vm0.exit_status, 1) << err_both;
+  EXPECT_EQ(er.vm1.exit_status, 1) << err_both;
   const std::regex error12(
       R"(rank ([01]) -> rank ([01]) channel 0: completion IBV_WC_RETRY_EXC_ERR .* qpn 0x[0-9a-f]+)");
   EXPECT_TRUE(std::regex_search(err0, error12) || std::regex_search(err1, error12)) << err_both;
