@@ -38,10 +38,8 @@ uint32_t Engine::NewSlot() {
   return static_cast<uint32_t>(bodies_.size() - 1);
 }
 
-void Engine::Push(const Key& k) {
-  size_t i = heap_.size();
-  heap_.push_back(k);
-  if (heap_.size() > peak_pending_) peak_pending_ = heap_.size();
+// Places `k` at the hole `i` or above it, moving larger parents down.
+inline void Engine::SiftUp(size_t i, const Key& k) {
   Key* h = heap_.data();
   const Uint128 rank = Rank(k);
   while (i > 0) {
@@ -51,6 +49,12 @@ void Engine::Push(const Key& k) {
     i = parent;
   }
   h[i] = k;
+}
+
+void Engine::Push(const Key& k) {
+  heap_.push_back(k);
+  if (heap_.size() > peak_pending_) peak_pending_ = heap_.size();
+  SiftUp(heap_.size() - 1, k);
 }
 
 // Removes the root by walking the hole down to a leaf along the least child,
@@ -79,14 +83,7 @@ Engine::Key Engine::PopMin() {
     h[i] = h[best];
     i = best;
   }
-  const Uint128 rank = Rank(last);
-  while (i > 0) {
-    const size_t parent = (i - 1) / 4;
-    if (rank >= Rank(h[parent])) break;
-    h[i] = h[parent];
-    i = parent;
-  }
-  h[i] = last;
+  SiftUp(i, last);
   return top;
 }
 

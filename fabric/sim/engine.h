@@ -142,6 +142,7 @@ class Engine {
   uint32_t NewSlot();
   void Push(const Key& k);
   Key PopMin();
+  void SiftUp(size_t hole, const Key& k);
   static Uint128 Rank(const Key& k) { return (static_cast<Uint128>(k.time) << 64) | k.seq_slot; }
 
   uint64_t seed_;
