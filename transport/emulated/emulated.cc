@@ -94,8 +94,7 @@ class EmulatedQp final : public QueuePair {
     e.rank = rank_;
     e.qpn = qpn_;
     e.psn = Psn();
-    const int32_t host =
-        fabric_->network().topology().hosts()[static_cast<size_t>(fabric_->HostOf(rank_))];
+    const int32_t host = fabric_->NodeOf(rank_);
     e.gid[10] = 0xff;  // IPv4-mapped ::ffff:10.x.y.z, the host node id inside
     e.gid[11] = 0xff;
     e.gid[12] = 10;
@@ -117,8 +116,7 @@ class EmulatedQp final : public QueuePair {
                              " differs from the fabric's " +
                              std::to_string(fabric_->ActiveMtu(peer_)));
     }
-    const int32_t host =
-        fabric_->network().topology().hosts()[static_cast<size_t>(fabric_->HostOf(peer_))];
+    const int32_t host = fabric_->NodeOf(peer_);
     FATHOM_RETURN_IF_ERROR(nic_->ModifyToInit(qpn_).WithContext(call));
     FATHOM_RETURN_IF_ERROR(nic_->ModifyToRtr(qpn_, host, remote.qpn, remote.psn).WithContext(call));
     FATHOM_RETURN_IF_ERROR(nic_->ModifyToRts(qpn_, Psn()).WithContext(call));
@@ -216,7 +214,7 @@ class EmulatedDevice final : public Device {
   EmulatedDevice(EmulatedFabric* fabric, int rank) : fabric_(fabric), rank_(rank) {
     nic_ = &fabric->network().nic(fabric->HostOf(rank));
     const auto& topo = fabric->network().topology();
-    const int32_t host = topo.hosts()[static_cast<size_t>(fabric->HostOf(rank))];
+    const int32_t host = fabric->NodeOf(rank);
     info_.name = "sim:" + topo.node(host).name;
     info_.fw_ver = "fathom-sim";
     info_.link_layer = "Emulated";
@@ -312,7 +310,7 @@ EmulatedFabric::EmulatedFabric(sim::Network* network, const EmulatedOptions& opt
 
 int EmulatedFabric::ActiveMtu(int rank) const {
   const auto& topo = network_->topology();
-  const int32_t host = topo.hosts()[static_cast<size_t>(HostOf(rank))];
+  const int32_t host = NodeOf(rank);
   if (topo.PortCount(host) == 0) return 4096;
   const topo::Link& link = topo.link(topo.LinkAt(host, 0));
   const int eth = link.a == host ? link.mtu_ab : link.mtu_ba;
@@ -359,8 +357,8 @@ std::string EmulatedFabric::Evidence(const std::vector<QpRef>& qps) {
     // Every port on a shortest path rank -> peer (any ECMP choice), and back
     // (the ACKs): the ones whose drop counters moved are the evidence.
     for (int dir = 0; dir < 2; ++dir) {
-      const int32_t src = topo.hosts()[static_cast<size_t>(HostOf(dir == 0 ? q.rank : q.peer))];
-      const int32_t dst = topo.hosts()[static_cast<size_t>(HostOf(dir == 0 ? q.peer : q.rank))];
+      const int32_t src = NodeOf(dir == 0 ? q.rank : q.peer);
+      const int32_t dst = NodeOf(dir == 0 ? q.peer : q.rank);
       std::vector<int32_t> frontier{src};
       std::set<int32_t> seen{src};
       while (!frontier.empty()) {

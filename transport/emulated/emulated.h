@@ -71,6 +71,10 @@ class EmulatedFabric {
   int HostOf(int rank) const {
     return options_.hosts.empty() ? rank : options_.hosts[static_cast<size_t>(rank)];
   }
+  // The topology node id of `rank`'s host.
+  int32_t NodeOf(int rank) const {
+    return network_->topology().hosts()[static_cast<size_t>(HostOf(rank))];
+  }
   // The active MTU of rank `rank`'s port (from its host link's MTU).
   int ActiveMtu(int rank) const;
   Clock& clock() { return clock_; }
