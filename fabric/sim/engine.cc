@@ -1,5 +1,6 @@
 #include "fabric/sim/engine.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdlib>
 
@@ -38,9 +39,129 @@ uint32_t Engine::NewSlot() {
   return static_cast<uint32_t>(bodies_.size() - 1);
 }
 
+uint32_t Engine::NewBlock(uint32_t next) {
+  uint32_t b = free_block_;
+  if (b != kNone) {
+    free_block_ = blocks_[b].next;
+  } else {
+    b = static_cast<uint32_t>(blocks_.size());
+    blocks_.emplace_back();
+  }
+  blocks_[b].count = 0;
+  blocks_[b].next = next;
+  return b;
+}
+
+void Engine::InsertActive(const Key& k) {
+  // Usually the latest of the bucket (it has the highest sequence number);
+  // otherwise shift the later ones up.
+  if (active_pos_ == active_.size()) {
+    active_.clear();
+    active_pos_ = 0;
+  }
+  const Uint128 rank = Rank(k);
+  size_t i = active_.size();
+  active_.push_back(k);
+  while (i > active_pos_ && Rank(active_[i - 1]) > rank) {
+    active_[i] = active_[i - 1];
+    --i;
+  }
+  active_[i] = k;
+}
+
+void Engine::LoadNextBucket() {
+  // The first non-empty bucket after the current one, going round the wheel
+  // once: every bucket event lies within one turn, so wheel order is time
+  // order.
+  const uint64_t from = (active_bucket_ + 1) & kWheelMask;
+  uint64_t index = 0;
+  bool found = false;
+  // The rest of `from`'s word, then the summary from the next word on, then
+  // the words before it (the wrap), then `from`'s word below `from`.
+  const uint64_t w0 = from >> 6;
+  const uint64_t first = bucket_bits_[w0] & (~uint64_t{0} << (from & 63));
+  if (first != 0) {
+    index = (w0 << 6) | static_cast<uint64_t>(__builtin_ctzll(first));
+    found = true;
+  } else {
+    const uint64_t words = kWheelSize / 64;
+    for (uint64_t step = 1; step <= words && !found; ++step) {
+      const uint64_t w = (w0 + step) & (words - 1);
+      // Skip 64 empty words at a time through the summary when aligned.
+      if ((w & 63) == 0 && step + 64 <= words && bucket_summary_[w >> 6] == 0) {
+        step += 63;
+        continue;
+      }
+      uint64_t bits = bucket_bits_[w];
+      if (w == w0) bits &= ~(~uint64_t{0} << (from & 63));
+      if (bits != 0) {
+        index = (w << 6) | static_cast<uint64_t>(__builtin_ctzll(bits));
+        found = true;
+      }
+    }
+  }
+  if (!found) std::abort();  // wheel_count_ > 0 says a bucket holds events
+  active_bucket_ += ((index - from) & kWheelMask) + 1;
+  // Take the bucket's list.
+  active_.clear();
+  active_pos_ = 0;
+  uint32_t block = bucket_head_[index];
+  bucket_head_[index] = kNone;
+  bucket_bits_[index >> 6] &= ~(uint64_t{1} << (index & 63));
+  if (bucket_bits_[index >> 6] == 0) {
+    bucket_summary_[index >> 12] &= ~(uint64_t{1} << ((index >> 6) & 63));
+  }
+  while (block != kNone) {
+    Block& b = blocks_[block];
+    if (b.next != kNone) __builtin_prefetch(&blocks_[b.next]);
+    active_.insert(active_.end(), b.keys, b.keys + b.count);
+    const uint32_t next = b.next;
+    b.next = free_block_;
+    free_block_ = block;
+    block = next;
+  }
+  wheel_count_ -= active_.size();
+  // Blocks come newest first, each in schedule order: small buckets sort by
+  // insertion, larger ones by std::sort.
+  if (active_.size() <= 32) {
+    for (size_t i = 1; i < active_.size(); ++i) {
+      const Key k = active_[i];
+      const Uint128 r = Rank(k);
+      size_t j = i;
+      while (j > 0 && Rank(active_[j - 1]) > r) {
+        active_[j] = active_[j - 1];
+        --j;
+      }
+      active_[j] = k;
+    }
+  } else {
+    std::sort(active_.begin(), active_.end(),
+              [](const Key& a, const Key& b) { return Rank(a) < Rank(b); });
+  }
+}
+
+inline bool Engine::Peek(Key* k, bool* from_far) {
+  if (active_pos_ == active_.size()) {
+    if (wheel_count_ > 0) {
+      LoadNextBucket();
+    } else if (far_.empty()) {
+      return false;
+    }
+  }
+  if (active_pos_ < active_.size() &&
+      (far_.empty() || Rank(active_[active_pos_]) < Rank(far_[0]))) {
+    *k = active_[active_pos_];
+    *from_far = false;
+  } else {
+    *k = far_[0];
+    *from_far = true;
+  }
+  return true;
+}
+
 // Places `k` at the hole `i` or above it, moving larger parents down.
-inline void Engine::SiftUp(size_t i, const Key& k) {
-  Key* h = heap_.data();
+void Engine::FarSiftUp(size_t i, const Key& k) {
+  Key* h = far_.data();
   const Uint128 rank = Rank(k);
   while (i > 0) {
     const size_t parent = (i - 1) / 4;
@@ -51,21 +172,20 @@ inline void Engine::SiftUp(size_t i, const Key& k) {
   h[i] = k;
 }
 
-void Engine::Push(const Key& k) {
-  heap_.push_back(k);
-  if (heap_.size() > peak_pending_) peak_pending_ = heap_.size();
-  SiftUp(heap_.size() - 1, k);
+void Engine::FarPush(const Key& k) {
+  far_.push_back(k);
+  FarSiftUp(far_.size() - 1, k);
 }
 
 // Removes the root by walking the hole down to a leaf along the least child,
 // then sifting the last key up from there: the last key almost always
 // belongs near the bottom, which saves comparing it at every level.
-Engine::Key Engine::PopMin() {
-  Key* h = heap_.data();
+Engine::Key Engine::FarPop() {
+  Key* h = far_.data();
   const Key top = h[0];
-  const size_t n = heap_.size() - 1;
+  const size_t n = far_.size() - 1;
   const Key last = h[n];
-  heap_.pop_back();
+  far_.pop_back();
   if (n == 0) return top;
   size_t i = 0;
   for (;;) {
@@ -83,7 +203,7 @@ Engine::Key Engine::PopMin() {
     h[i] = h[best];
     i = best;
   }
-  SiftUp(i, last);
+  FarSiftUp(i, last);
   return top;
 }
 
@@ -91,15 +211,33 @@ uint64_t Engine::Run(Picoseconds until) {
   stop_ = false;
   uint64_t n = 0;
   const uint64_t limit = static_cast<uint64_t>(until.ps() < 0 ? 0 : until.ps());
-  while (!heap_.empty() && !stop_) {
-    if (heap_.front().time > limit) break;
-    const Key k = PopMin();
+  Key k;
+  bool from_far = false;
+  while (!stop_ && Peek(&k, &from_far)) {
+    if (k.time > limit) break;
+    if (from_far) {
+      FarPop();
+    } else {
+      // Fetch ahead within the sorted bucket: the slot of the event
+      // kSlotAhead turns on, and the object (a Port, mostly) and packet of
+      // the one kObjAhead turns on, whose slot came in earlier. At 1024 hosts
+      // these are cold by the time their turn comes.
+      const size_t pos = active_pos_++;
+      if (pos + kSlotAhead < active_.size()) {
+        __builtin_prefetch(&bodies_[active_[pos + kSlotAhead].seq_slot & kSlotMask]);
+      }
+      if (pos + kObjAhead < active_.size()) {
+        const EventBody& ahead = bodies_[active_[pos + kObjAhead].seq_slot & kSlotMask];
+        __builtin_prefetch(ahead.obj);
+        if (ahead.kind == EventKind::kArrival) {
+          __builtin_prefetch(reinterpret_cast<const void*>(ahead.arg));
+        }
+      }
+    }
+    --pending_;
     const uint32_t slot = static_cast<uint32_t>(k.seq_slot & kSlotMask);
     const EventBody e = bodies_[slot];
     free_slots_.push_back(slot);
-    // The next event's object (a Port, mostly) is cold by the time its turn
-    // comes at 1024 hosts; start fetching it while this handler runs.
-    if (!heap_.empty()) __builtin_prefetch(bodies_[heap_.front().seq_slot & kSlotMask].obj);
     now_ps_ = static_cast<int64_t>(k.time);
     digest_ = Mix64(digest_ ^ k.time) ^ ((static_cast<uint64_t>(e.kind) << 32) | e.component);
     if (trace_file_ != nullptr) {

@@ -154,10 +154,11 @@ void Port::Hold(Packet* p, int64_t end_ps, int64_t arrive_ps, uint32_t bytes, ui
 }
 
 void Port::ScheduleOldest() {
+  // The argument is only a hint: the engine fetches an arrival's packet a
+  // few events ahead; the handler reads the ring.
   const Held& h = ring_[head_];
-  if (h.packet != nullptr) __builtin_prefetch(h.packet);
   engine_->Schedule(Picoseconds(h.arrive_ps), EventKind::kArrival, rx_component_,
-                    &Port::OnRingArrival, this, 0);
+                    &Port::OnRingArrival, this, reinterpret_cast<uint64_t>(h.packet));
 }
 
 void Port::OnRingArrival(void* obj, uint64_t /*arg*/) {

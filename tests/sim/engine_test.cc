@@ -75,6 +75,61 @@ TEST(EngineTest, EventsScheduledFromHandlersKeepTimeThenScheduleOrder) {
   EXPECT_GT(engine.peak_pending(), 1000u);
 }
 
+// The wheel holds the near future and a heap the rest: events spread from
+// picoseconds to seconds ahead, scheduled from handlers, across wheel turns
+// and gaps where only far events remain, must still run in (time, schedule
+// order), as an ordered set gives it.
+TEST(EngineTest, NearAndFarEventsInterleaveInExactOrder) {
+  struct Spread {
+    Engine* engine;
+    Rng rng{11, 12};
+    uint64_t next_id = 0;
+    std::set<std::tuple<int64_t, uint64_t, uint64_t>> reference;  // (time, seq, id)
+    uint64_t seq = 0;
+    std::vector<uint64_t> seen;
+    int64_t Delay() {
+      switch (rng.Below(6)) {
+        case 0:
+          return 0;  // now: joins the bucket being run
+        case 1:
+          return static_cast<int64_t>(rng.Below(2048));  // same or next bucket
+        case 2:
+          return static_cast<int64_t>(rng.Below(400000));  // a few hundred ns
+        case 3:
+          return static_cast<int64_t>(rng.Below(40000000));  // past one wheel turn
+        case 4:
+          return 16777216 - 1024 + static_cast<int64_t>(rng.Below(4096));  // the wheel's edge
+        default:
+          return static_cast<int64_t>(rng.Below(2000000000000));  // up to 2 s
+      }
+    }
+    void Add(int64_t at) {
+      const uint64_t id = next_id++;
+      reference.emplace(at, seq++, id);
+      engine->Schedule(Picoseconds(at), EventKind::kUser, 0, &Spread::On, this, id);
+    }
+    static void On(void* obj, uint64_t id) {
+      auto* c = static_cast<Spread*>(obj);
+      c->seen.push_back(id);
+      if (c->next_id < 100000) {
+        const int n = static_cast<int>(c->rng.Below(3));
+        for (int i = 0; i < n; ++i) c->Add(c->engine->Now().ps() + c->Delay());
+      }
+    }
+  };
+  Engine engine;
+  Spread spread{&engine};
+  for (int i = 0; i < 500; ++i) spread.Add(spread.Delay());
+  engine.Run(Picoseconds(5000000));
+  engine.Run(Picoseconds(900000000000));
+  engine.Run();
+  std::vector<uint64_t> expected;
+  for (const auto& [t, s, id] : spread.reference) expected.push_back(id);
+  ASSERT_EQ(spread.seen.size(), expected.size());
+  EXPECT_EQ(spread.seen, expected);
+  EXPECT_EQ(engine.pending(), 0u);
+}
+
 TEST(EngineTest, RunUntilStopsAndResumes) {
   Engine engine;
   Recorder rec{&engine, {}};
