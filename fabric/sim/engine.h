@@ -33,6 +33,11 @@ namespace fathom::sim {
 __extension__ typedef unsigned __int128 Uint128;
 
 using EventFn = void (*)(void* obj, uint64_t arg);
+// A fetch hint for the events of one kind: called with an event's object and
+// argument at stages 1, 2, 3 as its turn nears (a few events ahead, then
+// closer), so that it can fetch memory the handler will reach through
+// pointers one level per stage. It must only read.
+using PrefetchFn = void (*)(const void* obj, uint64_t arg, int stage);
 
 // What an event is, for the digest and the trace file. Stable numbers: they
 // are part of every recorded trace digest.
@@ -111,6 +116,11 @@ class Engine {
     Insert(Key{static_cast<uint64_t>(t), (next_seq_++ << kSlotBits) | slot});
   }
 
+  // Sets the fetch hint for events of `kind` (null: none).
+  void set_prefetcher(EventKind kind, PrefetchFn fn) {
+    prefetchers_[static_cast<size_t>(kind) & 7] = fn;
+  }
+
   // Runs events until the list is empty, the next event is later than
   // `until`, or Stop() is called. Returns the number of events dispatched.
   uint64_t Run(Picoseconds until = Picoseconds::Max());
@@ -161,9 +171,10 @@ class Engine {
   static constexpr uint64_t kWheelSize = uint64_t{1} << kWheelBits;
   static constexpr uint64_t kWheelMask = kWheelSize - 1;
   // How many events ahead the dispatcher fetches an event's slot, then its
-  // object and packet.
-  static constexpr size_t kSlotAhead = 8;
-  static constexpr size_t kObjAhead = 4;
+  // object (and an arrival's packet), then calls the kind's fetch hint.
+  static constexpr size_t kSlotAhead = 12;
+  static constexpr size_t kObjAhead = 8;
+  static constexpr size_t kStageAhead[3] = {5, 3, 1};
 
   uint32_t NewSlot();
   uint32_t NewBlock(uint32_t next);
@@ -204,6 +215,7 @@ class Engine {
   std::vector<Key> active_;
   size_t active_pos_ = 0;
   std::vector<Key> far_;  // 4-ary min-heap of events beyond the wheel
+  PrefetchFn prefetchers_[8] = {};
   uint64_t progress_countdown_ = 0;
   FILE* trace_file_ = nullptr;
   void (*progress_fn_)(void*, const Engine&) = nullptr;

@@ -3,12 +3,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <new>
 
 namespace fathom::sim {
 
 Switch::Switch(const topo::Topology* topo, int32_t node, uint64_t salt,
                std::span<Port* const> ports, PacketPool* pool, DropStats* drops)
-    : host_rank_(&topo->HostRankTable()[0]), salt_(salt), pool_(pool), drops_(drops), node_(node) {
+    : host_rank_(&topo->HostRankTable()[0]),
+      node_count_(topo->HostRankTable().size()),
+      salt_(salt),
+      pool_(pool),
+      drops_(drops),
+      node_(node) {
   const std::vector<int32_t>& hosts = topo->hosts();
   row_.resize(hosts.size());
   // Intern the sets: a fat-tree switch has a handful of distinct ones.
@@ -27,6 +33,27 @@ Switch::Switch(const topo::Topology* topo, int32_t node, uint64_t salt,
     }
     row_[r] = (it->second << kCountBits) | static_cast<uint32_t>(hops.size());
   }
+}
+
+void Switch::Prefetch(const void* sw, const Packet* p, int stage) {
+  const Switch* self = static_cast<const Switch*>(sw);
+  const size_t dst = static_cast<size_t>(static_cast<uint32_t>(p->dst_host));
+  if (dst >= self->node_count_) return;
+  const size_t rank = static_cast<size_t>(static_cast<uint32_t>(self->host_rank_[dst]));
+  if (rank >= self->row_.size()) return;
+  if (stage == 1) {
+    __builtin_prefetch(&self->row_[rank]);
+    return;
+  }
+  const uint32_t entry = self->row_[rank];
+  const uint32_t count = entry & ((1u << kCountBits) - 1);
+  if (count == 0) return;
+  size_t pick = 0;
+  if (count > 1) {
+    const uint64_t h = Mix64(p->flow_hash ^ self->salt_);
+    pick = static_cast<size_t>(((h >> 32) * count) >> 32);
+  }
+  __builtin_prefetch(self->next_[(entry >> kCountBits) + pick]);
 }
 
 void Switch::Receive(void* sw, Packet* p, int32_t /*in_port*/) {
@@ -68,12 +95,14 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
       // NICs transmit only into an idle port, so only switches queue.
       pc.buffer_bytes = nodes[n].kind == topo::NodeKind::kSwitch ? config.switch_buffer_bytes : 0;
       ports_[static_cast<size_t>(port_begin_[n] + i)] =
-          std::make_unique<Port>(engine, &pool_, &drops_, pc);
+          new (arena_.Allocate(sizeof(Port), alignof(Port)))
+              Port(engine, &pool_, &arena_, &drops_, pc);
     }
   }
   nics_.resize(topo->hosts().size());
   std::vector<void*> receiver(nodes.size(), nullptr);
   std::vector<ReceiveFn> receive_fn(nodes.size(), nullptr);
+  std::vector<ReceivePrefetchFn> prefetch_fn(nodes.size(), nullptr);
   for (size_t n = 0; n < nodes.size(); ++n) {
     const int32_t node = static_cast<int32_t>(n);
     if (nodes[n].kind == topo::NodeKind::kSwitch) {
@@ -83,12 +112,14 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
       auto sw = std::make_unique<Switch>(topo, node, salt, sw_ports, &pool_, &drops_);
       receiver[n] = sw.get();
       receive_fn[n] = &Switch::Receive;
+      prefetch_fn[n] = &Switch::Prefetch;
       switches_.push_back(std::move(sw));
     } else {
       auto nic = std::make_unique<Nic>(engine, &pool_, &drops_, node, config.ipv6);
       if (topo->PortCount(node) > 0) nic->AttachPort(&port(node, 0));
       receiver[n] = nic.get();
       receive_fn[n] = &Nic::Receive;
+      prefetch_fn[n] = &Nic::Prefetch;
       nics_[static_cast<size_t>(topo->HostRank(node))] = std::move(nic);
     }
   }
@@ -96,13 +127,16 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
     const int32_t node = static_cast<int32_t>(n);
     for (int32_t i = 0; i < topo->PortCount(node); ++i) {
       const topo::PortRef peer = topo->Peer(node, i);
-      port(node, i).Connect(&port(peer.node, peer.port), receive_fn[static_cast<size_t>(peer.node)],
-                            receiver[static_cast<size_t>(peer.node)]);
+      const size_t far = static_cast<size_t>(peer.node);
+      port(node, i).Connect(&port(peer.node, peer.port), receive_fn[far], receiver[far],
+                            prefetch_fn[far]);
     }
   }
 }
 
-Network::~Network() = default;
+Network::~Network() {
+  for (Port* p : ports_) p->~Port();
+}
 
 QpCounters Network::TotalQpCounters() const {
   QpCounters t;

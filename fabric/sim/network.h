@@ -41,11 +41,14 @@ class Switch {
   Switch(const topo::Topology* topo, int32_t node, uint64_t salt, std::span<Port* const> ports,
          PacketPool* pool, DropStats* drops);
   static void Receive(void* sw, Packet* p, int32_t in_port);
+  // Fetch hint (ReceivePrefetchFn): the routing row entry, then the port.
+  static void Prefetch(const void* sw, const Packet* p, int stage);
   int32_t node() const { return node_; }
 
  private:
   static constexpr uint32_t kCountBits = 10;  // an ECMP set has < 1024 ports
   const int32_t* host_rank_;                  // the topology's node id -> host rank
+  size_t node_count_;                         // entries of host_rank_
   std::vector<uint32_t> row_;  // by destination host rank: offset << 10 | count into next_
   std::vector<Port*> next_;    // the ECMP sets, interned
   uint64_t salt_;
@@ -70,7 +73,7 @@ class Network {
   Port& port(int32_t node, int32_t index) {
     return *ports_[static_cast<size_t>(port_begin_[static_cast<size_t>(node)] + index)];
   }
-  std::span<const std::unique_ptr<Port>> ports() const { return ports_; }
+  std::span<Port* const> ports() const { return ports_; }
   PacketPool& pool() { return pool_; }
   const DropStats& drops() const { return drops_; }
   // Sum of every NIC's QP counters.
@@ -81,7 +84,9 @@ class Network {
   const topo::Topology* topo_;
   PacketPool pool_;
   DropStats drops_;
-  std::vector<std::unique_ptr<Port>> ports_;
+  // Ports and their rings live in arena_ (built there, destroyed by ~Network).
+  HugePageArena arena_;
+  std::vector<Port*> ports_;
   std::vector<int32_t> port_begin_;
   std::vector<std::unique_ptr<Switch>> switches_;
   std::vector<std::unique_ptr<Nic>> nics_;  // by host rank

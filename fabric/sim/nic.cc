@@ -450,6 +450,18 @@ void Nic::OnTimer(void* nic, uint64_t arg) {
   self->ArmTimer(*qp, next);
 }
 
+void Nic::Prefetch(const void* nic, const Packet* p, int stage) {
+  const Nic* self = static_cast<const Nic*>(nic);
+  const uint32_t index = p->dest_qpn - kFirstQpn;
+  if (index >= self->qps_.size()) return;
+  if (stage == 1) {
+    __builtin_prefetch(&self->qps_[index]);
+  } else if (const Qp* qp = self->qps_[index].get()) {
+    __builtin_prefetch(qp);
+    __builtin_prefetch(&qp->counters);
+  }
+}
+
 void Nic::Receive(void* nic, Packet* p, int32_t /*in_port*/) {
   Nic* self = static_cast<Nic*>(nic);
   Qp* qp = self->FindQp(p->dest_qpn);

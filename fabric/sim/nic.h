@@ -43,6 +43,8 @@ class Nic {
   void AttachPort(Port* port) { port_ = port; }
   // Receive entry for Port::Connect.
   static void Receive(void* nic, Packet* p, int32_t in_port);
+  // Fetch hint (ReceivePrefetchFn): the QP table entry, then the QP.
+  static void Prefetch(const void* nic, const Packet* p, int stage);
 
   int32_t host() const { return host_; }
 

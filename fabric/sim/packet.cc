@@ -1,5 +1,7 @@
 #include "fabric/sim/packet.h"
 
+#include <new>
+
 namespace fathom::sim {
 
 int ExtHeaderBytes(uint8_t opcode) {
@@ -38,12 +40,15 @@ uint32_t IpPacketBytes(const Packet& p) {
 uint32_t FrameWireBytes(const Packet& p) { return IpPacketBytes(p) + kEthernetWireOverhead; }
 
 void PacketPool::Grow() {
-  auto chunk = std::make_unique<Packet[]>(kChunk);
-  for (size_t i = 0; i < kChunk; ++i) {
-    chunk[i].next = free_;
-    free_ = &chunk[i];
+  constexpr size_t kCount = HugePageArena::kBlockBytes / sizeof(Packet);
+  Packet* chunk =
+      static_cast<Packet*>(arena_.Allocate(HugePageArena::kBlockBytes, alignof(Packet)));
+  // Linked so that Alloc hands them out in address order.
+  for (size_t i = kCount; i-- > 0;) {
+    Packet* p = new (&chunk[i]) Packet{};
+    p->next = free_;
+    free_ = p;
   }
-  chunks_.push_back(std::move(chunk));
 }
 
 }  // namespace fathom::sim

@@ -30,7 +30,8 @@ uint64_t DropStats::total() const {
   return t;
 }
 
-Port::Port(Engine* engine, PacketPool* pool, DropStats* drops, const PortConfig& config)
+Port::Port(Engine* engine, PacketPool* pool, HugePageArena* arena, DropStats* drops,
+           const PortConfig& config)
     : engine_(engine),
       latency_ps_(config.latency.ps()),
       mtu_bytes_(config.mtu_bytes > 0 ? static_cast<uint32_t>(config.mtu_bytes) : 0),
@@ -38,9 +39,11 @@ Port::Port(Engine* engine, PacketPool* pool, DropStats* drops, const PortConfig&
       pool_(pool),
       drops_(drops),
       config_(config),
-      ring_store_(16) {
-  ring_ = ring_store_.data();
-  ring_mask_ = static_cast<uint32_t>(ring_store_.size() - 1);
+      arena_(arena) {
+  constexpr uint32_t kFirstRing = 16;
+  ring_ = static_cast<Held*>(arena_->Allocate(kFirstRing * sizeof(Held), alignof(Held)));
+  ring_mask_ = kFirstRing - 1;
+  engine_->set_prefetcher(EventKind::kArrival, &Port::PrefetchArrival);
   const int64_t bps = config_.rate.bps();
   if (bps > 0 && (8 * 1000000000000LL) % bps == 0) ps_per_byte_ = 8 * 1000000000000LL / bps;
 }
@@ -121,12 +124,13 @@ void Port::Send(Packet* p) {
 }
 
 void Port::Grow() {
-  // Double the ring (power of two), keeping order.
-  std::vector<Held> bigger(ring_store_.size() * 2);
+  // Double the ring (power of two), keeping order. The old ring stays in
+  // the arena: rings only grow, so the waste is at most what is in use.
+  const uint32_t size = (ring_mask_ + 1) * 2;
+  Held* bigger = static_cast<Held*>(arena_->Allocate(size * sizeof(Held), alignof(Held)));
   for (uint32_t i = 0; i < count_; ++i) bigger[i] = ring_[(head_ + i) & ring_mask_];
-  ring_store_.swap(bigger);
-  ring_ = ring_store_.data();
-  ring_mask_ = static_cast<uint32_t>(ring_store_.size() - 1);
+  ring_ = bigger;
+  ring_mask_ = size - 1;
   head_ = 0;
 }
 
@@ -182,6 +186,17 @@ void Port::OnRingArrival(void* obj, uint64_t /*arg*/) {
   }
   if (tx->count_ > 0) tx->ScheduleOldest();
   if (p != nullptr) tx->Deliver(p);
+}
+
+void Port::PrefetchArrival(const void* obj, uint64_t arg, int stage) {
+  const Port* port = static_cast<const Port*>(obj);
+  const Packet* p = reinterpret_cast<const Packet*>(arg);
+  if (p == nullptr) return;
+  if (stage == 1) {
+    __builtin_prefetch(port->rx_obj_);
+  } else if (port->rx_prefetch_ != nullptr) {
+    port->rx_prefetch_(port->rx_obj_, p, stage - 1);
+  }
 }
 
 void Port::OnArrival(void* obj, uint64_t arg) {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "base/units.h"
+#include "fabric/sim/arena.h"
 #include "fabric/sim/engine.h"
 #include "fabric/sim/packet.h"
 
@@ -83,6 +84,10 @@ struct PacketTap {
 
 // Who receives at a port: fn(obj, packet, port index at that node).
 using ReceiveFn = void (*)(void* obj, Packet* p, int32_t in_port);
+// The receiver's fetch hint for a packet about to arrive: stage 1, then 2,
+// each a level further down the pointers its ReceiveFn will follow. Reads
+// only; `p` may be stale (a pooled packet), so indexes must be checked.
+using ReceivePrefetchFn = void (*)(const void* obj, const Packet* p, int stage);
 
 struct PortConfig {
   int32_t node = -1;
@@ -96,17 +101,21 @@ struct PortConfig {
 
 class Port {
  public:
-  Port(Engine* engine, PacketPool* pool, DropStats* drops, const PortConfig& config);
+  // The ring lives in `arena`, which must outlive the port.
+  Port(Engine* engine, PacketPool* pool, HugePageArena* arena, DropStats* drops,
+       const PortConfig& config);
   Port(const Port&) = delete;
   Port& operator=(const Port&) = delete;
 
   // Wires the far end: the reverse-direction port and who receives there.
   // The sending port delivers (and counts what its far end receives) by
   // itself, so a hop touches one Port, not two.
-  void Connect(Port* peer, ReceiveFn receive, void* receiver) {
+  void Connect(Port* peer, ReceiveFn receive, void* receiver,
+               ReceivePrefetchFn prefetch = nullptr) {
     peer_ = peer;
     rx_fn_ = receive;
     rx_obj_ = receiver;
+    rx_prefetch_ = prefetch;
     rx_index_ = peer->config_.index;
     rx_component_ = peer->component_;
   }
@@ -127,6 +136,10 @@ class Port {
   Port* peer() const { return peer_; }
   void set_impairment(const Impairment* i) { impairment_ = i; }
   void set_tap(const PacketTap* t) { tap_ = t; }
+
+  // The engine's fetch hint for arrival events (Engine::set_prefetcher):
+  // stage 1 fetches the receiver, stages 2 and 3 are the receiver's own.
+  static void PrefetchArrival(const void* obj, uint64_t arg, int stage);
 
  private:
   // The oldest packet of the ring arrives (obj: this sending port).
@@ -153,7 +166,7 @@ class Port {
 
   // Hot: what sending and delivering a packet touch, together at the front.
   Engine* engine_;
-  Held* ring_;  // ring_store_'s data, oldest first; capacity a power of two
+  Held* ring_;  // in arena_, oldest first; capacity a power of two
   uint32_t ring_mask_;
   uint32_t head_ = 0;    // oldest held packet (next to arrive)
   uint32_t count_ = 0;   // packets held
@@ -165,6 +178,7 @@ class Port {
   uint32_t rx_component_ = 0;
   ReceiveFn rx_fn_ = nullptr;  // the far end's receiver
   void* rx_obj_ = nullptr;
+  ReceivePrefetchFn rx_prefetch_ = nullptr;
   int32_t rx_index_ = -1;  // port index at the far end
   uint32_t component_;
   const Impairment* impairment_ = nullptr;
@@ -180,7 +194,7 @@ class Port {
   DropStats* drops_;
   Port* peer_ = nullptr;
   PortConfig config_;
-  std::vector<Held> ring_store_;
+  HugePageArena* arena_;
 };
 
 }  // namespace fathom::sim
