@@ -2,6 +2,7 @@
 // RC protocol itself is in requester.cc and responder.cc.
 #include "fabric/sim/nic.h"
 
+#include <cstddef>
 #include <string>
 
 #include "fabric/wire/psn.h"
@@ -27,7 +28,31 @@ int CompletionQueue::Poll(std::span<Completion> out) {
 }
 
 Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node, bool ipv6)
-    : engine_(engine), pool_(pool), drops_(drops), host_(host_node), ipv6_(ipv6) {}
+    : engine_(engine), pool_(pool), drops_(drops), host_(host_node), ipv6_(ipv6) {
+  engine_->set_prefetcher(EventKind::kNicPump, &Nic::PrefetchPump);
+}
+
+void Nic::PrefetchQp(const Qp* qp) {
+  const char* base = reinterpret_cast<const char*>(qp);
+  for (size_t off = 0; off < offsetof(Qp, active); off += 64) __builtin_prefetch(base + off);
+  __builtin_prefetch(&qp->counters);
+}
+
+void Nic::PrefetchPump(const void* nic, uint64_t /*arg*/, int stage) {
+  const Nic* self = static_cast<const Nic*>(nic);
+  if (self->active_.empty()) return;
+  if (stage == 1) {
+    if (self->port_ != nullptr) __builtin_prefetch(self->port_);
+    __builtin_prefetch(&self->active_.front());
+    return;
+  }
+  const Qp* qp = self->active_.front();
+  if (stage == 2) {
+    PrefetchQp(qp);
+  } else if (qp->send_idx < qp->sq.size()) {
+    __builtin_prefetch(&qp->sq[qp->send_idx]);
+  }
+}
 
 Nic::~Nic() {
   while (control_head_ != nullptr) {
@@ -353,7 +378,7 @@ void Nic::EnterError(Qp& qp) {
 void Nic::Activate(Qp& qp) {
   if (!qp.active) {
     qp.active = true;
-    active_.push_back(qp.qpn);
+    active_.push_back(&qp);
   }
   KickPump();
 }
@@ -399,7 +424,7 @@ void Nic::Pump() {
     if (qp != nullptr && qp->pending_ack == p) qp->pending_ack = nullptr;
   } else {
     for (size_t tries = active_.size(); tries > 0 && p == nullptr; --tries) {
-      Qp& qp = *FindQp(active_.front());
+      Qp& qp = *active_.front();
       active_.pop_front();
       if (qp.state == QpState::kRtr || qp.state == QpState::kRts) {
         p = ResponderNext(qp);
@@ -407,7 +432,7 @@ void Nic::Pump() {
       }
       if ((qp.state == QpState::kRtr || qp.state == QpState::kRts) &&
           (ResponderHasWork(qp) || RequesterHasWork(qp))) {
-        active_.push_back(qp.qpn);
+        active_.push_back(&qp);
       } else {
         qp.active = false;
       }
@@ -457,8 +482,7 @@ void Nic::Prefetch(const void* nic, const Packet* p, int stage) {
   if (stage == 1) {
     __builtin_prefetch(&self->qps_[index]);
   } else if (const Qp* qp = self->qps_[index].get()) {
-    __builtin_prefetch(qp);
-    __builtin_prefetch(&qp->counters);
+    PrefetchQp(qp);
   }
 }
 

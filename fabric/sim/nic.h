@@ -183,6 +183,11 @@ class Nic {
   void Activate(Qp& qp);
   void KickPump();
   static void OnPump(void* nic, uint64_t);
+  // The engine's fetch hint for pump events: the port and the round-robin
+  // front, then that QP, then its send queue entry.
+  static void PrefetchPump(const void* nic, uint64_t arg, int stage);
+  // Fetches the lines of a QP that sending and receiving touch.
+  static void PrefetchQp(const Qp* qp);
   void Pump();
   void SendControl(Packet* p);
   static void OnTimer(void* nic, uint64_t arg);
@@ -220,7 +225,7 @@ class Nic {
   std::vector<std::unique_ptr<CompletionQueue>> cqs_;
   std::vector<MemoryRegion> mrs_;  // index = key - 1
   // Round-robin of QPs with something to send.
-  std::deque<uint32_t> active_;
+  std::deque<Qp*> active_;  // QPs are never destroyed (qps_ only grows)
   // ACKs, NAKs: sent before data.
   Packet* control_head_ = nullptr;
   Packet* control_tail_ = nullptr;
