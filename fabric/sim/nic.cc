@@ -2,7 +2,6 @@
 // RC protocol itself is in requester.cc and responder.cc.
 #include "fabric/sim/nic.h"
 
-#include <cstddef>
 #include <string>
 
 #include "fabric/wire/psn.h"
@@ -32,10 +31,18 @@ Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node, 
   engine_->set_prefetcher(EventKind::kNicPump, &Nic::PrefetchPump);
 }
 
-void Nic::PrefetchQp(const Qp* qp) {
-  const char* base = reinterpret_cast<const char*>(qp);
-  for (size_t off = 0; off < offsetof(Qp, active); off += 64) __builtin_prefetch(base + off);
-  __builtin_prefetch(&qp->counters);
+void Nic::PrefetchQp(const Qp* qp, bool receive) {
+  __builtin_prefetch(qp);  // state, attributes
+  __builtin_prefetch(&qp->send_idx);
+  __builtin_prefetch(&qp->acked_psn);
+  if (receive) {
+    __builtin_prefetch(&qp->epsn);
+    __builtin_prefetch(&qp->rq);
+    __builtin_prefetch(&qp->write_va);
+  } else {
+    __builtin_prefetch(&qp->sq);
+  }
+  __builtin_prefetch(&qp->counters.rcvd_pkts);  // with pending_ack and active
 }
 
 void Nic::PrefetchPump(const void* nic, uint64_t /*arg*/, int stage) {
@@ -48,7 +55,7 @@ void Nic::PrefetchPump(const void* nic, uint64_t /*arg*/, int stage) {
   }
   const Qp* qp = self->active_.front();
   if (stage == 2) {
-    PrefetchQp(qp);
+    PrefetchQp(qp, false);
   } else if (qp->send_idx < qp->sq.size()) {
     __builtin_prefetch(&qp->sq[qp->send_idx]);
   }
@@ -482,7 +489,7 @@ void Nic::Prefetch(const void* nic, const Packet* p, int stage) {
   if (stage == 1) {
     __builtin_prefetch(&self->qps_[index]);
   } else if (const Qp* qp = self->qps_[index].get()) {
-    PrefetchQp(qp);
+    PrefetchQp(qp, true);
   }
 }
 

@@ -186,8 +186,9 @@ class Nic {
   // The engine's fetch hint for pump events: the port and the round-robin
   // front, then that QP, then its send queue entry.
   static void PrefetchPump(const void* nic, uint64_t arg, int stage);
-  // Fetches the lines of a QP that sending and receiving touch.
-  static void PrefetchQp(const Qp* qp);
+  // Fetches the lines of a QP that sending (or receiving) a packet touches:
+  // no more, since a burst of prefetches stalls on the CPU's miss buffers.
+  static void PrefetchQp(const Qp* qp, bool receive);
   void Pump();
   void SendControl(Packet* p);
   static void OnTimer(void* nic, uint64_t arg);
