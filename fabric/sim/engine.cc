@@ -53,7 +53,7 @@ uint32_t Engine::NewBlock(uint32_t next) {
 }
 
 void Engine::InsertActive(const Key& k) {
-  // Usually the latest of the bucket (it has the highest sequence number);
+  // Usually the latest of the window (it has the highest sequence number);
   // otherwise shift the later ones up.
   if (active_pos_ == active_.size()) {
     active_.clear();
@@ -102,9 +102,12 @@ void Engine::LoadNextBucket() {
   }
   if (!found) std::abort();  // wheel_count_ > 0 says a bucket holds events
   active_bucket_ += ((index - from) & kWheelMask) + 1;
-  // Take the bucket's list.
-  active_.clear();
-  active_pos_ = 0;
+  // Append the bucket's keys to the window, dropping what already ran.
+  if (active_pos_ >= 4096 || active_pos_ == active_.size()) {
+    active_.erase(active_.begin(), active_.begin() + static_cast<std::ptrdiff_t>(active_pos_));
+    active_pos_ = 0;
+  }
+  const size_t start = active_.size();
   uint32_t block = bucket_head_[index];
   bucket_head_[index] = kNone;
   bucket_bits_[index >> 6] &= ~(uint64_t{1} << (index & 63));
@@ -120,34 +123,33 @@ void Engine::LoadNextBucket() {
     free_block_ = block;
     block = next;
   }
-  wheel_count_ -= active_.size();
-  // Blocks come newest first, each in schedule order: small buckets sort by
-  // insertion, larger ones by std::sort.
-  if (active_.size() <= 32) {
-    for (size_t i = 1; i < active_.size(); ++i) {
-      const Key k = active_[i];
+  wheel_count_ -= active_.size() - start;
+  // Blocks come newest first, each in schedule order. Every key here is later
+  // than every key already in the window (an earlier bucket), so only the new
+  // run needs sorting: by insertion when small, as it nearly always is.
+  Key* run = active_.data() + start;
+  const size_t n = active_.size() - start;
+  if (n <= 32) {
+    for (size_t i = 1; i < n; ++i) {
+      const Key k = run[i];
       const Uint128 r = Rank(k);
       size_t j = i;
-      while (j > 0 && Rank(active_[j - 1]) > r) {
-        active_[j] = active_[j - 1];
+      while (j > 0 && Rank(run[j - 1]) > r) {
+        run[j] = run[j - 1];
         --j;
       }
-      active_[j] = k;
+      run[j] = k;
     }
   } else {
-    std::sort(active_.begin(), active_.end(),
-              [](const Key& a, const Key& b) { return Rank(a) < Rank(b); });
+    std::sort(run, run + n, [](const Key& a, const Key& b) { return Rank(a) < Rank(b); });
   }
 }
 
 inline bool Engine::Peek(Key* k, bool* from_far) {
-  if (active_pos_ == active_.size()) {
-    if (wheel_count_ > 0) {
-      LoadNextBucket();
-    } else if (far_.empty()) {
-      return false;
-    }
+  if (active_.size() - active_pos_ < kWindowLow && wheel_count_ > 0) {
+    LoadNextBucket();  // never empty: wheel_count_ > 0
   }
+  if (active_pos_ == active_.size() && far_.empty()) return false;
   if (active_pos_ < active_.size() &&
       (far_.empty() || Rank(active_[active_pos_]) < Rank(far_[0]))) {
     *k = active_[active_pos_];

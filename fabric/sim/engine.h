@@ -11,13 +11,13 @@
 // The event list is a timing wheel for the near future plus a heap for the
 // rest. Nearly every event of a packet simulation lands within a few
 // microseconds (the next arrival of a busy link, a NIC's next turn), so the
-// wheel's buckets (1.024 ns wide, 16.8 us in all) take a push in O(1); a
-// bucket's few events are sorted by (time, sequence) when its turn comes, and
-// the sorted bucket is a window of what runs next, which lets the engine fetch
-// the memory of events a few turns ahead. Events beyond the wheel (timeouts,
-// flow starts) wait in a 4-ary min-heap of 16-byte keys. Each pop takes the
-// lesser of the two heads, so the order is exactly (time, sequence) whatever
-// the structure. What an event does sits in a slot array that neither moves.
+// wheel's buckets (256 ps wide, 16.8 us in all) take a push in O(1); a
+// bucket's few events are sorted by (time, sequence) when it joins the
+// window, a sorted run of the next events spanning one or more buckets, from
+// which the engine fetches the memory of events a dozen turns ahead. Events beyond the wheel
+// (timeouts, flow starts) wait in a 4-ary min-heap of 16-byte keys. Each pop takes the lesser of
+// the two heads, so the order is exactly (time, sequence) whatever the structure. What an event
+// does sits in a slot array that neither moves.
 //
 // Threading: an Engine and everything scheduled on it belong to one thread.
 #pragma once
@@ -166,8 +166,8 @@ class Engine {
   };
   static constexpr uint32_t kNone = ~uint32_t{0};
   // Wheel geometry: 2^kBucketShift ps per bucket, 2^kWheelBits buckets.
-  static constexpr int kBucketShift = 10;
-  static constexpr int kWheelBits = 14;
+  static constexpr int kBucketShift = 8;
+  static constexpr int kWheelBits = 16;
   static constexpr uint64_t kWheelSize = uint64_t{1} << kWheelBits;
   static constexpr uint64_t kWheelMask = kWheelSize - 1;
   // How many events ahead the dispatcher fetches an event's slot, then its
@@ -175,13 +175,16 @@ class Engine {
   static constexpr size_t kSlotAhead = 12;
   static constexpr size_t kObjAhead = 8;
   static constexpr size_t kStageAhead[3] = {5, 3, 1};
+  // The window takes in the next bucket when fewer events than this remain,
+  // so fetches ahead do not stop at a bucket's end.
+  static constexpr size_t kWindowLow = kSlotAhead + 1;
 
   uint32_t NewSlot();
   uint32_t NewBlock(uint32_t next);
   void Insert(const Key& k);
   // Makes the next event's key the front of active_ or far_; false if none.
   bool Peek(Key* k, bool* from_far);
-  // Moves the next non-empty wheel bucket into active_, sorted.
+  // Appends the next non-empty wheel bucket to the window, sorted.
   void LoadNextBucket();
   void InsertActive(const Key& k);
   void FarPush(const Key& k);
@@ -209,8 +212,9 @@ class Engine {
   std::vector<uint64_t> bucket_bits_ = std::vector<uint64_t>(kWheelSize / 64, 0);
   std::vector<uint64_t> bucket_summary_ = std::vector<uint64_t>(kWheelSize / 64 / 64, 0);
   size_t wheel_count_ = 0;  // events in the buckets (not in active_)
-  // The current bucket's events, sorted; [active_pos_, end) still to run.
-  // Events due at or before the current bucket go here, in order.
+  // The window: the events of every bucket up to active_bucket_, sorted;
+  // [active_pos_, end) still to run. Events due at or before active_bucket_
+  // are inserted here, in order.
   uint64_t active_bucket_ = 0;
   std::vector<Key> active_;
   size_t active_pos_ = 0;
