@@ -40,6 +40,7 @@ Port::Port(Engine* engine, PacketPool* pool, HugePageArena* arena, DropStats* dr
       drops_(drops),
       config_(config),
       arena_(arena) {
+  buffered_ = config_.buffer_bytes > 0;
   constexpr uint32_t kFirstRing = 16;
   ring_ = static_cast<Held*>(arena_->Allocate(kFirstRing * sizeof(Held), alignof(Held)));
   ring_mask_ = kFirstRing - 1;
@@ -81,19 +82,21 @@ void Port::Send(Packet* p) {
     Drop(p, DropReason::kMtuExceeded);
     return;
   }
-  Drain(now);
   const uint8_t tc = static_cast<uint8_t>((p->traffic_class >> 5) & 7);
-  if (config_.buffer_bytes > 0 && occupancy_[tc] + bytes > config_.buffer_bytes) {
-    ++counters_.port_xmit_discards;
-    Drop(p, DropReason::kTailDrop);
-    return;
+  if (buffered_) {
+    Drain(now);
+    if (occupancy_[tc] + bytes > config_.buffer_bytes) {
+      ++counters_.port_xmit_discards;
+      Drop(p, DropReason::kTailDrop);
+      return;
+    }
+    occupancy_[tc] += bytes;
   }
   const int64_t start = busy_until_ps_ > now ? busy_until_ps_ : now;
   const int64_t ser =
       ps_per_byte_ > 0 ? ps_per_byte_ * bytes : config_.rate.SerializationTime(bytes).ps();
   const int64_t end = start + ser;
   busy_until_ps_ = end;
-  occupancy_[tc] += bytes;
   counters_.port_xmit_wait_ps += static_cast<uint64_t>(start - now);
   ++counters_.port_xmit_packets;
   counters_.port_xmit_data += bytes - 20;  // without preamble/SFD and IFG
@@ -153,7 +156,7 @@ void Port::Hold(Packet* p, int64_t end_ps, int64_t arrive_ps, uint32_t bytes, ui
   if (count_ == ring_mask_ + 1) Grow();
   ring_[(head_ + count_) & ring_mask_] = Held{end_ps, arrive_ps, p, bytes, tc};
   ++count_;
-  ++queued_;
+  if (buffered_) ++queued_;
   if (count_ == 1) ScheduleOldest();
 }
 

@@ -127,6 +127,8 @@ class Port {
 
   // Time the serializer is busy until (a NIC sends when this is <= Now()).
   Picoseconds busy_until() const { return Picoseconds(busy_until_ps_); }
+  // Bytes of traffic class `tc` held against the buffer (not yet fully
+  // serialized). A port without a buffer limit keeps no account: 0.
   int64_t queued_bytes(int tc) const { return occupancy_[tc & 7]; }
 
   const PortConfig& config() const { return config_; }
@@ -171,6 +173,8 @@ class Port {
   uint32_t head_ = 0;    // oldest held packet (next to arrive)
   uint32_t count_ = 0;   // packets held
   uint32_t queued_ = 0;  // of those, the newest ones not yet fully serialized
+                         // (counted only when buffered_)
+  bool buffered_;        // has a buffer limit: occupancy is tracked for tail drop
   int64_t busy_until_ps_ = 0;
   int64_t ps_per_byte_ = 0;  // exact serialization cost when the rate allows
   int64_t latency_ps_;
