@@ -117,7 +117,7 @@ void Engine::LoadNextBucket() {
   while (block != kNone) {
     Block& b = blocks_[block];
     if (b.next != kNone) __builtin_prefetch(&blocks_[b.next]);
-    active_.insert(active_.end(), b.keys, b.keys + b.count);
+    for (uint32_t i = 0; i < b.count; ++i) active_.push_back(b.keys[i]);
     const uint32_t next = b.next;
     b.next = free_block_;
     free_block_ = block;
