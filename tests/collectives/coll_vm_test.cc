@@ -6,15 +6,21 @@
 // VMs: a switch that drops frames over 1000 bytes while the QPs run at path
 // MTU 4096 lets small allreduces pass and hangs large ones, and the
 // watchdog, not the test's timeout, ends the run naming the stuck QPs.
+// And --trace: rank 0 writes one Chrome trace with both ranks' steps.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "testbed/testbed.h"
+#include "tests/json_reader.h"
 #include "tests/testbed/shared_testbed.h"
 
 namespace fathom::testbed {
@@ -149,6 +155,63 @@ TEST_F(CollVmTest, TwoRanksAllgatherBroadcastEventsAndTwoChannelsAreCorrect) {
   ExpectCorrect(RunRanks(*tb_, "allreduce --algo ring --channels 2 -d int32 -o max" + kSizes, 2,
                          18703, seconds(300)),
                 2, 3);
+}
+
+// --trace on verbs: rank 0 gathers both ranks' steps into one file (pid =
+// rank, "rank N" process names, each rank's sends to and receives from the
+// other); rank 1 writes no file of its own.
+TEST_F(CollVmTest, TwoRanksTraceIsOneFileOnRankZeroWithBothRanks) {
+  const std::string file = "coll-trace.json";
+  auto r = RunRanks(*tb_, "allreduce --algo ring -b 4K -e 64K -f 16 -n 2 -w 1 --trace " + file, 2,
+                    18705, seconds(300));
+  ExpectCorrect(r, 2, 2);
+  const std::filesystem::path got = tb_->work_dir() / "coll-trace-files";
+  for (int vm = 0; vm < 2; ++vm) {
+    ASSERT_TRUE(tb_->CollectFiles(vm, got / ("vm" + std::to_string(vm))).ok());
+  }
+  for (const char* stray : {"vm0/coll-trace.json.0", "vm0/coll-trace.json.1", "vm1/coll-trace.json",
+                            "vm1/coll-trace.json.1"}) {
+    EXPECT_FALSE(std::filesystem::exists(got / stray)) << stray << "\n" << r.Describe();
+  }
+  std::ifstream in(got / "vm0" / file);
+  ASSERT_TRUE(in.good()) << "rank 0 wrote no " << file << "\n" << r.Describe();
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::map<std::string, std::string> j;
+  ASSERT_TRUE(test_util::Json(text).Parse(&j)) << text.substr(0, 2000);
+  std::map<int, std::string> process_name;
+  std::map<int, int> steps, sends_to_peer, receives_from_peer;
+  std::map<int, std::set<std::string>> names;
+  std::map<int, double> first_ts;  // for the log: how close the ranks' timelines look
+  for (int i = 0; j.count("traceEvents[" + std::to_string(i) + "].ph"); ++i) {
+    const std::string e = "traceEvents[" + std::to_string(i) + "]";
+    const int pid = std::stoi(j.at(e + ".pid"));
+    if (j.at(e + ".ph") == "M" && j.at(e + ".name") == "process_name") {
+      process_name[pid] = j.at(e + ".args.name");
+    }
+    if (j.at(e + ".ph") != "X") continue;
+    ++steps[pid];
+    names[pid].insert(j.at(e + ".name"));
+    // On the common timeline every step comes after the reference point.
+    const double ts = std::stod(j.at(e + ".ts"));
+    EXPECT_GE(ts, 0.0) << e;
+    if (!first_ts.count(pid) || ts < first_ts[pid]) first_ts[pid] = ts;
+    const std::string peer = std::to_string(1 - pid);
+    if (j.count(e + ".args.to") && j.at(e + ".args.to") == peer) ++sends_to_peer[pid];
+    if (j.count(e + ".args.from") && j.at(e + ".args.from") == peer) ++receives_from_peer[pid];
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    EXPECT_EQ(process_name[rank], "rank " + std::to_string(rank)) << text.substr(0, 2000);
+    EXPECT_GT(steps[rank], 0) << text.substr(0, 2000);
+    EXPECT_GT(sends_to_peer[rank], 0) << text.substr(0, 2000);
+    EXPECT_GT(receives_from_peer[rank], 0) << text.substr(0, 2000);
+    EXPECT_TRUE(names[rank].count("recv-reduce-send") || names[rank].count("recv-reduce"))
+        << text.substr(0, 2000);
+  }
+  EXPECT_EQ(steps.size(), 2u) << text.substr(0, 2000);
+  std::printf("trace %s: %zu bytes; rank 0: %d steps from ts %.1f us; rank 1: %d from %.1f us\n",
+              file.c_str(), text.size(), steps[0], first_ts[0], steps[1], first_ts[1]);
+  EXPECT_NE(text.find("aligned to that barrier's skew"), std::string::npos);
 }
 
 TEST_F(CollVmTest, FourRanksRingAndTreeAllreduceAndAllgatherAreCorrect) {
