@@ -6,7 +6,8 @@
 // VMs: a switch that drops frames over 1000 bytes while the QPs run at path
 // MTU 4096 lets small allreduces pass and hangs large ones, and the
 // watchdog, not the test's timeout, ends the run naming the stuck QPs.
-// And --trace: rank 0 writes one Chrome trace with both ranks' steps.
+// And --trace: rank 0 writes one Chrome trace with both ranks' steps; after
+// a failed run, each rank its own.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -304,8 +305,12 @@ TEST(CollVmHang, MtuMismatchHangsLargeAllreducesAndTheWatchdogNamesTheStuckQps) 
 
   // The same drop with a finite retry count (rxe retries forever only at 7):
   // after 3 x 537 ms the requester completes with IBV_WC_RETRY_EXC_ERR (12),
-  // and every rank stops naming the status, the peer and the QP.
-  const Result er = run("-b 64K -e 64K -n 2 -w 1 --timeout 20 --retry-cnt 2", 18732);
+  // and every rank stops naming the status, the peer and the QP. With
+  // --trace of the failing iteration (-w 0): the abort leaves no bootstrap
+  // to gather through, so rank 0 writes its own steps to the file and rank 1
+  // its own to FILE.1, each saying so.
+  const Result er =
+      run("-b 64K -e 64K -n 2 -w 0 --timeout 20 --retry-cnt 2 --trace err-trace.json", 18732);
   const std::string err0 = er.vm0.stdout_text + er.vm0.stderr_text;
   const std::string err1 = er.vm1.stdout_text + er.vm1.stderr_text;
   const std::string err_both = er.Describe();
@@ -317,6 +322,27 @@ TEST(CollVmHang, MtuMismatchHangsLargeAllreducesAndTheWatchdogNamesTheStuckQps) 
   EXPECT_TRUE(std::regex_search(err0, error12) || std::regex_search(err1, error12)) << err_both;
   EXPECT_EQ(err_both.find("watchdog: no progress"), std::string::npos) << err_both;
   std::printf("%s", err_both.c_str());
+  for (int vm = 0; vm < 2; ++vm) {
+    SCOPED_TRACE("vm " + std::to_string(vm));
+    const std::filesystem::path dir = tb.work_dir() / ("err-trace-vm" + std::to_string(vm));
+    ASSERT_TRUE(tb.CollectFiles(vm, dir).ok());
+    const std::string mine = vm == 0 ? "err-trace.json" : "err-trace.json.1";
+    const std::string other = vm == 0 ? "err-trace.json.0" : "err-trace.json";
+    EXPECT_FALSE(std::filesystem::exists(dir / other)) << other;
+    std::ifstream in(dir / mine);
+    ASSERT_TRUE(in.good()) << "no " << mine << "\n" << err_both;
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::map<std::string, std::string> j;
+    ASSERT_TRUE(test_util::Json(text).Parse(&j)) << text.substr(0, 2000);
+    EXPECT_EQ(j["traceEvents[0].args.name"], "rank " + std::to_string(vm)) << text.substr(0, 2000);
+    EXPECT_NE(j["otherData.note1"].find("could not be gathered"), std::string::npos)
+        << text.substr(0, 2000);
+    std::printf("%s: %zu bytes\n", mine.c_str(), text.size());
+  }
+  EXPECT_NE(err0.find("--trace: cannot gather every rank's steps on rank 0"), std::string::npos)
+      << err_both;
+  EXPECT_NE(err1.find("--trace: cannot gather every rank's steps on rank 0"), std::string::npos)
+      << err_both;
   ASSERT_TRUE(tb.Teardown().ok());
 }
 
