@@ -11,7 +11,9 @@
 //    --bootstrap ADDR:PORT, rank 0 listens there); rank 0 prints the table
 //    with the slowest rank's time and every rank's #wrong.
 // A hang ends with the watchdog's report and exit 1; so does a completion
-// error (on every rank), and any #wrong.
+// error (on every rank), and any #wrong. --trace writes one Chrome trace of
+// every rank's steps; with verbs rank 0 gathers the ranks' steps through the
+// bootstrap after the run (VerbsBackend::WriteTrace).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -89,7 +91,26 @@ class Backend {
   // (-1 stays -1: not checked).
   virtual Status Combine(double* time_us, int64_t* wrong) = 0;
   virtual Status Barrier() = 0;
+  // --trace: writes `trace` (this process's ranks' steps) where the backend
+  // puts it; `failed` says the run stopped on a failure. Returns an exit
+  // code (kExitUsage when a file cannot be written).
+  virtual int WriteTrace(const std::string& path, const Trace& trace, bool failed) = 0;
 };
+
+// Writes `text` to `path`; false (and a line on stderr) when it cannot.
+bool WriteTextFile(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "fathom coll: --trace %s: cannot open for writing\n", path.c_str());
+    return false;
+  }
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) {
+    std::fprintf(stderr, "fathom coll: --trace %s: write failed\n", path.c_str());
+    return false;
+  }
+  return true;
+}
 
 class SimBackend final : public Backend {
  public:
@@ -117,6 +138,10 @@ class SimBackend final : public Backend {
   }
   Status Combine(double*, int64_t*) override { return Status::Ok(); }
   Status Barrier() override { return Status::Ok(); }
+  // Every rank is in this process, on the one virtual clock: one file as is.
+  int WriteTrace(const std::string& path, const Trace& trace, bool) override {
+    return WriteTextFile(path, trace.ToJson()) ? kExitOk : kExitUsage;
+  }
 
  private:
   SimWorld* world_;
@@ -174,7 +199,81 @@ class VerbsBackend final : public Backend {
   }
   Status Barrier() override { return world_->bootstrap().Barrier(); }
 
+  // Rank 0 writes one file with every rank's steps, gathered through the
+  // bootstrap, each rank's clock shifted to the reference they all read
+  // after the setup barrier (VerbsWorld::trace_origin). The other ranks
+  // write nothing, except what would otherwise be lost, on their own host:
+  //  - FILE.<rank> with this rank's whole trace when it was over its share
+  //    of the gather (rank 0's file then has its first events and says so);
+  //  - when the gather cannot run (a failed run aborts the bootstrap for
+  //    every rank, or the gather itself fails): rank 0 writes FILE with its
+  //    own steps and each other rank FILE.<rank> with its own, all on the
+  //    common timeline, and each says so on stderr.
+  int WriteTrace(const std::string& path, const Trace& trace, bool failed) override {
+    const int me = world_->rank();
+    const std::string own_path = path + "." + std::to_string(me);
+    std::vector<std::string> notes = {kAlignmentNote};
+    std::string why;
+    if (failed) {
+      // After a failure the bootstrap is usually aborted: then the gather
+      // would only fail (or wait for ranks that will not come).
+      if (Status s = world_->bootstrap().PollAbort(); !s.ok()) why = s.message();
+    }
+    RankTrace mine;
+    mine.rank = me;
+    mine.origin = world_->trace_origin();
+    mine.total_events = trace.events.size();
+    mine.events = trace.events;
+    if (why.empty()) {
+      size_t sent = 0;
+      auto all = world_->GatherTrace(trace, kTraceGatherBudgetBytes, &sent);
+      if (all.ok()) {
+        int rc = kExitOk;
+        if (sent < trace.events.size()) {
+          std::fprintf(stderr,
+                       "fathom coll: rank %d: --trace: %zu of %zu events went to rank 0 (%zu "
+                       "bytes per rank at most); all of them are in %s\n",
+                       me, sent, trace.events.size(),
+                       kTraceGatherBudgetBytes / static_cast<size_t>(std::max(1, nranks() - 1)),
+                       own_path.c_str());
+          if (!WriteTextFile(own_path, MergedTraceJson({mine}, notes))) rc = kExitUsage;
+        }
+        if (me != 0) return rc;
+        for (const RankTrace& r : *all) {
+          if (r.events.size() < r.total_events) {
+            notes.push_back(
+                "rank " + std::to_string(r.rank) + ": the first " +
+                std::to_string(r.events.size()) + " of " + std::to_string(r.total_events) +
+                " events (the gather's share per rank is full); all of them are in " + path + "." +
+                std::to_string(r.rank) + " on rank " + std::to_string(r.rank) + "'s host");
+            std::fprintf(stderr, "fathom coll: --trace %s: %s\n", path.c_str(),
+                         notes.back().c_str());
+          }
+        }
+        return WriteTextFile(path, MergedTraceJson(*all, notes)) ? rc : kExitUsage;
+      }
+      why = all.status().message();
+    }
+    const std::string where = me == 0 ? path : own_path;
+    notes.push_back("rank " + std::to_string(me) +
+                    "'s steps only: the ranks' traces could not be gathered (" + why +
+                    "); rank 0 writes " + path + ", each other rank " + path +
+                    ".<rank> on its own host, all on this timeline");
+    std::fprintf(stderr,
+                 "fathom coll: rank %d: --trace: cannot gather every rank's steps on rank 0 "
+                 "(%s); wrote this rank's to %s\n",
+                 me, why.c_str(), where.c_str());
+    return WriteTextFile(where, MergedTraceJson({mine}, notes)) ? kExitOk : kExitUsage;
+  }
+
  private:
+  // What every rank downloads for the gather at most (every round goes to
+  // every rank): rank r > 0 may send budget / (nranks - 1) bytes, about
+  // 60 bytes an event.
+  static constexpr size_t kTraceGatherBudgetBytes = size_t{64} << 20;
+  static constexpr const char* kAlignmentNote =
+      "ts 0 = each rank's exit from the bootstrap barrier after connecting; ranks are aligned to "
+      "that barrier's skew";
   VerbsWorld* world_;
 };
 
@@ -322,18 +421,7 @@ int RunSweep(const Options& o, const Parsed& p, Backend& backend, const CommOpti
   }
   if (!failure.empty()) exit_code = kExitFailure;
   if (!o.trace.empty()) {
-    // Verbs: one file per rank (each process knows only its own steps).
-    const std::string path = std::string(backend.name()) == "verbs"
-                                 ? o.trace + "." + std::to_string(local.front())
-                                 : o.trace;
-    FILE* f = std::fopen(path.c_str(), "w");
-    if (f == nullptr) {
-      std::fprintf(stderr, "fathom coll: --trace %s: cannot open for writing\n", path.c_str());
-      return kExitUsage;
-    }
-    const std::string j = trace.ToJson();
-    std::fwrite(j.data(), 1, j.size(), f);
-    std::fclose(f);
+    if (int rc = backend.WriteTrace(o.trace, trace, !failure.empty()); rc != kExitOk) return rc;
   }
   if (o.json && (print || !failure.empty())) {
     std::printf(
@@ -532,8 +620,10 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("--seed", o->seed, "sim: seed (default 1)");
           sub->add_flag("--json", o->json, "print one JSON object");
           sub->add_option("--trace", o->trace,
-                          "write a Chrome trace / Perfetto JSON of every rank's steps "
-                          "(verbs: FILE.<rank> per process)");
+                          "write a Chrome trace / Perfetto JSON of every rank's steps (verbs: "
+                          "rank 0 gathers every rank's into FILE, on one timeline aligned at "
+                          "the setup barrier; after a failed run each rank writes its own, "
+                          "FILE.<rank> on ranks > 0)");
           return [o] { return Run(*o); };
         },
         40});

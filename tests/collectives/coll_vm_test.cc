@@ -6,15 +6,22 @@
 // VMs: a switch that drops frames over 1000 bytes while the QPs run at path
 // MTU 4096 lets small allreduces pass and hangs large ones, and the
 // watchdog, not the test's timeout, ends the run naming the stuck QPs.
+// And --trace: rank 0 writes one Chrome trace with both ranks' steps; after
+// a failed run, each rank its own.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "testbed/testbed.h"
+#include "tests/json_reader.h"
 #include "tests/testbed/shared_testbed.h"
 
 namespace fathom::testbed {
@@ -151,6 +158,63 @@ TEST_F(CollVmTest, TwoRanksAllgatherBroadcastEventsAndTwoChannelsAreCorrect) {
                 2, 3);
 }
 
+// --trace on verbs: rank 0 gathers both ranks' steps into one file (pid =
+// rank, "rank N" process names, each rank's sends to and receives from the
+// other); rank 1 writes no file of its own.
+TEST_F(CollVmTest, TwoRanksTraceIsOneFileOnRankZeroWithBothRanks) {
+  const std::string file = "coll-trace.json";
+  auto r = RunRanks(*tb_, "allreduce --algo ring -b 4K -e 64K -f 16 -n 2 -w 1 --trace " + file, 2,
+                    18705, seconds(300));
+  ExpectCorrect(r, 2, 2);
+  const std::filesystem::path got = tb_->work_dir() / "coll-trace-files";
+  for (int vm = 0; vm < 2; ++vm) {
+    ASSERT_TRUE(tb_->CollectFiles(vm, got / ("vm" + std::to_string(vm))).ok());
+  }
+  for (const char* stray : {"vm0/coll-trace.json.0", "vm0/coll-trace.json.1", "vm1/coll-trace.json",
+                            "vm1/coll-trace.json.1"}) {
+    EXPECT_FALSE(std::filesystem::exists(got / stray)) << stray << "\n" << r.Describe();
+  }
+  std::ifstream in(got / "vm0" / file);
+  ASSERT_TRUE(in.good()) << "rank 0 wrote no " << file << "\n" << r.Describe();
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::map<std::string, std::string> j;
+  ASSERT_TRUE(test_util::Json(text).Parse(&j)) << text.substr(0, 2000);
+  std::map<int, std::string> process_name;
+  std::map<int, int> steps, sends_to_peer, receives_from_peer;
+  std::map<int, std::set<std::string>> names;
+  std::map<int, double> first_ts;  // for the log: how close the ranks' timelines look
+  for (int i = 0; j.count("traceEvents[" + std::to_string(i) + "].ph"); ++i) {
+    const std::string e = "traceEvents[" + std::to_string(i) + "]";
+    const int pid = std::stoi(j.at(e + ".pid"));
+    if (j.at(e + ".ph") == "M" && j.at(e + ".name") == "process_name") {
+      process_name[pid] = j.at(e + ".args.name");
+    }
+    if (j.at(e + ".ph") != "X") continue;
+    ++steps[pid];
+    names[pid].insert(j.at(e + ".name"));
+    // On the common timeline every step comes after the reference point.
+    const double ts = std::stod(j.at(e + ".ts"));
+    EXPECT_GE(ts, 0.0) << e;
+    if (!first_ts.count(pid) || ts < first_ts[pid]) first_ts[pid] = ts;
+    const std::string peer = std::to_string(1 - pid);
+    if (j.count(e + ".args.to") && j.at(e + ".args.to") == peer) ++sends_to_peer[pid];
+    if (j.count(e + ".args.from") && j.at(e + ".args.from") == peer) ++receives_from_peer[pid];
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    EXPECT_EQ(process_name[rank], "rank " + std::to_string(rank)) << text.substr(0, 2000);
+    EXPECT_GT(steps[rank], 0) << text.substr(0, 2000);
+    EXPECT_GT(sends_to_peer[rank], 0) << text.substr(0, 2000);
+    EXPECT_GT(receives_from_peer[rank], 0) << text.substr(0, 2000);
+    EXPECT_TRUE(names[rank].count("recv-reduce-send") || names[rank].count("recv-reduce"))
+        << text.substr(0, 2000);
+  }
+  EXPECT_EQ(steps.size(), 2u) << text.substr(0, 2000);
+  std::printf("trace %s: %zu bytes; rank 0: %d steps from ts %.1f us; rank 1: %d from %.1f us\n",
+              file.c_str(), text.size(), steps[0], first_ts[0], steps[1], first_ts[1]);
+  EXPECT_NE(text.find("aligned to that barrier's skew"), std::string::npos);
+}
+
 TEST_F(CollVmTest, FourRanksRingAndTreeAllreduceAndAllgatherAreCorrect) {
   // Two ranks per VM: every pair crosses the switch or rxe's loopback.
   const std::string sizes = " -b 1K -e 256K -f 16 -n 2 -w 1";
@@ -241,8 +305,12 @@ TEST(CollVmHang, MtuMismatchHangsLargeAllreducesAndTheWatchdogNamesTheStuckQps) 
 
   // The same drop with a finite retry count (rxe retries forever only at 7):
   // after 3 x 537 ms the requester completes with IBV_WC_RETRY_EXC_ERR (12),
-  // and every rank stops naming the status, the peer and the QP.
-  const Result er = run("-b 64K -e 64K -n 2 -w 1 --timeout 20 --retry-cnt 2", 18732);
+  // and every rank stops naming the status, the peer and the QP. With
+  // --trace of the failing iteration (-w 0): the abort leaves no bootstrap
+  // to gather through, so rank 0 writes its own steps to the file and rank 1
+  // its own to FILE.1, each saying so.
+  const Result er =
+      run("-b 64K -e 64K -n 2 -w 0 --timeout 20 --retry-cnt 2 --trace err-trace.json", 18732);
   const std::string err0 = er.vm0.stdout_text + er.vm0.stderr_text;
   const std::string err1 = er.vm1.stdout_text + er.vm1.stderr_text;
   const std::string err_both = er.Describe();
@@ -254,6 +322,27 @@ TEST(CollVmHang, MtuMismatchHangsLargeAllreducesAndTheWatchdogNamesTheStuckQps) 
   EXPECT_TRUE(std::regex_search(err0, error12) || std::regex_search(err1, error12)) << err_both;
   EXPECT_EQ(err_both.find("watchdog: no progress"), std::string::npos) << err_both;
   std::printf("%s", err_both.c_str());
+  for (int vm = 0; vm < 2; ++vm) {
+    SCOPED_TRACE("vm " + std::to_string(vm));
+    const std::filesystem::path dir = tb.work_dir() / ("err-trace-vm" + std::to_string(vm));
+    ASSERT_TRUE(tb.CollectFiles(vm, dir).ok());
+    const std::string mine = vm == 0 ? "err-trace.json" : "err-trace.json.1";
+    const std::string other = vm == 0 ? "err-trace.json.0" : "err-trace.json";
+    EXPECT_FALSE(std::filesystem::exists(dir / other)) << other;
+    std::ifstream in(dir / mine);
+    ASSERT_TRUE(in.good()) << "no " << mine << "\n" << err_both;
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::map<std::string, std::string> j;
+    ASSERT_TRUE(test_util::Json(text).Parse(&j)) << text.substr(0, 2000);
+    EXPECT_EQ(j["traceEvents[0].args.name"], "rank " + std::to_string(vm)) << text.substr(0, 2000);
+    EXPECT_NE(j["otherData.note1"].find("could not be gathered"), std::string::npos)
+        << text.substr(0, 2000);
+    std::printf("%s: %zu bytes\n", mine.c_str(), text.size());
+  }
+  EXPECT_NE(err0.find("--trace: cannot gather every rank's steps on rank 0"), std::string::npos)
+      << err_both;
+  EXPECT_NE(err1.find("--trace: cannot gather every rank's steps on rank 0"), std::string::npos)
+      << err_both;
   ASSERT_TRUE(tb.Teardown().ok());
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "tests/cli_run.h"
+#include "tests/json_reader.h"
 #include "tests/wire/wire_test_util.h"
 
 namespace fathom::wire {
@@ -23,107 +24,6 @@ using CliRun = test_util::CommandResult;
 CliRun Decode(const std::string& args) {
   return test_util::RunCommand(std::string(FATHOM_BINARY_DIR) + "/tools/fathom decode " + args);
 }
-
-// A strict JSON reader that flattens numbers and strings into paths:
-// {"a":{"b":1},"c":[{"d":"x"}]} -> a.b=1, c[0].d=x. Fails on any syntax error.
-class Json {
- public:
-  explicit Json(const std::string& text) : s_(text) {}
-  bool Parse(std::map<std::string, std::string>* out) {
-    out_ = out;
-    Ws();
-    if (!Value("")) return false;
-    Ws();
-    return i_ == s_.size();
-  }
-
- private:
-  void Ws() {
-    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
-  }
-  bool String(std::string* v) {
-    if (i_ >= s_.size() || s_[i_] != '"') return false;
-    ++i_;
-    while (i_ < s_.size() && s_[i_] != '"') {
-      if (static_cast<unsigned char>(s_[i_]) < 0x20) return false;
-      if (s_[i_] == '\\') {
-        if (++i_ >= s_.size()) return false;
-        if (s_[i_] == 'u') i_ += 4;
-      }
-      v->push_back(s_[i_++]);
-    }
-    if (i_ >= s_.size()) return false;
-    ++i_;
-    return true;
-  }
-  bool Value(const std::string& path) {
-    Ws();
-    if (i_ >= s_.size()) return false;
-    const char c = s_[i_];
-    if (c == '{') {
-      ++i_;
-      Ws();
-      if (i_ < s_.size() && s_[i_] == '}') return ++i_, true;
-      while (true) {
-        Ws();
-        std::string key;
-        if (!String(&key)) return false;
-        Ws();
-        if (i_ >= s_.size() || s_[i_++] != ':') return false;
-        (*out_)[(path.empty() ? "" : path + ".") + key + "?"] = "present";
-        if (!Value(path.empty() ? key : path + "." + key)) return false;
-        Ws();
-        if (i_ < s_.size() && s_[i_] == ',') {
-          ++i_;
-          continue;
-        }
-        if (i_ < s_.size() && s_[i_] == '}') return ++i_, true;
-        return false;
-      }
-    }
-    if (c == '[') {
-      ++i_;
-      Ws();
-      if (i_ < s_.size() && s_[i_] == ']') return ++i_, true;
-      for (int k = 0;; ++k) {
-        if (!Value(path + "[" + std::to_string(k) + "]")) return false;
-        Ws();
-        if (i_ < s_.size() && s_[i_] == ',') {
-          ++i_;
-          continue;
-        }
-        if (i_ < s_.size() && s_[i_] == ']') return ++i_, true;
-        return false;
-      }
-    }
-    if (c == '"') {
-      std::string v;
-      if (!String(&v)) return false;
-      (*out_)[path] = v;
-      return true;
-    }
-    for (const char* lit : {"true", "false", "null"}) {
-      if (s_.compare(i_, std::strlen(lit), lit) == 0) {
-        (*out_)[path] = lit;
-        i_ += std::strlen(lit);
-        return true;
-      }
-    }
-    const size_t start = i_;
-    if (i_ < s_.size() && s_[i_] == '-') ++i_;
-    while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.' ||
-                              s_[i_] == 'e' || s_[i_] == 'E' || s_[i_] == '+' || s_[i_] == '-')) {
-      ++i_;
-    }
-    if (i_ == start) return false;
-    (*out_)[path] = s_.substr(start, i_ - start);
-    return true;
-  }
-
-  const std::string& s_;
-  size_t i_ = 0;
-  std::map<std::string, std::string>* out_ = nullptr;
-};
 
 TEST(DecodeCliTest, TextListsFramesAndFlows) {
   const CliRun r = Decode(testing::CapturePath());
@@ -151,7 +51,7 @@ TEST(DecodeCliTest, JsonHasTheKeys) {
   const CliRun r = Decode(testing::CapturePath() + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   std::map<std::string, std::string> j;
-  ASSERT_TRUE(Json(r.out).Parse(&j)) << r.out;
+  ASSERT_TRUE(test_util::Json(r.out).Parse(&j)) << r.out;
   EXPECT_EQ(j["frames"], "600");
   EXPECT_EQ(j["roce_frames"], "560");
   EXPECT_EQ(j["non_roce_frames"], "40");

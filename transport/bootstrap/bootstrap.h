@@ -87,6 +87,9 @@ class Rank {
 
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
+  // The largest frame body this rank reads (RankOptions::max_message_bytes):
+  // a round's GatherResult, every rank's payload together, must fit in it.
+  virtual uint32_t max_message_bytes() const = 0;
   // Every rank's payload, indexed by rank. ABORTED (naming who and why) when
   // any rank aborted; DEADLINE_EXCEEDED after op_timeout.
   virtual StatusOr<std::vector<std::string>> AllGather(const std::string& payload) = 0;
@@ -103,5 +106,14 @@ class Rank {
   // it only between rounds: it consumes the message it finds.
   virtual Status PollAbort() = 0;
 };
+
+// AllGather for payloads that may not fit in one round: a round of sizes,
+// then as many rounds as the largest payload needs, each carrying one slice
+// of every non-empty payload, sized so that the round's GatherResult fits in
+// rank.max_message_bytes(). Every rank must call it at the same point (it
+// is a sequence of rounds). Every round goes to every rank (the bootstrap
+// has no gather-to-one), so the caller bounds the total. Errors are
+// AllGather's, or INVALID_ARGUMENT when a peer's sizes do not add up.
+StatusOr<std::vector<std::string>> AllGatherChunked(Rank& rank, const std::string& payload);
 
 }  // namespace fathom::transport::bootstrap

@@ -68,6 +68,7 @@ class RankImpl final : public Rank {
 
   int rank() const override { return options_.rank; }
   int world_size() const override { return options_.world_size; }
+  uint32_t max_message_bytes() const override { return options_.max_message_bytes; }
 
   Status PollAbort() override {
     if (aborted_) return Aborted(me_ + ": " + abort_text_);

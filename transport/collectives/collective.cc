@@ -5,23 +5,6 @@
 
 namespace fathom::transport::coll {
 
-std::string Trace::ToJson() const {
-  std::string s = "{\"traceEvents\":[";
-  char buf[256];
-  for (size_t i = 0; i < events.size(); ++i) {
-    const TraceEvent& e = events[i];
-    std::snprintf(buf, sizeof(buf), "%s{\"name\":\"%s\",\"ph\":\"X\",\"ts\":%.6f,\"dur\":%.6f,",
-                  i == 0 ? "" : ",\n", e.name.c_str(), e.start.us(), e.duration.us());
-    s += buf;
-    std::snprintf(buf, sizeof(buf), "\"pid\":%d,\"tid\":%d,\"args\":{", e.rank, e.stream);
-    s += buf;
-    s += e.args;
-    s += "}}";
-  }
-  s += "]}\n";
-  return s;
-}
-
 RankCollective::RankCollective(Communicator* comm, const CollSpec& spec, DataType type, RedOp op,
                                const void* in, void* out, Trace* trace)
     : comm_(comm),

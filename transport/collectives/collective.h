@@ -17,23 +17,9 @@
 #include "transport/collectives/communicator.h"
 #include "transport/collectives/reduce.h"
 #include "transport/collectives/schedule.h"
+#include "transport/collectives/trace.h"
 
 namespace fathom::transport::coll {
-
-// Chrome trace events of every rank's steps (send, recv, reduce, wait).
-struct TraceEvent {
-  std::string name;  // "wait", "recv-reduce-send", ...
-  int rank = 0;
-  int stream = 0;
-  Picoseconds start;
-  Picoseconds duration;
-  std::string args;  // JSON object body, e.g. "\"peer\":3"
-};
-struct Trace {
-  std::vector<TraceEvent> events;
-  // {"traceEvents":[...]} with ts/dur in microseconds, pid = rank, tid = stream.
-  std::string ToJson() const;
-};
 
 class RankCollective {
  public:

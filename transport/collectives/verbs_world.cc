@@ -67,6 +67,8 @@ StatusOr<std::unique_ptr<VerbsWorld>> VerbsWorld::Create(const VerbsWorldOptions
                           " could not connect: " + s.message());
     return s;
   }
+  // Connect() ended with a barrier: every rank reads its clock here.
+  w->trace_origin_ = w->clock_.Now();
   if (d.cq_mode == verbs::CqMode::kEvents) {
     w->clock_.set_events_cq(dynamic_cast<verbs::VerbsCompletionQueue*>(&w->comm_->cq()));
   }
@@ -140,6 +142,42 @@ RunOutcome VerbsWorld::Run(const CollSpec& spec, DataType type, RedOp op, const 
   RunOutcome r = driver_->Run({&coll});
   if (!r.status.ok() && !r.remote_abort) (void)boot_->Abort(AbortReason(r));
   return r;
+}
+
+StatusOr<std::vector<RankTrace>> VerbsWorld::GatherTrace(const Trace& trace, size_t budget_bytes,
+                                                         size_t* sent) {
+  const int me = options_.rank;
+  RankTrace mine;
+  mine.rank = me;
+  mine.origin = trace_origin_;
+  mine.total_events = trace.events.size();
+  mine.events = trace.events;
+  // Rank 0 keeps its own events: it sends nothing, and the others' share of
+  // every round grows.
+  std::string payload;
+  size_t kept = mine.events.size();
+  if (me != 0) {
+    const size_t share = budget_bytes / static_cast<size_t>(std::max(1, options_.nranks - 1));
+    payload = EncodeRankTrace(mine, share, &kept);
+  }
+  if (sent != nullptr) *sent = kept;
+  FATHOM_ASSIGN_OR_RETURN(auto all, bootstrap::AllGatherChunked(*boot_, payload));
+  std::vector<RankTrace> out;
+  if (me != 0) return out;
+  out.push_back(std::move(mine));
+  for (size_t r = 1; r < all.size(); ++r) {
+    auto t = DecodeRankTrace(all[r]);
+    if (!t.ok()) {
+      return t.status().WithContext("VerbsWorld::GatherTrace: the trace of rank " +
+                                    std::to_string(r));
+    }
+    if (t->rank != static_cast<int>(r)) {
+      return InvalidArgument("VerbsWorld::GatherTrace: rank " + std::to_string(r) +
+                             " sent a trace of rank " + std::to_string(t->rank));
+    }
+    out.push_back(std::move(t).value());
+  }
+  return out;
 }
 
 Status VerbsWorld::Finish() {

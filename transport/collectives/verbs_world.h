@@ -26,6 +26,7 @@
 #include "base/units.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/collectives/driver.h"
+#include "transport/collectives/trace.h"
 #include "transport/verbs/verbs_device.h"
 #include "transport/wait.h"
 
@@ -69,6 +70,24 @@ class VerbsWorld {
   RunOutcome Run(const CollSpec& spec, DataType type, RedOp op, const void* in, void* out,
                  Trace* trace = nullptr);
 
+  // This rank's clock reading (the clock of Run()'s trace events) just as it
+  // left the bootstrap barrier that ends the connection setup: the common
+  // reference that puts every rank's trace on one timeline. Every rank
+  // leaves that barrier when the root's answer reaches it, so the alignment
+  // is good to the barrier's skew (the spread of those arrivals: tens of
+  // microseconds on a LAN, more in busy VMs), not better.
+  Picoseconds trace_origin() const { return trace_origin_; }
+
+  // Sends this rank's `trace` to rank 0 through the bootstrap
+  // (AllGatherChunked), its clock shifted by trace_origin(). Rank 0 gets
+  // every rank's RankTrace (its own whole; each other rank's first events
+  // within budget_bytes / (nranks - 1), since every rank receives every
+  // round); the other ranks get an empty vector. *sent is how many of this
+  // rank's events went. Every rank calls it at the same point, with a
+  // bootstrap that was not aborted.
+  StatusOr<std::vector<RankTrace>> GatherTrace(const Trace& trace, size_t budget_bytes,
+                                               size_t* sent);
+
   // Says goodbye to the bootstrap; rank 0 then waits (bounded) until every
   // rank has, so its root outlives the others' last round. The destructor
   // does it too.
@@ -101,6 +120,7 @@ class VerbsWorld {
   std::unique_ptr<Device> device_;
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<Driver> driver_;
+  Picoseconds trace_origin_;
   bool finished_ = false;
 };
 
