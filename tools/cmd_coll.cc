@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
 #include "fabric/sim/fault_attach.h"
 #include "fabric/sim/scenario.h"
 #include "tools/command.h"
@@ -307,19 +308,6 @@ StatusOr<Parsed> ParseFlags(const Options& o) {
   }
   p.sizes = SizeSweep(minb, maxb, stepb, o.stepfactor);
   return p;
-}
-
-std::string JsonEscape(const std::string& s) {
-  std::string esc;
-  for (char c : s) {
-    if (c == '"' || c == '\\') esc += '\\';
-    if (c == '\n') {
-      esc += "\\n";
-      continue;
-    }
-    esc += c;
-  }
-  return esc;
 }
 
 // The nccl-tests loop, the same for both backends: per size, out-of-place

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "base/json.h"
 #include "fabric/wire/capture_stats.h"
 #include "fabric/wire/pcap.h"
 #include "fabric/wire/roce.h"
@@ -18,38 +19,6 @@ using wire::AethKind;
 using wire::ParseKind;
 using wire::ParseResult;
 using wire::RoceFrame;
-
-void AppendJsonString(std::string* out, std::string_view s) {
-  out->push_back('"');
-  for (const char c : s) {
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
-          out->append(buf);
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
 
 std::string Hex(uint64_t v, int width) {
   char buf[24];
@@ -160,10 +129,10 @@ void PrintTextSummary(const wire::CaptureStats& st) {
 
 std::string JsonSummary(const std::string& path, const wire::CaptureStats& st) {
   std::string j = "{\"capture\":";
-  AppendJsonString(&j, path);
+  j += JsonString(path);
   auto field = [&j](std::string_view key, uint64_t v) {
     j += ",";
-    AppendJsonString(&j, key);
+    j += JsonString(key);
     j += ":" + std::to_string(v);
   };
   field("frames", st.frames());
@@ -174,13 +143,13 @@ std::string JsonSummary(const std::string& path, const wire::CaptureStats& st) {
   field("icrc_bad", st.icrc_bad());
   auto counts = [&j](std::string_view key, const std::map<std::string_view, uint64_t>& m) {
     j += ",";
-    AppendJsonString(&j, key);
+    j += JsonString(key);
     j += ":{";
     bool first = true;
     for (const auto& [name, count] : m) {
       if (!first) j += ",";
       first = false;
-      AppendJsonString(&j, name);
+      j += JsonString(name);
       j += ":" + std::to_string(count);
     }
     j += "}";
@@ -193,9 +162,9 @@ std::string JsonSummary(const std::string& path, const wire::CaptureStats& st) {
     if (!first_flow) j += ",";
     first_flow = false;
     j += "{\"src\":";
-    AppendJsonString(&j, f.src);
+    j += JsonString(f.src);
     j += ",\"dst\":";
-    AppendJsonString(&j, f.dst);
+    j += JsonString(f.dst);
     field("dest_qpn", f.key.dest_qpn);
     field("packets", f.packets);
     field("bytes", f.payload_bytes);
@@ -218,7 +187,7 @@ std::string JsonSummary(const std::string& path, const wire::CaptureStats& st) {
     for (const auto& [code, count] : f.naks_by_code) {
       if (!first) j += ",";
       first = false;
-      AppendJsonString(&j, wire::NakCodeName(code));
+      j += JsonString(wire::NakCodeName(code));
       j += ":" + std::to_string(count);
     }
     j += "}}";

@@ -7,20 +7,12 @@
 #include <cstdio>
 #include <string>
 
+#include "base/json.h"
 #include "faults/spec.h"
 #include "tools/command.h"
 
 namespace fathom::tools {
 namespace {
-
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out + "\"";
-}
 
 std::string ParamsJson(const std::vector<faults::ParamInfo>& params) {
   std::string out = "[";

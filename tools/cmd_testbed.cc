@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "base/json.h"
 #include "testbed/testbed.h"
 #include "tools/command.h"
 
@@ -56,25 +57,6 @@ bool ParsePerVm(const std::string& flag, const std::string& item, int vms, int* 
   std::fprintf(stderr, "fathom testbed: %s %s: expected VM=VALUE with VM in 0..%d\n", flag.c_str(),
                item.c_str(), vms - 1);
   return false;
-}
-
-std::string JsonEscape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (c == '\n') {
-      o += "\\n";
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof(b), "\\u%04x", c);
-      o += b;
-    } else {
-      o += c;
-    }
-  }
-  return o;
 }
 
 int RunTestbed(const RunArgs& a) {

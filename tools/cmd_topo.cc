@@ -7,38 +7,13 @@
 #include <sstream>
 #include <string>
 
+#include "base/json.h"
 #include "tools/command.h"
 #include "topologies/builders.h"
 #include "topologies/spec.h"
 
 namespace fathom::tools {
 namespace {
-
-std::string JsonEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
 
 std::string Num(double v) {
   std::ostringstream os;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "base/json.h"
 #include "fabric/sim/scenario.h"
 
 namespace fathom::sim {
@@ -18,21 +19,6 @@ std::string Fmt(const char* fmt, ...) {
   std::vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
   return buf;
-}
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += Fmt("\\u%04x", c);
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 std::string Duration(double ns) {

@@ -5,6 +5,8 @@
 #include <set>
 #include <utility>
 
+#include "base/json.h"
+
 namespace fathom::transport::coll {
 namespace {
 
@@ -36,23 +38,6 @@ template <typename T>
 bool ParseInt(std::string_view s, T* v) {
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
   return ec == std::errc() && end == s.data() + s.size();
-}
-
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 }  // namespace
