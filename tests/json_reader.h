@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace fathom::test_util {
 
@@ -111,5 +112,31 @@ class Json {
   size_t i_ = 0;
   std::map<std::string, std::string>* out_ = nullptr;
 };
+
+// The events of a parsed Chrome trace, in order: the fields of each
+// "traceEvents[i]" without that prefix ("ph", "pid", "ts", "args.name", ...).
+using TraceEvent = std::map<std::string, std::string>;
+inline std::vector<TraceEvent> TraceEvents(const std::map<std::string, std::string>& parsed) {
+  std::vector<TraceEvent> events;
+  for (const auto& [path, value] : parsed) {
+    if (path.rfind("traceEvents[", 0) != 0) continue;
+    const size_t close = path.find(']');
+    const size_t i = std::stoul(path.substr(12, close - 12));
+    if (events.size() <= i) events.resize(i + 1);
+    events[i][path.substr(close + 2)] = value;  // after "]."
+  }
+  return events;
+}
+
+// pid -> the name its "process_name" metadata event gives.
+inline std::map<int, std::string> TraceProcessNames(const std::vector<TraceEvent>& events) {
+  std::map<int, std::string> names;
+  for (const TraceEvent& e : events) {
+    if (e.at("ph") == "M" && e.at("name") == "process_name") {
+      names[std::stoi(e.at("pid"))] = e.at("args.name");
+    }
+  }
+  return names;
+}
 
 }  // namespace fathom::test_util

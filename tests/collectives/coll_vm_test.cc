@@ -179,26 +179,23 @@ TEST_F(CollVmTest, TwoRanksTraceIsOneFileOnRankZeroWithBothRanks) {
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::map<std::string, std::string> j;
   ASSERT_TRUE(test_util::Json(text).Parse(&j)) << text.substr(0, 2000);
-  std::map<int, std::string> process_name;
+  const std::vector<test_util::TraceEvent> events = test_util::TraceEvents(j);
+  std::map<int, std::string> process_name = test_util::TraceProcessNames(events);
   std::map<int, int> steps, sends_to_peer, receives_from_peer;
   std::map<int, std::set<std::string>> names;
   std::map<int, double> first_ts;  // for the log: how close the ranks' timelines look
-  for (int i = 0; j.count("traceEvents[" + std::to_string(i) + "].ph"); ++i) {
-    const std::string e = "traceEvents[" + std::to_string(i) + "]";
-    const int pid = std::stoi(j.at(e + ".pid"));
-    if (j.at(e + ".ph") == "M" && j.at(e + ".name") == "process_name") {
-      process_name[pid] = j.at(e + ".args.name");
-    }
-    if (j.at(e + ".ph") != "X") continue;
+  for (const test_util::TraceEvent& e : events) {
+    if (e.at("ph") != "X") continue;
+    const int pid = std::stoi(e.at("pid"));
     ++steps[pid];
-    names[pid].insert(j.at(e + ".name"));
+    names[pid].insert(e.at("name"));
     // On the common timeline every step comes after the reference point.
-    const double ts = std::stod(j.at(e + ".ts"));
-    EXPECT_GE(ts, 0.0) << e;
+    const double ts = std::stod(e.at("ts"));
+    EXPECT_GE(ts, 0.0) << e.at("name");
     if (!first_ts.count(pid) || ts < first_ts[pid]) first_ts[pid] = ts;
     const std::string peer = std::to_string(1 - pid);
-    if (j.count(e + ".args.to") && j.at(e + ".args.to") == peer) ++sends_to_peer[pid];
-    if (j.count(e + ".args.from") && j.at(e + ".args.from") == peer) ++receives_from_peer[pid];
+    if (e.count("args.to") && e.at("args.to") == peer) ++sends_to_peer[pid];
+    if (e.count("args.from") && e.at("args.from") == peer) ++receives_from_peer[pid];
   }
   for (int rank = 0; rank < 2; ++rank) {
     SCOPED_TRACE("rank " + std::to_string(rank));

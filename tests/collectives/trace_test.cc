@@ -9,6 +9,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "tests/json_reader.h"
 
@@ -104,25 +105,22 @@ TEST(TraceTest, MergeOfTwoRanksPutsBothOnOneTimeline) {
   ASSERT_TRUE(r1.ok()) << r1.status().ToString();
   const std::string json = MergedTraceJson({r0, *r1}, {"aligned \"at\" the barrier", "second"});
   const auto j = ParseJson(json);
+  const std::vector<test_util::TraceEvent> events = test_util::TraceEvents(j);
+  std::map<int, std::string> process_name = test_util::TraceProcessNames(events);
   std::map<int, int> complete;  // pid -> "X" events
-  std::map<int, std::string> process_name;
   int complete_seen = 0;
-  for (int i = 0; j.count("traceEvents[" + std::to_string(i) + "].ph"); ++i) {
-    const std::string e = "traceEvents[" + std::to_string(i) + "]";
-    const int pid = std::stoi(j.at(e + ".pid"));
-    if (j.at(e + ".ph") == "M" && j.at(e + ".name") == "process_name") {
-      process_name[pid] = j.at(e + ".args.name");
-    }
-    if (j.at(e + ".ph") != "X") continue;
-    ++complete[pid];
+  for (const test_util::TraceEvent& e : events) {
+    if (e.at("ph") != "X") continue;
+    const int pid = std::stoi(e.at("pid"));
+    const int k = ++complete[pid];
+    SCOPED_TRACE("rank " + std::to_string(pid) + " event " + std::to_string(k));
     // The k-th event of every rank is k x 10 us after its own reference,
     // whatever its clock read there.
-    const int k = complete[pid];
-    EXPECT_EQ(std::stod(j.at(e + ".ts")), 10.0 * k) << e;
-    EXPECT_EQ(std::stod(j.at(e + ".dur")), 2.0) << e;
-    EXPECT_EQ(j.at(e + ".tid"), std::to_string((k - 1) % 2)) << e;
-    EXPECT_EQ(j.at(e + ".name"), k % 2 == 1 ? "recv-reduce-send" : "wait") << e;
-    EXPECT_EQ(j.at(e + ".args.step"), std::to_string(k - 1)) << e;
+    EXPECT_EQ(std::stod(e.at("ts")), 10.0 * k);
+    EXPECT_EQ(std::stod(e.at("dur")), 2.0);
+    EXPECT_EQ(e.at("tid"), std::to_string((k - 1) % 2));
+    EXPECT_EQ(e.at("name"), k % 2 == 1 ? "recv-reduce-send" : "wait");
+    EXPECT_EQ(e.at("args.step"), std::to_string(k - 1));
     ++complete_seen;
   }
   EXPECT_EQ(complete_seen, 5);
