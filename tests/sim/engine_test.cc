@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -34,44 +35,51 @@ TEST(EngineTest, DispatchesInTimeOrderAndTiesInScheduleOrder) {
   EXPECT_EQ(rec.seen, expected);
 }
 
+// Events whose handlers schedule 0-2 more events each, `delay` after Now(),
+// until `max_events` were scheduled; records the order they ran in and the
+// order an ordered set of (time, schedule sequence) gives them.
+struct OrderCheck {
+  Engine* engine;
+  Rng rng;
+  std::function<int64_t(Rng&)> delay;
+  uint64_t max_events;
+  uint64_t next_id = 0;
+  std::set<std::tuple<int64_t, uint64_t>> reference;  // (time, id = schedule sequence)
+  std::vector<uint64_t> seen;
+
+  void Add(int64_t at) {
+    const uint64_t id = next_id++;
+    reference.emplace(at, id);
+    engine->Schedule(Picoseconds(at), EventKind::kUser, 0, &OrderCheck::On, this, id);
+  }
+  static void On(void* obj, uint64_t id) {
+    auto* c = static_cast<OrderCheck*>(obj);
+    c->seen.push_back(id);
+    if (c->next_id >= c->max_events) return;
+    const int n = static_cast<int>(c->rng.Below(3));
+    for (int i = 0; i < n; ++i) c->Add(c->engine->Now().ps() + c->delay(c->rng));
+  }
+  std::vector<uint64_t> Expected() const {
+    std::vector<uint64_t> ids;
+    for (const auto& [t, id] : reference) ids.push_back(id);
+    return ids;
+  }
+};
+
 // Handlers schedule more events (some at Now(), many ties) while the list is
 // large: the order must be exactly (time, schedule order), as a plain ordered
 // set of (time, sequence) gives it.
 TEST(EngineTest, EventsScheduledFromHandlersKeepTimeThenScheduleOrder) {
-  struct Chain {
-    Engine* engine;
-    Rng rng{5, 6};
-    uint64_t next_id = 0;
-    std::set<std::tuple<int64_t, uint64_t, uint64_t>> reference;  // (time, seq, id)
-    uint64_t seq = 0;
-    std::vector<uint64_t> seen;
-    void Add(int64_t at) {
-      const uint64_t id = next_id++;
-      reference.emplace(at, seq++, id);
-      engine->Schedule(Picoseconds(at), EventKind::kUser, 0, &Chain::On, this, id);
-    }
-    static void On(void* obj, uint64_t id) {
-      auto* c = static_cast<Chain*>(obj);
-      c->seen.push_back(id);
-      if (c->next_id < 200000) {
-        const int n = static_cast<int>(c->rng.Below(3));
-        for (int i = 0; i < n; ++i) {
-          c->Add(c->engine->Now().ps() + static_cast<int64_t>(c->rng.Below(4) * 1000));
-        }
-      }
-    }
-  };
   Engine engine;
-  Chain chain{&engine};
-  for (int i = 0; i < 3000; ++i) chain.Add(static_cast<int64_t>(chain.rng.Below(50)) * 1000);
+  OrderCheck check{&engine, Rng(5, 6),
+                   [](Rng& r) { return static_cast<int64_t>(r.Below(4) * 1000); }, 200000};
+  for (int i = 0; i < 3000; ++i) check.Add(static_cast<int64_t>(check.rng.Below(50)) * 1000);
   // Run in slices too: stopping at a time limit must not disturb the order.
   engine.Run(Picoseconds(20000));
   engine.Run(Picoseconds(20000));
   engine.Run();
-  std::vector<uint64_t> expected;
-  for (const auto& [t, s, id] : chain.reference) expected.push_back(id);
-  ASSERT_EQ(chain.seen.size(), expected.size());
-  EXPECT_EQ(chain.seen, expected);
+  ASSERT_EQ(check.seen.size(), check.reference.size());
+  EXPECT_EQ(check.seen, check.Expected());
   EXPECT_GT(engine.peak_pending(), 1000u);
 }
 
@@ -80,53 +88,30 @@ TEST(EngineTest, EventsScheduledFromHandlersKeepTimeThenScheduleOrder) {
 // and gaps where only far events remain, must still run in (time, schedule
 // order), as an ordered set gives it.
 TEST(EngineTest, NearAndFarEventsInterleaveInExactOrder) {
-  struct Spread {
-    Engine* engine;
-    Rng rng{11, 12};
-    uint64_t next_id = 0;
-    std::set<std::tuple<int64_t, uint64_t, uint64_t>> reference;  // (time, seq, id)
-    uint64_t seq = 0;
-    std::vector<uint64_t> seen;
-    int64_t Delay() {
-      switch (rng.Below(6)) {
-        case 0:
-          return 0;  // now: joins the bucket being run
-        case 1:
-          return static_cast<int64_t>(rng.Below(2048));  // same or next bucket
-        case 2:
-          return static_cast<int64_t>(rng.Below(400000));  // a few hundred ns
-        case 3:
-          return static_cast<int64_t>(rng.Below(40000000));  // past one wheel turn
-        case 4:
-          return 16777216 - 1024 + static_cast<int64_t>(rng.Below(4096));  // the wheel's edge
-        default:
-          return static_cast<int64_t>(rng.Below(2000000000000));  // up to 2 s
-      }
-    }
-    void Add(int64_t at) {
-      const uint64_t id = next_id++;
-      reference.emplace(at, seq++, id);
-      engine->Schedule(Picoseconds(at), EventKind::kUser, 0, &Spread::On, this, id);
-    }
-    static void On(void* obj, uint64_t id) {
-      auto* c = static_cast<Spread*>(obj);
-      c->seen.push_back(id);
-      if (c->next_id < 100000) {
-        const int n = static_cast<int>(c->rng.Below(3));
-        for (int i = 0; i < n; ++i) c->Add(c->engine->Now().ps() + c->Delay());
-      }
+  auto spread = [](Rng& r) -> int64_t {
+    switch (r.Below(6)) {
+      case 0:
+        return 0;  // now: joins the window being run
+      case 1:
+        return static_cast<int64_t>(r.Below(2048));  // the same or the next buckets
+      case 2:
+        return static_cast<int64_t>(r.Below(400000));  // a few hundred ns
+      case 3:
+        return static_cast<int64_t>(r.Below(40000000));  // past one wheel turn
+      case 4:
+        return 16777216 - 1024 + static_cast<int64_t>(r.Below(4096));  // the wheel's edge
+      default:
+        return static_cast<int64_t>(r.Below(2000000000000));  // up to 2 s
     }
   };
   Engine engine;
-  Spread spread{&engine};
-  for (int i = 0; i < 500; ++i) spread.Add(spread.Delay());
+  OrderCheck check{&engine, Rng(11, 12), spread, 100000};
+  for (int i = 0; i < 500; ++i) check.Add(spread(check.rng));
   engine.Run(Picoseconds(5000000));
   engine.Run(Picoseconds(900000000000));
   engine.Run();
-  std::vector<uint64_t> expected;
-  for (const auto& [t, s, id] : spread.reference) expected.push_back(id);
-  ASSERT_EQ(spread.seen.size(), expected.size());
-  EXPECT_EQ(spread.seen, expected);
+  ASSERT_EQ(check.seen.size(), check.reference.size());
+  EXPECT_EQ(check.seen, check.Expected());
   EXPECT_EQ(engine.pending(), 0u);
 }
 
