@@ -11,8 +11,7 @@
 # sides (perftest's --report_gbits; nccl-tests' GB/s x 8). A benchmark, not a
 # test. Run it under `flock /tmp/fathom-vm.lock` on a shared machine.
 # A perftest reading of 0 (its clock calibration can fail in a TCG VM: "r^2
-# < 0.9") is left out of the mean and said so. qemu_rmem.sh: the VMs' socket
-# buffers for the run.
+# < 0.9") is left out of the mean and said so.
 # Usage: bench/coll_vs_perftest.sh [BUILD_DIR] [SIZE] [ITERS] [EXTRA COLL FLAGS...]
 set -euo pipefail
 BUILD=${1:-build}
@@ -22,9 +21,7 @@ shift $(( $# > 3 ? 3 : $# ))
 EXTRA="$*"
 FATHOM="$(cd "$BUILD" && pwd)/tools/fathom"
 OUT=$(mktemp -d /tmp/fathom-bench.XXXXXX)
-. "$(dirname "$0")/qemu_rmem.sh"
-trap 'bench_restore_qemu_rmem; rm -rf "$OUT"' EXIT
-bench_raise_qemu_rmem
+trap 'rm -rf "$OUT"' EXIT
 
 # perftest's client fails at once when its server is not up yet: retry.
 # The collective's ranks find each other through the bootstrap by themselves.

@@ -12,7 +12,6 @@
 # `flock /tmp/fathom-vm.lock` on shared machines. The outputs (each VM's files,
 # each step's exit status) stay in the directory printed on a failure, or
 # always with KEEP=1. CONTROL=1 runs perftest in both slots (an A/A control).
-# qemu_rmem.sh: the VMs' socket buffers for the run (QEMU_RMEM).
 set -euo pipefail
 BUILD=${1:-build}
 SIZE=${2:-65536}
@@ -24,9 +23,6 @@ REPS=${5:-3}
 CONTROL=${CONTROL:-0}
 FATHOM="$(cd "$BUILD" && pwd)/tools/fathom"
 OUT=$(mktemp -d /tmp/fathom-bench.XXXXXX)
-. "$(dirname "$0")/qemu_rmem.sh"
-trap bench_restore_qemu_rmem EXIT
-bench_raise_qemu_rmem
 fail() {
   echo "perf_vs_perftest: $*; outputs kept in $OUT" >&2
   exit 1

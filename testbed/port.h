@@ -36,14 +36,15 @@ class Port {
   virtual void Close() = 0;
 };
 
-// qemu's `-netdev socket,udp=127.0.0.1:SWITCH,localaddr=127.0.0.1:VM` sends
-// each Ethernet frame as one UDP datagram (TESTBED.md). A UdpPort binds the
-// SWITCH end on 127.0.0.1 (port 0 = allocated by the kernel, so testbeds never
-// clash) and sends to the peer it last heard from, unless a fixed peer is given.
+// A VM's netdev (`-netdev dgram` on a socket the testbed connected to
+// 127.0.0.1:SWITCH, testbed.cc VmSocket) sends each Ethernet frame as one UDP
+// datagram (TESTBED.md). A UdpPort binds the SWITCH end on 127.0.0.1 (port 0 =
+// allocated by the kernel, so testbeds never clash) and sends to the peer it
+// last heard from, unless a fixed peer is given.
 class UdpPort : public Port {
  public:
   // Binds 127.0.0.1:`local_port`. `peer_port` 0 means "learn the peer from the
-  // first datagram" (qemu then may bind localaddr port 0 as well).
+  // first datagram" (the VM's socket has an ephemeral port).
   static StatusOr<std::unique_ptr<UdpPort>> Open(boost::asio::io_context& io, std::string name,
                                                  uint16_t local_port = 0, uint16_t peer_port = 0);
   ~UdpPort() override;

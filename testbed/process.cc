@@ -12,7 +12,8 @@
 
 namespace fathom::testbed {
 
-StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& log_path) {
+StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& log_path,
+                      int pass_fd) {
   if (argv.empty()) return InvalidArgument("Spawn: empty argv");
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -37,6 +38,15 @@ StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& l
     if (null_fd >= 0) dup2(null_fd, 0);
     dup2(log_fd, 1);
     dup2(log_fd, 2);
+    if (pass_fd >= 0) {
+      // dup2 clears close-on-exec on the copy; on the same number it does
+      // nothing, so clear it by hand.
+      if (pass_fd == kPassedFd) {
+        fcntl(kPassedFd, F_SETFD, 0);
+      } else if (dup2(pass_fd, kPassedFd) < 0) {
+        _exit(126);
+      }
+    }
     execvp(args[0], args.data());
     _exit(127);
   }

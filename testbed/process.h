@@ -18,9 +18,15 @@
 
 namespace fathom::testbed {
 
+// The descriptor number a child gets for Spawn's `pass_fd`.
+inline constexpr int kPassedFd = 3;
+
 // Starts argv[0] (searched in PATH) with stdin from /dev/null and stdout and
-// stderr appended to `log_path`. Returns the child's pid.
-StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& log_path);
+// stderr appended to `log_path`. Returns the child's pid. `pass_fd` (if not
+// -1; the caller keeps its own copy) becomes descriptor kPassedFd in the
+// child; no other descriptor opened with O_CLOEXEC reaches it.
+StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& log_path,
+                      int pass_fd = -1);
 
 // Non-blocking: the exit status (as from waitpid) if `pid` has exited and
 // was reaped now, nothing while it runs.

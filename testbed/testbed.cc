@@ -1,6 +1,7 @@
 #include "testbed/testbed.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -60,24 +61,58 @@ Status WriteAtomically(const fs::path& path, const std::string& text) {
   return Status::Ok();
 }
 
-// A UDP port on 127.0.0.1 that was free a moment ago (direct wiring only:
-// through the switch, qemu binds port 0 and the switch learns its port).
-StatusOr<uint16_t> ProbeFreeUdpPort() {
-  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return IoError(std::string("socket(AF_INET, SOCK_DGRAM): ") + std::strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    const int err = errno;
-    close(fd);
-    return IoError(std::string("bind 127.0.0.1:0: ") + std::strerror(err));
+// A VM's end of its cable: a UDP socket on 127.0.0.1 that the testbed opens
+// and hands to qemu (`-netdev dgram,local.type=fd`), rather than letting qemu
+// open it, so that its receive buffer can be large. qemu's own socket gets the
+// host's default (212992 bytes here, about 23 jumbo frames): a TCG VM that
+// falls behind a burst drops frames there, and rxe then measures its
+// retransmission timeouts. Bound on open; Connect() names the far end.
+class VmSocket {
+ public:
+  static constexpr int kReceiveBytes = 4 << 20;
+  VmSocket() = default;
+  VmSocket(const VmSocket&) = delete;
+  VmSocket& operator=(const VmSocket&) = delete;
+  ~VmSocket() {
+    if (fd_ >= 0) close(fd_);
   }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+  Status Open() {
+    fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) return IoError(std::string("VmSocket socket(): ") + std::strerror(errno));
+    // Past net.core.rmem_max when root (SO_RCVBUFFORCE), else up to it.
+    int bytes = kReceiveBytes;
+    if (setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)) != 0) {
+      setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+    }
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      return IoError(std::string("VmSocket bind 127.0.0.1:0: ") + std::strerror(errno));
+    }
+    port_ = ntohs(addr.sin_port);
+    return Status::Ok();
+  }
+  Status Connect(uint16_t peer_port) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(peer_port);
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      return IoError("VmSocket connect 127.0.0.1:" + std::to_string(peer_port) + ": " +
+                     std::strerror(errno));
+    }
+    return Status::Ok();
+  }
+  int fd() const { return fd_; }
+  uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+};
 
 // A stock kernel hangs after the BIOS under KVM on some hosts (TESTBED.md):
 // use KVM only when the kernel prints its banner within a few seconds.
@@ -254,16 +289,15 @@ Status Testbed::Boot() {
   if (accel_ == Accel::kAuto)
     accel_ = KvmBoots(o.assets_dir, work_dir_) ? Accel::kKvm : Accel::kTcg;
 
-  // Wiring: each VM's netdev sends to a switch port (the switch learns the
-  // VM's ephemeral source port), or directly to the other VM.
-  std::vector<std::string> netdevs;
+  // Wiring: each VM's socket (VmSocket) is connected to a switch port (the
+  // switch learns the VM's port from its first frame), or directly to the
+  // other VM's socket.
+  std::vector<VmSocket> sockets(static_cast<size_t>(o.num_vms));
+  for (VmSocket& s : sockets) FATHOM_RETURN_IF_ERROR(s.Open());
+  const std::string netdev = "dgram,id=n0,local.type=fd,local.str=" + std::to_string(kPassedFd);
   if (o.direct) {
-    FATHOM_ASSIGN_OR_RETURN(const uint16_t p0, ProbeFreeUdpPort());
-    FATHOM_ASSIGN_OR_RETURN(const uint16_t p1, ProbeFreeUdpPort());
-    netdevs.push_back("socket,id=n0,udp=127.0.0.1:" + std::to_string(p1) +
-                      ",localaddr=127.0.0.1:" + std::to_string(p0));
-    netdevs.push_back("socket,id=n0,udp=127.0.0.1:" + std::to_string(p0) +
-                      ",localaddr=127.0.0.1:" + std::to_string(p1));
+    FATHOM_RETURN_IF_ERROR(sockets[0].Connect(sockets[1].port()));
+    FATHOM_RETURN_IF_ERROR(sockets[1].Connect(sockets[0].port()));
   } else {
     switch_ = std::make_unique<Switch>();
     for (int i = 0; i < o.num_vms; ++i) {
@@ -272,8 +306,7 @@ Status Testbed::Boot() {
       PortImpairments imp;
       if (i < static_cast<int>(o.impairments.size())) imp = o.impairments[i];
       switch_->AddPort(std::move(port), imp);
-      netdevs.push_back("socket,id=n0,udp=127.0.0.1:" + std::to_string(local) +
-                        ",localaddr=127.0.0.1:0");
+      FATHOM_RETURN_IF_ERROR(sockets[static_cast<size_t>(i)].Connect(local));
     }
     if (!o.capture_path.empty()) FATHOM_RETURN_IF_ERROR(switch_->EnableCapture(o.capture_path));
     switch_->Start();
@@ -293,9 +326,10 @@ Status Testbed::Boot() {
         "-fsdev", "local,id=r,path=/,security_model=none,readonly=on,multidevs=remap", "-device",
         "virtio-9p-pci,fsdev=r,mount_tag=hostroot", "-fsdev",
         "local,id=s,path=" + v.share.string() + ",security_model=none,multidevs=remap", "-device",
-        "virtio-9p-pci,fsdev=s,mount_tag=results", "-netdev", netdevs[i], "-device",
+        "virtio-9p-pci,fsdev=s,mount_tag=results", "-netdev", netdev, "-device",
         "virtio-net-pci,netdev=n0,mac=" + v.mac + ",host_mtu=9000"};
-    FATHOM_ASSIGN_OR_RETURN(v.pid, Spawn(argv, base + ".qemu.log"));
+    FATHOM_ASSIGN_OR_RETURN(v.pid,
+                            Spawn(argv, base + ".qemu.log", sockets[static_cast<size_t>(i)].fd()));
     spawned_at_.push_back(steady_clock::now());
   }
   return Status::Ok();
