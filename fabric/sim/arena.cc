@@ -25,7 +25,6 @@ void* HugePageArena::Allocate(size_t bytes, size_t align) {
   if (bytes > kBlockBytes / 2) {
     const size_t rounded = (bytes + kBlockBytes - 1) / kBlockBytes * kBlockBytes;
     blocks_.emplace_back(NewBlock(rounded));
-    big_bytes_ += rounded - kBlockBytes;
     return blocks_.back().get();
   }
   const uintptr_t at = reinterpret_cast<uintptr_t>(cursor_);

@@ -26,7 +26,6 @@ class HugePageArena {
   // request larger than a block gets blocks of its own. Aborts when out of
   // memory, naming the request.
   void* Allocate(size_t bytes, size_t align);
-  size_t reserved_bytes() const { return blocks_.size() * kBlockBytes + big_bytes_; }
 
  private:
   struct Free {
@@ -36,7 +35,6 @@ class HugePageArena {
   std::vector<std::unique_ptr<void, Free>> blocks_;
   char* cursor_ = nullptr;  // free space of the newest block
   size_t left_ = 0;
-  size_t big_bytes_ = 0;
 };
 
 }  // namespace fathom::sim
