@@ -52,21 +52,25 @@ uint32_t Engine::NewBlock(uint32_t next) {
   return b;
 }
 
+void Engine::SinkInto(Key* run, size_t n, const Key k) {
+  const Uint128 rank = Rank(k);
+  size_t i = n;
+  while (i > 0 && Rank(run[i - 1]) > rank) {
+    run[i] = run[i - 1];
+    --i;
+  }
+  run[i] = k;
+}
+
 void Engine::InsertActive(const Key& k) {
   // Usually the latest of the window (it has the highest sequence number);
-  // otherwise shift the later ones up.
+  // otherwise the later ones shift up.
   if (active_pos_ == active_.size()) {
     active_.clear();
     active_pos_ = 0;
   }
-  const Uint128 rank = Rank(k);
-  size_t i = active_.size();
   active_.push_back(k);
-  while (i > active_pos_ && Rank(active_[i - 1]) > rank) {
-    active_[i] = active_[i - 1];
-    --i;
-  }
-  active_[i] = k;
+  SinkInto(active_.data() + active_pos_, active_.size() - 1 - active_pos_, k);
 }
 
 void Engine::LoadNextBucket() {
@@ -130,16 +134,7 @@ void Engine::LoadNextBucket() {
   Key* run = active_.data() + start;
   const size_t n = active_.size() - start;
   if (n <= 32) {
-    for (size_t i = 1; i < n; ++i) {
-      const Key k = run[i];
-      const Uint128 r = Rank(k);
-      size_t j = i;
-      while (j > 0 && Rank(run[j - 1]) > r) {
-        run[j] = run[j - 1];
-        --j;
-      }
-      run[j] = k;
-    }
+    for (size_t i = 1; i < n; ++i) SinkInto(run, i, run[i]);
   } else {
     std::sort(run, run + n, [](const Key& a, const Key& b) { return Rank(a) < Rank(b); });
   }

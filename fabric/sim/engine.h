@@ -14,10 +14,11 @@
 // wheel's buckets (256 ps wide, 16.8 us in all) take a push in O(1); a
 // bucket's few events are sorted by (time, sequence) when it joins the
 // window, a sorted run of the next events spanning one or more buckets, from
-// which the engine fetches the memory of events a dozen turns ahead. Events beyond the wheel
-// (timeouts, flow starts) wait in a 4-ary min-heap of 16-byte keys. Each pop takes the lesser of
-// the two heads, so the order is exactly (time, sequence) whatever the structure. What an event
-// does sits in a slot array that neither moves.
+// which the engine fetches the memory of events a dozen turns ahead. Events
+// beyond the wheel (timeouts, flow starts) wait in a 4-ary min-heap of
+// 16-byte keys. Each pop takes the lesser of the two heads, so the order is
+// exactly (time, sequence) whatever the structure. What an event does sits in
+// a slot array that neither moves.
 //
 // Threading: an Engine and everything scheduled on it belong to one thread.
 #pragma once
@@ -187,6 +188,9 @@ class Engine {
   // Appends the next non-empty wheel bucket to the window, sorted.
   void LoadNextBucket();
   void InsertActive(const Key& k);
+  // Moves `k` (just written at run[n]) down to its place in the sorted
+  // run[0, n), shifting later keys up.
+  static void SinkInto(Key* run, size_t n, Key k);
   void FarPush(const Key& k);
   Key FarPop();
   void FarSiftUp(size_t hole, const Key& k);

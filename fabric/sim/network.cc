@@ -45,32 +45,18 @@ void Switch::Prefetch(const void* sw, const Packet* p, int stage) {
     __builtin_prefetch(&self->row_[rank]);
     return;
   }
-  const uint32_t entry = self->row_[rank];
-  const uint32_t count = entry & ((1u << kCountBits) - 1);
-  if (count == 0) return;
-  size_t pick = 0;
-  if (count > 1) {
-    const uint64_t h = Mix64(p->flow_hash ^ self->salt_);
-    pick = static_cast<size_t>(((h >> 32) * count) >> 32);
-  }
-  __builtin_prefetch(self->next_[(entry >> kCountBits) + pick]);
+  if (Port* out = self->Pick(self->row_[rank], *p)) __builtin_prefetch(out);
 }
 
 void Switch::Receive(void* sw, Packet* p, int32_t /*in_port*/) {
   Switch* self = static_cast<Switch*>(sw);
-  const uint32_t entry = self->row_[static_cast<size_t>(self->host_rank_[p->dst_host])];
-  const uint32_t count = entry & ((1u << kCountBits) - 1);
-  if (count == 0) {
+  Port* out = self->Pick(self->row_[static_cast<size_t>(self->host_rank_[p->dst_host])], *p);
+  if (out == nullptr) {
     self->drops_->Add(DropReason::kNoRoute);
     self->pool_->Free(p);
     return;
   }
-  size_t pick = 0;
-  if (count > 1) {
-    const uint64_t h = Mix64(p->flow_hash ^ self->salt_);
-    pick = static_cast<size_t>(((h >> 32) * count) >> 32);
-  }
-  self->next_[(entry >> kCountBits) + pick]->Send(p);
+  out->Send(p);
 }
 
 Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig& config)

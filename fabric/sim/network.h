@@ -47,8 +47,20 @@ class Switch {
 
  private:
   static constexpr uint32_t kCountBits = 10;  // an ECMP set has < 1024 ports
-  const int32_t* host_rank_;                  // the topology's node id -> host rank
-  size_t node_count_;                         // entries of host_rank_
+  // The port of routing entry `entry`'s ECMP set that `p`'s flow hashes to;
+  // null when the set is empty (no route).
+  Port* Pick(uint32_t entry, const Packet& p) const {
+    const uint32_t count = entry & ((1u << kCountBits) - 1);
+    if (count == 0) return nullptr;
+    size_t pick = 0;
+    if (count > 1) {
+      const uint64_t h = Mix64(p.flow_hash ^ salt_);
+      pick = static_cast<size_t>(((h >> 32) * count) >> 32);
+    }
+    return next_[(entry >> kCountBits) + pick];
+  }
+  const int32_t* host_rank_;   // the topology's node id -> host rank
+  size_t node_count_;          // entries of host_rank_
   std::vector<uint32_t> row_;  // by destination host rank: offset << 10 | count into next_
   std::vector<Port*> next_;    // the ECMP sets, interned
   uint64_t salt_;
