@@ -62,6 +62,8 @@ int Run(const topo::Topology& topo, uint64_t flow_bytes, std::string label,
     std::fprintf(stderr, "sim_bench: %s\n", s.ToString().c_str());
     return 1;
   }
+  struct rusage before {};
+  getrusage(RUSAGE_SELF, &before);
   const auto t0 = std::chrono::steady_clock::now();
   engine.Run();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -69,17 +71,22 @@ int Run(const topo::Topology& topo, uint64_t flow_bytes, std::string label,
   for (const auto& p : net.ports()) hops += p->counters().port_xmit_packets;
   struct rusage ru {};
   getrusage(RUSAGE_SELF, &ru);
+  // The kernel's share of the run: first touches of packet and ring memory.
+  auto secs = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; };
+  const double sys_s = secs(ru.ru_stime) - secs(before.ru_stime);
+  const long page_faults = ru.ru_minflt - before.ru_minflt;
   const double sim_s = engine.Now().seconds();
   const QpCounters q = net.TotalQpCounters();
   std::printf(
       "%-28s hosts %5d  flows %5d done %5d  sim %.3f ms  wall %.3f s  events %llu  "
       "packet-hops %llu  %.1f M hops/s  %.4f sim-s/wall-s  peak in-flight %zu pkts  "
-      "peak events %zu  retx %llu  peak RSS %.1f MiB\n",
+      "peak events %zu  retx %llu  peak RSS %.1f MiB  sys %.3f s (%ld page faults)\n",
       label.c_str(), net.host_count(), static_cast<int>(driver.flows().size()), driver.completed(),
       sim_s * 1e3, wall, static_cast<unsigned long long>(engine.events_dispatched()),
       static_cast<unsigned long long>(hops), hops / wall / 1e6, sim_s / wall,
       net.pool().peak_in_use(), engine.peak_pending(),
-      static_cast<unsigned long long>(q.retransmitted_packets), ru.ru_maxrss / 1024.0);
+      static_cast<unsigned long long>(q.retransmitted_packets), ru.ru_maxrss / 1024.0, sys_s,
+      page_faults);
   return 0;
 }
 

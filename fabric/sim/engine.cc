@@ -27,50 +27,15 @@ uint64_t Rng::Next() {
   return result;
 }
 
-uint32_t Engine::NewSlot() {
-  if (bodies_.size() > kSlotMask) {
-    // More pending events than a key can name: a runaway model, not a load
-    // this engine is built for. Stop loudly rather than misorder events.
-    std::fprintf(stderr, "fathom sim: more than %llu pending events\n",
-                 static_cast<unsigned long long>(kSlotMask + 1));
-    std::abort();
-  }
-  bodies_.emplace_back();
-  return static_cast<uint32_t>(bodies_.size() - 1);
-}
-
-uint32_t Engine::NewBlock(uint32_t next) {
-  uint32_t b = free_block_;
-  if (b != kNone) {
-    free_block_ = blocks_[b].next;
-  } else {
-    b = static_cast<uint32_t>(blocks_.size());
-    blocks_.emplace_back();
-  }
-  blocks_[b].count = 0;
-  blocks_[b].next = next;
-  return b;
-}
-
-void Engine::SinkInto(Key* run, size_t n, const Key k) {
-  const Uint128 rank = Rank(k);
-  size_t i = n;
-  while (i > 0 && Rank(run[i - 1]) > rank) {
-    run[i] = run[i - 1];
-    --i;
-  }
-  run[i] = k;
-}
-
-void Engine::InsertActive(const Key& k) {
+void Engine::InsertActive(const Event& e) {
   // Usually the latest of the window (it has the highest sequence number);
   // otherwise the later ones shift up.
   if (active_pos_ == active_.size()) {
     active_.clear();
     active_pos_ = 0;
   }
-  active_.push_back(k);
-  SinkInto(active_.data() + active_pos_, active_.size() - 1 - active_pos_, k);
+  active_.push_back(e);
+  SinkInto(active_.data() + active_pos_, active_.size() - 1 - active_pos_, active_.back());
 }
 
 void Engine::LoadNextBucket() {
@@ -112,76 +77,62 @@ void Engine::LoadNextBucket() {
     active_pos_ = 0;
   }
   const size_t start = active_.size();
-  uint32_t block = bucket_head_[index];
+  uint32_t node = bucket_head_[index];
   bucket_head_[index] = kNone;
   bucket_bits_[index >> 6] &= ~(uint64_t{1} << (index & 63));
   if (bucket_bits_[index >> 6] == 0) {
     bucket_summary_[index >> 12] &= ~(uint64_t{1} << ((index >> 6) & 63));
   }
-  while (block != kNone) {
-    Block& b = blocks_[block];
-    if (b.next != kNone) __builtin_prefetch(&blocks_[b.next]);
-    for (uint32_t i = 0; i < b.count; ++i) active_.push_back(b.keys[i]);
-    const uint32_t next = b.next;
-    b.next = free_block_;
-    free_block_ = block;
-    block = next;
+  while (node != kNone) {
+    Node& n = nodes_[node];
+    if (n.next != kNone) __builtin_prefetch(&nodes_[n.next]);
+    active_.push_back(n.event);
+    const uint32_t next = n.next;
+    n.next = free_node_;
+    free_node_ = node;
+    node = next;
   }
   wheel_count_ -= active_.size() - start;
-  // Blocks come newest first, each in schedule order. Every key here is later
-  // than every key already in the window (an earlier bucket), so only the new
-  // run needs sorting: by insertion when small, as it nearly always is.
-  Key* run = active_.data() + start;
+  // Every event here is later than every event already in the window (an
+  // earlier bucket), so only the new run needs sorting: by insertion when
+  // small, as it nearly always is. The chain came newest first, so a run of
+  // a few is usually in reverse.
+  Event* run = active_.data() + start;
   const size_t n = active_.size() - start;
+  if (n < 2) return;
+  std::reverse(run, run + n);  // into schedule order, often time order too
   if (n <= 32) {
     for (size_t i = 1; i < n; ++i) SinkInto(run, i, run[i]);
   } else {
-    std::sort(run, run + n, [](const Key& a, const Key& b) { return Rank(a) < Rank(b); });
+    std::sort(run, run + n, [](const Event& a, const Event& b) { return Before(a, b); });
   }
 }
 
-inline bool Engine::Peek(Key* k, bool* from_far) {
-  if (active_.size() - active_pos_ < kWindowLow && wheel_count_ > 0) {
-    LoadNextBucket();  // never empty: wheel_count_ > 0
-  }
-  if (active_pos_ == active_.size() && far_.empty()) return false;
-  if (active_pos_ < active_.size() &&
-      (far_.empty() || Rank(active_[active_pos_]) < Rank(far_[0]))) {
-    *k = active_[active_pos_];
-    *from_far = false;
-  } else {
-    *k = far_[0];
-    *from_far = true;
-  }
-  return true;
-}
-
-// Places `k` at the hole `i` or above it, moving larger parents down.
-void Engine::FarSiftUp(size_t i, const Key& k) {
-  Key* h = far_.data();
-  const Uint128 rank = Rank(k);
+// Places `e` at the hole `i` or above it, moving larger parents down.
+void Engine::FarSiftUp(size_t i, const Event e) {
+  Event* h = far_.data();
   while (i > 0) {
     const size_t parent = (i - 1) / 4;
-    if (rank >= Rank(h[parent])) break;
+    if (!Before(e, h[parent])) break;
     h[i] = h[parent];
     i = parent;
   }
-  h[i] = k;
+  h[i] = e;
 }
 
-void Engine::FarPush(const Key& k) {
-  far_.push_back(k);
-  FarSiftUp(far_.size() - 1, k);
+void Engine::FarPush(const Event& e) {
+  far_.push_back(e);
+  FarSiftUp(far_.size() - 1, far_.back());
 }
 
 // Removes the root by walking the hole down to a leaf along the least child,
-// then sifting the last key up from there: the last key almost always
+// then sifting the last event up from there: the last one almost always
 // belongs near the bottom, which saves comparing it at every level.
-Engine::Key Engine::FarPop() {
-  Key* h = far_.data();
-  const Key top = h[0];
+Event Engine::FarPop() {
+  Event* h = far_.data();
+  const Event top = h[0];
   const size_t n = far_.size() - 1;
-  const Key last = h[n];
+  const Event last = h[n];
   far_.pop_back();
   if (n == 0) return top;
   size_t i = 0;
@@ -189,13 +140,9 @@ Engine::Key Engine::FarPop() {
     const size_t c = 4 * i + 1;
     if (c >= n) break;
     size_t best = c;
-    Uint128 best_rank = Rank(h[c]);
     const size_t end = c + 4 < n ? c + 4 : n;
     for (size_t j = c + 1; j < end; ++j) {
-      const Uint128 r = Rank(h[j]);
-      const bool less = r < best_rank;
-      best = less ? j : best;
-      best_rank = less ? r : best_rank;
+      if (Before(h[j], h[best])) best = j;
     }
     h[i] = h[best];
     i = best;
@@ -208,43 +155,47 @@ uint64_t Engine::Run(Picoseconds until) {
   stop_ = false;
   uint64_t n = 0;
   const uint64_t limit = static_cast<uint64_t>(until.ps() < 0 ? 0 : until.ps());
-  Key k;
-  bool from_far = false;
-  while (!stop_ && Peek(&k, &from_far)) {
-    if (k.time > limit) break;
-    if (from_far) {
-      FarPop();
-    } else {
-      // Fetch ahead within the sorted bucket: the slot of the event
-      // kSlotAhead turns on; the object (a Port, mostly) and packet of the
-      // one kObjAhead turns on, whose slot came in earlier; then the kind's
-      // hint follows the pointers from there, a level per stage. At 1024
-      // hosts all of these are cold by the time their turn comes.
-      const size_t pos = active_pos_++;
+  while (!stop_) {
+    if (active_.size() - active_pos_ < kWindowLow && wheel_count_ > 0) {
+      LoadNextBucket();  // never empty: wheel_count_ > 0
+    }
+    Event e;
+    if (active_pos_ < active_.size() && (far_.empty() || Before(active_[active_pos_], far_[0]))) {
+      // Fetch ahead within the sorted window: the object (a Port, mostly)
+      // and packet of the event kObjAhead turns on; then the kind's hint
+      // follows the pointers from there, a level per stage. At 1024 hosts
+      // all of these are cold by the time their turn comes.
+      const size_t pos = active_pos_;
+      const Event* w = active_.data();
       const size_t size = active_.size();
-      if (pos + kSlotAhead < size) {
-        __builtin_prefetch(&bodies_[active_[pos + kSlotAhead].seq_slot & kSlotMask]);
-      }
+      if (w[pos].time > limit) break;
       if (pos + kObjAhead < size) {
-        const EventBody& ahead = bodies_[active_[pos + kObjAhead].seq_slot & kSlotMask];
+        const Event& ahead = w[pos + kObjAhead];
         __builtin_prefetch(ahead.obj);
         if (ahead.kind == EventKind::kArrival) {
           __builtin_prefetch(reinterpret_cast<const void*>(ahead.arg));
         }
       }
-      for (int stage = 0; stage < 3; ++stage) {
-        if (pos + kStageAhead[stage] >= size) continue;
-        const EventBody& ahead = bodies_[active_[pos + kStageAhead[stage]].seq_slot & kSlotMask];
-        const PrefetchFn fn = prefetchers_[static_cast<size_t>(ahead.kind) & 7];
-        if (fn != nullptr) fn(ahead.obj, ahead.arg, stage + 1);
+      if (pos + kStageAhead[0] < size) {
+        Hint(w[pos + kStageAhead[0]], 1);
+        Hint(w[pos + kStageAhead[1]], 2);
+        Hint(w[pos + kStageAhead[2]], 3);
+      } else {
+        for (int stage = 0; stage < 3; ++stage) {
+          if (pos + kStageAhead[stage] < size) Hint(w[pos + kStageAhead[stage]], stage + 1);
+        }
       }
+      e = w[pos];
+      ++active_pos_;
+    } else if (!far_.empty()) {
+      if (far_[0].time > limit) break;
+      e = FarPop();
+    } else {
+      break;
     }
     --pending_;
-    const uint32_t slot = static_cast<uint32_t>(k.seq_slot & kSlotMask);
-    const EventBody e = bodies_[slot];
-    free_slots_.push_back(slot);
-    now_ps_ = static_cast<int64_t>(k.time);
-    digest_ = Mix64(digest_ ^ k.time) ^ ((static_cast<uint64_t>(e.kind) << 32) | e.component);
+    now_ps_ = static_cast<int64_t>(e.time);
+    digest_ = Mix64(digest_ ^ e.time) ^ ((static_cast<uint64_t>(e.kind) << 32) | e.component);
     if (trace_file_ != nullptr) {
       std::fprintf(trace_file_, "%" PRId64 " %u %u\n", now_ps_, static_cast<unsigned>(e.kind),
                    e.component);

@@ -11,14 +11,15 @@
 // The event list is a timing wheel for the near future plus a heap for the
 // rest. Nearly every event of a packet simulation lands within a few
 // microseconds (the next arrival of a busy link, a NIC's next turn), so the
-// wheel's buckets (256 ps wide, 16.8 us in all) take a push in O(1); a
-// bucket's few events are sorted by (time, sequence) when it joins the
-// window, a sorted run of the next events spanning one or more buckets, from
-// which the engine fetches the memory of events a dozen turns ahead. Events
-// beyond the wheel (timeouts, flow starts) wait in a 4-ary min-heap of
-// 16-byte keys. Each pop takes the lesser of the two heads, so the order is
-// exactly (time, sequence) whatever the structure. What an event does sits in
-// a slot array that neither moves.
+// wheel's buckets (256 ps wide, 16.8 us in all) take a push in O(1): a
+// bucket is a chain of one-line nodes. A bucket's few events are sorted by
+// (time, sequence) when it joins the window, a sorted array of the next
+// events spanning one or more buckets, from which the engine fetches the
+// memory of events several turns ahead. Events beyond the wheel (timeouts,
+// flow starts) wait in a 4-ary min-heap. Each pop takes the lesser of the
+// two heads, so the order is exactly (time, sequence) whatever the
+// structure. Events are stored whole (48 bytes) wherever they are, so
+// dispatching one reads nothing beside the list.
 //
 // Threading: an Engine and everything scheduled on it belong to one thread.
 #pragma once
@@ -51,10 +52,13 @@ enum class EventKind : uint16_t {
   kFault = 6,      // a fault changes what a NIC sees (port down/up, host crash)
 };
 
-// What an event does: the handler and its arguments. The event list keeps
-// these in slots apart from the 16-byte keys it orders, so that reordering the
-// list moves keys only (four to a cache line).
-struct EventBody {
+// One pending event: when (time, then schedule sequence: ties go in
+// schedule order) and what (the handler and its arguments). The event list
+// moves these whole, 48 bytes each, so dispatching one and fetching ahead
+// read the list itself and nothing beside it.
+struct Event {
+  uint64_t time;
+  uint64_t seq;
   EventFn fn;
   void* obj;
   uint64_t arg;
@@ -106,15 +110,7 @@ class Engine {
   void Schedule(Picoseconds at, EventKind kind, uint32_t component, EventFn fn, void* obj,
                 uint64_t arg) {
     const int64_t t = at.ps() < now_ps_ ? now_ps_ : at.ps();
-    uint32_t slot;
-    if (!free_slots_.empty()) {
-      slot = free_slots_.back();
-      free_slots_.pop_back();
-    } else {
-      slot = NewSlot();
-    }
-    bodies_[slot] = EventBody{fn, obj, arg, component, kind};
-    Insert(Key{static_cast<uint64_t>(t), (next_seq_++ << kSlotBits) | slot});
+    Insert(Event{static_cast<uint64_t>(t), next_seq_++, fn, obj, arg, component, kind});
   }
 
   // Sets the fetch hint for events of `kind` (null: none).
@@ -146,23 +142,11 @@ class Engine {
   }
 
  private:
-  // An entry of the event list: the time, then the schedule sequence number
-  // (ties in time go in schedule order) with the body's slot in its low bits;
-  // ordered as one 128-bit number. 40 bits of sequence last 10^12 events; 24
-  // bits of slot allow 16.7 M pending events.
-  struct Key {
-    uint64_t time;
-    uint64_t seq_slot;
-  };
-  static constexpr int kSlotBits = 24;
-  static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
-  // A wheel bucket is a chain of blocks of keys, newest block first: loading
-  // a bucket reads a few contiguous blocks rather than chasing one cold link
-  // per event. Blocks come from a free list.
-  static constexpr int kBlockKeys = 7;
-  struct alignas(64) Block {
-    Key keys[kBlockKeys];
-    uint32_t count;
+  // A wheel bucket is a chain of nodes, newest first, one event each; a node
+  // is one cache line, and nodes come from a free list (most buckets hold
+  // one event or none).
+  struct alignas(64) Node {
+    Event event;
     uint32_t next;
   };
   static constexpr uint32_t kNone = ~uint32_t{0};
@@ -171,30 +155,41 @@ class Engine {
   static constexpr int kWheelBits = 16;
   static constexpr uint64_t kWheelSize = uint64_t{1} << kWheelBits;
   static constexpr uint64_t kWheelMask = kWheelSize - 1;
-  // How many events ahead the dispatcher fetches an event's slot, then its
-  // object (and an arrival's packet), then calls the kind's fetch hint.
-  static constexpr size_t kSlotAhead = 12;
+  // How many events ahead the dispatcher fetches an event's object (and an
+  // arrival's packet), then calls the kind's fetch hint.
   static constexpr size_t kObjAhead = 8;
-  static constexpr size_t kStageAhead[3] = {5, 3, 1};
+  static constexpr size_t kStageAhead[3] = {5, 3, 1};  // decreasing
   // The window takes in the next bucket when fewer events than this remain,
   // so fetches ahead do not stop at a bucket's end.
-  static constexpr size_t kWindowLow = kSlotAhead + 1;
+  static constexpr size_t kWindowLow = kObjAhead + 1;
 
-  uint32_t NewSlot();
-  uint32_t NewBlock(uint32_t next);
-  void Insert(const Key& k);
-  // Makes the next event's key the front of active_ or far_; false if none.
-  bool Peek(Key* k, bool* from_far);
+  static bool Before(const Event& a, const Event& b) {
+    return a.time < b.time || (a.time == b.time && a.seq < b.seq);
+  }
+  // Calls the fetch hint of `e`'s kind, if any, for `stage`.
+  void Hint(const Event& e, int stage) const {
+    const PrefetchFn fn = prefetchers_[static_cast<size_t>(e.kind) & 7];
+    if (fn != nullptr) fn(e.obj, e.arg, stage);
+  }
+  uint32_t NewNode();
+  void Insert(const Event& e);
   // Appends the next non-empty wheel bucket to the window, sorted.
   void LoadNextBucket();
-  void InsertActive(const Key& k);
-  // Moves `k` (just written at run[n]) down to its place in the sorted
-  // run[0, n), shifting later keys up.
-  static void SinkInto(Key* run, size_t n, Key k);
-  void FarPush(const Key& k);
-  Key FarPop();
-  void FarSiftUp(size_t hole, const Key& k);
-  static Uint128 Rank(const Key& k) { return (static_cast<Uint128>(k.time) << 64) | k.seq_slot; }
+  void InsertActive(const Event& e);
+  // Moves `e` (just written at run[n]) down to its place in the sorted
+  // run[0, n), shifting later events up.
+  static void SinkInto(Event* run, size_t n, const Event& e) {
+    const Event moving = e;  // `e` may be run[n], which the shift overwrites
+    size_t i = n;
+    while (i > 0 && Before(moving, run[i - 1])) {
+      run[i] = run[i - 1];
+      --i;
+    }
+    run[i] = moving;
+  }
+  void FarPush(const Event& e);
+  Event FarPop();
+  void FarSiftUp(size_t hole, Event e);  // by value: e may be far_[hole]
 
   uint64_t seed_;
   int64_t now_ps_ = 0;
@@ -204,15 +199,13 @@ class Engine {
   size_t peak_pending_ = 0;
   bool stop_ = false;
   size_t pending_ = 0;
-  std::vector<EventBody> bodies_;
-  std::vector<uint32_t> free_slots_;
   // The wheel: bucket b (absolute number time >> kBucketShift) lives at
-  // index b & kWheelMask as a chain of blocks; a bit per bucket says non-empty,
+  // index b & kWheelMask as a chain of nodes; a bit per bucket says non-empty,
   // a summary bit per 64 buckets says a word is non-empty. Every event in the
   // buckets has b in (active_bucket_, active_bucket_ + kWheelSize).
   std::vector<uint32_t> bucket_head_ = std::vector<uint32_t>(kWheelSize, kNone);
-  std::vector<Block> blocks_;
-  uint32_t free_block_ = kNone;
+  std::vector<Node> nodes_;
+  uint32_t free_node_ = kNone;
   std::vector<uint64_t> bucket_bits_ = std::vector<uint64_t>(kWheelSize / 64, 0);
   std::vector<uint64_t> bucket_summary_ = std::vector<uint64_t>(kWheelSize / 64 / 64, 0);
   size_t wheel_count_ = 0;  // events in the buckets (not in active_)
@@ -220,9 +213,9 @@ class Engine {
   // [active_pos_, end) still to run. Events due at or before active_bucket_
   // are inserted here, in order.
   uint64_t active_bucket_ = 0;
-  std::vector<Key> active_;
+  std::vector<Event> active_;
   size_t active_pos_ = 0;
-  std::vector<Key> far_;  // 4-ary min-heap of events beyond the wheel
+  std::vector<Event> far_;  // 4-ary min-heap of events beyond the wheel
   PrefetchFn prefetchers_[8] = {};
   uint64_t progress_countdown_ = 0;
   FILE* trace_file_ = nullptr;
@@ -231,32 +224,40 @@ class Engine {
   uint64_t progress_every_ = 1u << 20;
 };
 
-// The common case inline: an event within the wheel joins its bucket's list.
-inline void Engine::Insert(const Key& k) {
+// The common case inline: an event within the wheel joins its bucket's chain.
+inline void Engine::Insert(const Event& e) {
   ++pending_;
   if (pending_ > peak_pending_) peak_pending_ = pending_;
   if (wheel_count_ == 0 && active_pos_ == active_.size()) {
     // Nothing near is pending: the wheel starts over at the present.
     active_bucket_ = static_cast<uint64_t>(now_ps_) >> kBucketShift;
   }
-  const uint64_t b = k.time >> kBucketShift;
+  const uint64_t b = e.time >> kBucketShift;
   if (b <= active_bucket_) {
-    InsertActive(k);
+    InsertActive(e);
   } else if (b - active_bucket_ < kWheelSize) {
     const uint64_t i = b & kWheelMask;
-    uint32_t head = bucket_head_[i];
-    if (head == kNone || blocks_[head].count == kBlockKeys) {
-      head = NewBlock(head);
-      bucket_head_[i] = head;
-    }
-    Block& block = blocks_[head];
-    block.keys[block.count++] = k;
+    const uint32_t n = NewNode();
+    Node& node = nodes_[n];
+    node.event = e;
+    node.next = bucket_head_[i];
+    bucket_head_[i] = n;
     bucket_bits_[i >> 6] |= uint64_t{1} << (i & 63);
     bucket_summary_[i >> 12] |= uint64_t{1} << ((i >> 6) & 63);
     ++wheel_count_;
   } else {
-    FarPush(k);
+    FarPush(e);
   }
+}
+
+inline uint32_t Engine::NewNode() {
+  const uint32_t n = free_node_;
+  if (n != kNone) {
+    free_node_ = nodes_[n].next;
+    return n;
+  }
+  nodes_.emplace_back();
+  return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
 }  // namespace fathom::sim

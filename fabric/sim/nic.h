@@ -15,7 +15,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <vector>
 
@@ -24,6 +23,7 @@
 #include "fabric/sim/packet.h"
 #include "fabric/sim/port.h"
 #include "fabric/sim/qp.h"
+#include "fabric/sim/ring.h"
 
 namespace fathom::sim {
 
@@ -134,7 +134,7 @@ class Nic {
     uint16_t udp_sport = 0;
     uint32_t flow_hash = 0;
     // Requester.
-    std::deque<SendWqe> sq;     // front = oldest not completed
+    Ring<SendWqe> sq;           // front = oldest not completed
     size_t send_idx = 0;        // WQE being transmitted (index into sq)
     uint32_t send_pkt = 0;      // packet index within it
     uint32_t next_psn = 0;      // PSN for the next new WQE
@@ -154,16 +154,16 @@ class Nic {
     uint32_t epsn = 0;
     uint32_t msn = 0;
     bool nak_sent = false;
-    std::deque<RecvWqe> rq;
+    Ring<RecvWqe> rq;
     bool recv_active = false;  // the front RecvWqe is being filled by a SEND
     uint32_t recv_offset = 0;
     uint64_t write_va = 0;  // WRITE in progress: next address
     bool write_modelled = true;
     uint32_t write_len = 0;  // bytes of the current WRITE so far
-    std::deque<ReadJob> reads;
-    std::deque<AtomicResult> atomics;  // for duplicate atomic requests
-    Packet* pending_ack = nullptr;     // queued, unsent ACK (coalescing)
-    bool has_deferred_ack = false;     // an ACK/NAK waiting behind responses
+    Ring<ReadJob> reads;
+    Ring<AtomicResult> atomics;     // for duplicate atomic requests
+    Packet* pending_ack = nullptr;  // queued, unsent ACK (coalescing)
+    bool has_deferred_ack = false;  // an ACK/NAK waiting behind responses
     uint32_t deferred_ack_psn = 0;
     uint8_t deferred_ack_syndrome = 0;
     // Scheduling.
@@ -226,7 +226,7 @@ class Nic {
   std::vector<std::unique_ptr<CompletionQueue>> cqs_;
   std::vector<MemoryRegion> mrs_;  // index = key - 1
   // Round-robin of QPs with something to send.
-  std::deque<Qp*> active_;  // QPs are never destroyed (qps_ only grows)
+  Ring<Qp*> active_;  // QPs are never destroyed (qps_ only grows)
   // ACKs, NAKs: sent before data.
   Packet* control_head_ = nullptr;
   Packet* control_tail_ = nullptr;

@@ -34,13 +34,14 @@ Port::Port(Engine* engine, PacketPool* pool, HugePageArena* arena, DropStats* dr
            const PortConfig& config)
     : engine_(engine),
       latency_ps_(config.latency.ps()),
+      buffer_bytes_(config.buffer_bytes > 0 ? config.buffer_bytes : 0),
       mtu_bytes_(config.mtu_bytes > 0 ? static_cast<uint32_t>(config.mtu_bytes) : 0),
+      buffered_(config.buffer_bytes > 0),
       component_(static_cast<uint32_t>(config.node) * 1024u + static_cast<uint32_t>(config.index)),
       pool_(pool),
       drops_(drops),
       config_(config),
       arena_(arena) {
-  buffered_ = config_.buffer_bytes > 0;
   constexpr uint32_t kFirstRing = 16;
   ring_ = static_cast<Held*>(arena_->Allocate(kFirstRing * sizeof(Held), alignof(Held)));
   ring_mask_ = kFirstRing - 1;
@@ -51,6 +52,9 @@ Port::Port(Engine* engine, PacketPool* pool, HugePageArena* arena, DropStats* dr
 
 PortCounters Port::counters() const {
   PortCounters c = counters_;
+  c.port_xmit_packets = xmit_packets_;
+  c.port_xmit_data = xmit_data_;
+  c.port_xmit_wait_ps = xmit_wait_ps_;
   if (peer_ != nullptr) {
     c.port_rcv_data = peer_->delivered_data_;
     c.port_rcv_packets = peer_->delivered_packets_;
@@ -85,7 +89,7 @@ void Port::Send(Packet* p) {
   const uint8_t tc = static_cast<uint8_t>((p->traffic_class >> 5) & 7);
   if (buffered_) {
     Drain(now);
-    if (occupancy_[tc] + bytes > config_.buffer_bytes) {
+    if (occupancy_[tc] + bytes > buffer_bytes_) {
       ++counters_.port_xmit_discards;
       Drop(p, DropReason::kTailDrop);
       return;
@@ -97,9 +101,9 @@ void Port::Send(Packet* p) {
       ps_per_byte_ > 0 ? ps_per_byte_ * bytes : config_.rate.SerializationTime(bytes).ps();
   const int64_t end = start + ser;
   busy_until_ps_ = end;
-  counters_.port_xmit_wait_ps += static_cast<uint64_t>(start - now);
-  ++counters_.port_xmit_packets;
-  counters_.port_xmit_data += bytes - 20;  // without preamble/SFD and IFG
+  xmit_wait_ps_ += static_cast<uint64_t>(start - now);
+  ++xmit_packets_;
+  xmit_data_ += bytes - 20;  // without preamble/SFD and IFG
   if (tap_ != nullptr) tap_->on_packet(tap_->ctx, *p, Picoseconds(start));
   int64_t arrival = end + latency_ps_;
   if (impairment_ != nullptr) {
