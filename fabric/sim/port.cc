@@ -78,20 +78,27 @@ void Port::Drop(Packet* p, DropReason r) {
   pool_->Free(p);
 }
 
+void Port::DropOnSend(Packet* p, DropReason r) {
+  if (r == DropReason::kMtuExceeded) {
+    ++counters_.mtu_discards;
+  } else {
+    ++counters_.port_xmit_discards;
+  }
+  Drop(p, r);
+}
+
 void Port::Send(Packet* p) {
   const int64_t now = engine_->Now().ps();
   const uint32_t bytes = p->wire_bytes;
   if (mtu_bytes_ > 0 && bytes - kEthernetWireOverhead > mtu_bytes_) {
-    ++counters_.mtu_discards;
-    Drop(p, DropReason::kMtuExceeded);
+    DropOnSend(p, DropReason::kMtuExceeded);
     return;
   }
   const uint8_t tc = static_cast<uint8_t>((p->traffic_class >> 5) & 7);
   if (buffered_) {
     Drain(now);
     if (occupancy_[tc] + bytes > buffer_bytes_) {
-      ++counters_.port_xmit_discards;
-      Drop(p, DropReason::kTailDrop);
+      DropOnSend(p, DropReason::kTailDrop);
       return;
     }
     occupancy_[tc] += bytes;
@@ -104,6 +111,15 @@ void Port::Send(Packet* p) {
   xmit_wait_ps_ += static_cast<uint64_t>(start - now);
   ++xmit_packets_;
   xmit_data_ += bytes - 20;  // without preamble/SFD and IFG
+  if (tap_ != nullptr || impairment_ != nullptr) {
+    SendImpaired(p, start, end, bytes, tc);
+    return;
+  }
+  ++p->hops;
+  Hold(p, end, end + latency_ps_, bytes, tc);
+}
+
+void Port::SendImpaired(Packet* p, int64_t start, int64_t end, uint32_t bytes, uint8_t tc) {
   if (tap_ != nullptr) tap_->on_packet(tap_->ctx, *p, Picoseconds(start));
   int64_t arrival = end + latency_ps_;
   if (impairment_ != nullptr) {

@@ -149,12 +149,19 @@ class Port {
   // A packet scheduled on its own arrives (obj: this sending port).
   static void OnArrival(void* obj, uint64_t arg);
   // Hands a packet to the far end's receiver (or drops it: bad ICRC).
-  void Deliver(Packet* p);
-  void ScheduleOldest();
-  void Hold(Packet* p, int64_t end_ps, int64_t arrive_ps, uint32_t bytes, uint8_t tc);
+  // The per-packet steps are forced inline: each is called once per hop,
+  // and a call costs more than their bodies' common path.
+  [[gnu::always_inline]] inline void Deliver(Packet* p);
+  [[gnu::always_inline]] inline void ScheduleOldest();
+  [[gnu::always_inline]] inline void Hold(Packet* p, int64_t end_ps, int64_t arrive_ps,
+                                          uint32_t bytes, uint8_t tc);
+  // The rare cases of Send, out of line.
+  [[gnu::cold, gnu::noinline]] void SendImpaired(Packet* p, int64_t start, int64_t end,
+                                                 uint32_t bytes, uint8_t tc);
+  [[gnu::cold, gnu::noinline]] void DropOnSend(Packet* p, DropReason r);
   void Grow();
   void Drain(int64_t now_ps);
-  void Drop(Packet* p, DropReason r);
+  [[gnu::cold]] void Drop(Packet* p, DropReason r);
 
   // A packet the port holds. It counts against the buffer until end_ps
   // (last bit serialized) and is on the cable until arrive_ps.
