@@ -59,8 +59,8 @@ class Switch {
     }
     return next_[(entry >> kCountBits) + pick];
   }
-  const int32_t* host_rank_;   // the topology's node id -> host rank
-  size_t node_count_;          // entries of host_rank_
+  alignas(64) const int32_t* host_rank_;  // the topology's node id -> host rank
+  size_t node_count_;                     // entries of host_rank_
   std::vector<uint32_t> row_;  // by destination host rank: offset << 10 | count into next_
   std::vector<Port*> next_;    // the ECMP sets, interned
   uint64_t salt_;

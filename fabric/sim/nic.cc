@@ -27,7 +27,7 @@ int CompletionQueue::Poll(std::span<Completion> out) {
 }
 
 Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node, bool ipv6)
-    : engine_(engine), pool_(pool), drops_(drops), host_(host_node), ipv6_(ipv6) {
+    : engine_(engine), pool_(pool), host_(host_node), ipv6_(ipv6), drops_(drops) {
   engine_->set_prefetcher(EventKind::kNicPump, &Nic::PrefetchPump);
 }
 

@@ -217,6 +217,7 @@ void Port::PrefetchArrival(const void* obj, uint64_t arg, int stage) {
   if (p == nullptr) return;
   if (stage == 1) {
     __builtin_prefetch(port->rx_obj_);
+    __builtin_prefetch(static_cast<const char*>(port->rx_obj_) + 64);
   } else if (port->rx_prefetch_ != nullptr) {
     port->rx_prefetch_(port->rx_obj_, p, stage - 1);
   }
