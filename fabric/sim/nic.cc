@@ -47,17 +47,16 @@ void Nic::PrefetchQp(const Qp* qp, bool receive) {
 
 void Nic::PrefetchPump(const void* nic, uint64_t /*arg*/, int stage) {
   const Nic* self = static_cast<const Nic*>(nic);
-  if (self->active_.empty()) return;
+  const Qp* qp = self->rr_front_;
   if (stage == 1) {
-    if (self->port_ != nullptr) __builtin_prefetch(self->port_);
-    __builtin_prefetch(&self->active_.front());
-    return;
-  }
-  const Qp* qp = self->active_.front();
-  if (stage == 2) {
-    PrefetchQp(qp, false);
-  } else if (qp->send_idx < qp->sq.size()) {
-    __builtin_prefetch(&qp->sq[qp->send_idx]);
+    if (self->control_head_ != nullptr) __builtin_prefetch(self->control_head_);
+    if (qp != nullptr) PrefetchQp(qp, false);
+  } else if (stage == 2) {
+    if (qp != nullptr && qp->send_idx < qp->sq.size()) {
+      __builtin_prefetch(qp->sq.at_address(qp->send_idx));
+    }
+  } else if (self->port_ != nullptr) {
+    self->port_->PrefetchSendSlot();
   }
 }
 
@@ -70,12 +69,12 @@ Nic::~Nic() {
 }
 
 Nic::Qp* Nic::FindQp(uint32_t qpn) {
-  if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
-  return qps_[qpn - kFirstQpn].get();
+  if (qpn < kFirstQpn || qpn - kFirstQpn >= qp_count_) return nullptr;
+  return QpAt(qpn - kFirstQpn);
 }
 const Nic::Qp* Nic::FindQp(uint32_t qpn) const {
-  if (qpn < kFirstQpn || qpn - kFirstQpn >= qps_.size()) return nullptr;
-  return qps_[qpn - kFirstQpn].get();
+  if (qpn < kFirstQpn || qpn - kFirstQpn >= qp_count_) return nullptr;
+  return QpAt(qpn - kFirstQpn);
 }
 
 StatusOr<MemoryRegion> Nic::RegisterMemory(void* addr, uint64_t length, uint32_t access) {
@@ -157,15 +156,18 @@ StatusOr<uint32_t> Nic::CreateQp(CompletionQueue* send_cq, CompletionQueue* recv
                            " max_rd_atomic=" + std::to_string(attr.max_rd_atomic) +
                            ": out of range");
   }
-  auto qp = std::make_unique<Qp>();
-  qp->qpn = kFirstQpn + static_cast<uint32_t>(qps_.size());
+  if (qp_count_ % kQpChunk == 0) {
+    qp_chunks_.push_back(std::make_unique<Qp[]>(kQpChunk));
+    if (qp_count_ == 0) first_qps_ = qp_chunks_[0].get();
+  }
+  Qp* qp = QpAt(qp_count_++);
+  qp->qpn = kFirstQpn + qp_count_ - 1;
   qp->attr = attr;
   qp->send_cq = send_cq;
   qp->recv_cq = recv_cq;
   // rxe: source port 0xC000 + hash_32(qpn, 14), so each QP is its own ECMP flow.
   qp->udp_sport = static_cast<uint16_t>(0xC000u | ((qp->qpn * 0x61C88647u) >> 18));
-  qps_.push_back(std::move(qp));
-  return qps_.back()->qpn;
+  return qp->qpn;
 }
 
 Status Nic::ModifyToInit(uint32_t qpn) {
@@ -289,10 +291,7 @@ StatusOr<QpCounters> Nic::GetQpCounters(uint32_t qpn) const {
 
 QpCounters Nic::TotalCounters() const {
   QpCounters t;
-  for (const auto& qp : qps_) {
-    const QpCounters& c = qp->counters;
-    t += c;
-  }
+  for (uint32_t i = 0; i < qp_count_; ++i) t += QpAt(i)->counters;
   return t;
 }
 
@@ -335,8 +334,9 @@ void Nic::Crash() {
     pool_->Free(p);
   }
   control_tail_ = nullptr;
-  for (auto& qp : qps_) qp->pending_ack = nullptr;
+  for (uint32_t i = 0; i < qp_count_; ++i) QpAt(i)->pending_ack = nullptr;
   active_.clear();
+  SyncFront();
 }
 
 void Nic::Complete(Qp& qp, CompletionQueue* cq, const Completion& c) {
@@ -386,6 +386,7 @@ void Nic::Activate(Qp& qp) {
   if (!qp.active) {
     qp.active = true;
     active_.push_back(&qp);
+    SyncFront();
   }
   KickPump();
 }
@@ -423,12 +424,13 @@ void Nic::Pump() {
     return;
   }
   Packet* p = nullptr;
+  Qp* from = nullptr;  // the QP that sends p
   if (control_head_ != nullptr) {
     p = control_head_;
     control_head_ = p->next;
     if (control_head_ == nullptr) control_tail_ = nullptr;
-    Qp* qp = FindQp(p->src_qpn);
-    if (qp != nullptr && qp->pending_ack == p) qp->pending_ack = nullptr;
+    from = FindQp(p->src_qpn);
+    if (from != nullptr && from->pending_ack == p) from->pending_ack = nullptr;
   } else {
     for (size_t tries = active_.size(); tries > 0 && p == nullptr; --tries) {
       Qp& qp = *active_.front();
@@ -436,6 +438,7 @@ void Nic::Pump() {
       if (qp.state == QpState::kRtr || qp.state == QpState::kRts) {
         p = ResponderNext(qp);
         if (p == nullptr && RequesterHasWork(qp)) p = RequesterNext(qp);
+        if (p != nullptr) from = &qp;
       }
       if ((qp.state == QpState::kRtr || qp.state == QpState::kRts) &&
           (ResponderHasWork(qp) || RequesterHasWork(qp))) {
@@ -444,10 +447,11 @@ void Nic::Pump() {
         qp.active = false;
       }
     }
+    SyncFront();
   }
   if (p != nullptr) {
     p->wire_bytes = FrameWireBytes(*p);
-    if (Qp* qp = FindQp(p->src_qpn)) ++qp->counters.sent_pkts;
+    if (from != nullptr) ++from->counters.sent_pkts;
     port_->Send(p);
   }
   if (control_head_ != nullptr || !active_.empty()) KickPump();
@@ -485,11 +489,23 @@ void Nic::OnTimer(void* nic, uint64_t arg) {
 void Nic::Prefetch(const void* nic, const Packet* p, int stage) {
   const Nic* self = static_cast<const Nic*>(nic);
   const uint32_t index = p->dest_qpn - kFirstQpn;
-  if (index >= self->qps_.size()) return;
+  if (index >= self->qp_count_) return;
+  if (index < kQpChunk) {
+    // The QP's address needs no load: its lines at stage 1, then the entry
+    // its receive queue will fill.
+    const Qp* qp = self->first_qps_ + index;
+    if (stage == 1) {
+      PrefetchQp(qp, true);
+    } else if (!qp->rq.empty()) {
+      __builtin_prefetch(qp->rq.at_address(0));
+    }
+    return;
+  }
+  const std::unique_ptr<Qp[]>& chunk = self->qp_chunks_[index / kQpChunk];
   if (stage == 1) {
-    __builtin_prefetch(&self->qps_[index]);
-  } else if (const Qp* qp = self->qps_[index].get()) {
-    PrefetchQp(qp, true);
+    __builtin_prefetch(&chunk);
+  } else {
+    PrefetchQp(chunk.get() + index % kQpChunk, true);
   }
 }
 

@@ -139,6 +139,9 @@ class Port {
   void set_impairment(const Impairment* i) { impairment_ = i; }
   void set_tap(const PacketTap* t) { tap_ = t; }
 
+  // Fetches the ring slot the next Send will fill (a sender's fetch hint).
+  void PrefetchSendSlot() const { __builtin_prefetch(&ring_[(head_ + count_) & ring_mask_]); }
+
   // The engine's fetch hint for arrival events (Engine::set_prefetcher):
   // stage 1 fetches the receiver, stages 2 and 3 are the receiver's own.
   static void PrefetchArrival(const void* obj, uint64_t arg, int stage);
