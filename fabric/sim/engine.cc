@@ -77,30 +77,46 @@ void Engine::LoadNextBucket() {
     active_pos_ = 0;
   }
   const size_t start = active_.size();
-  uint32_t node = bucket_head_[index];
+  uint32_t block = bucket_head_[index];
   bucket_head_[index] = kNone;
   bucket_bits_[index >> 6] &= ~(uint64_t{1} << (index & 63));
   if (bucket_bits_[index >> 6] == 0) {
     bucket_summary_[index >> 12] &= ~(uint64_t{1} << ((index >> 6) & 63));
   }
-  while (node != kNone) {
-    Node& n = nodes_[node];
-    if (n.next != kNone) __builtin_prefetch(&nodes_[n.next]);
-    active_.push_back(n.event);
-    const uint32_t next = n.next;
-    n.next = free_node_;
-    free_node_ = node;
-    node = next;
+  Block& head = blocks_[block];
+  if (head.next == kNone) {
+    // One block (nearly always): its events are in schedule order.
+    active_.insert(active_.end(), head.events, head.events + head.count);
+    head.next = free_block_;
+    free_block_ = block;
+  } else {
+    // Several: walk the chain (newest first), then take the blocks oldest
+    // first so the run comes out in schedule order.
+    load_stack_.clear();
+    while (block != kNone) {
+      const Block& b = blocks_[block];
+      if (b.next != kNone) {
+        __builtin_prefetch(&blocks_[b.next]);
+        __builtin_prefetch(reinterpret_cast<const char*>(&blocks_[b.next]) + 128);
+      }
+      load_stack_.push_back(block);
+      block = b.next;
+    }
+    for (size_t j = load_stack_.size(); j-- > 0;) {
+      Block& b = blocks_[load_stack_[j]];
+      active_.insert(active_.end(), b.events, b.events + b.count);
+      b.next = free_block_;
+      free_block_ = load_stack_[j];
+    }
   }
   wheel_count_ -= active_.size() - start;
   // Every event here is later than every event already in the window (an
   // earlier bucket), so only the new run needs sorting: by insertion when
-  // small, as it nearly always is. The chain came newest first, so a run of
-  // a few is usually in reverse.
+  // small, as it nearly always is. The run is in schedule order, which is
+  // often time order too.
   Event* run = active_.data() + start;
   const size_t n = active_.size() - start;
   if (n < 2) return;
-  std::reverse(run, run + n);  // into schedule order, often time order too
   if (n <= 32) {
     for (size_t i = 1; i < n; ++i) SinkInto(run, i, run[i]);
   } else {
