@@ -115,6 +115,23 @@ TEST(EngineTest, NearAndFarEventsInterleaveInExactOrder) {
   EXPECT_EQ(engine.pending(), 0u);
 }
 
+// Ranks in lockstep: a thousand events at one picosecond, each scheduling
+// its next a fixed time later, some a few picoseconds off (the same wheel
+// bucket, a different time). Buckets then hold hundreds of events over many
+// blocks, some already in order and some not; the order must stay exact.
+TEST(EngineTest, LockstepBucketsOfManyEventsKeepExactOrder) {
+  auto step = [](Rng& r) -> int64_t {
+    return 84000 + (r.Below(4) == 0 ? static_cast<int64_t>(r.Below(200)) : 0);
+  };
+  Engine engine;
+  OrderCheck check{&engine, Rng(21, 22), step, 200000};
+  for (int i = 0; i < 1000; ++i) check.Add(0);
+  engine.Run();
+  ASSERT_EQ(check.seen.size(), check.reference.size());
+  EXPECT_EQ(check.seen, check.Expected());
+  EXPECT_GT(engine.peak_pending(), 500u);
+}
+
 TEST(EngineTest, RunUntilStopsAndResumes) {
   Engine engine;
   Recorder rec{&engine, {}};
