@@ -32,17 +32,11 @@ Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node, 
 }
 
 void Nic::PrefetchQp(const Qp* qp, bool receive) {
-  __builtin_prefetch(qp);  // state, attributes
-  __builtin_prefetch(&qp->send_idx);
-  __builtin_prefetch(&qp->acked_psn);
-  if (receive) {
-    __builtin_prefetch(&qp->epsn);
-    __builtin_prefetch(&qp->rq);
-    __builtin_prefetch(&qp->write_va);
-  } else {
-    __builtin_prefetch(&qp->sq);
-  }
-  __builtin_prefetch(&qp->counters.rcvd_pkts);  // with pending_ack and active
+  const char* lines = reinterpret_cast<const char*>(qp);
+  __builtin_prefetch(lines);                     // line 0: everyone
+  __builtin_prefetch(lines + 64);                // line 1: requester (sending, ACKs)
+  __builtin_prefetch(lines + 128);               // line 2: attributes, READ responses
+  if (receive) __builtin_prefetch(lines + 192);  // line 3: responder
 }
 
 void Nic::PrefetchPump(const void* nic, uint64_t /*arg*/, int stage) {
@@ -50,6 +44,7 @@ void Nic::PrefetchPump(const void* nic, uint64_t /*arg*/, int stage) {
   const Qp* qp = self->rr_front_;
   if (stage == 1) {
     if (self->control_head_ != nullptr) __builtin_prefetch(self->control_head_);
+    if (self->port_ != nullptr) __builtin_prefetch(self->port_);  // its ring, for stage 3
     if (qp != nullptr) PrefetchQp(qp, false);
   } else if (stage == 2) {
     if (qp != nullptr && qp->send_idx < qp->sq.size()) {
@@ -286,12 +281,12 @@ StatusOr<QpState> Nic::GetQpState(uint32_t qpn) const {
 StatusOr<QpCounters> Nic::GetQpCounters(uint32_t qpn) const {
   const Qp* qp = FindQp(qpn);
   if (qp == nullptr) return NotFound("qp counters qpn=" + Hex(qpn) + ": no such QP");
-  return qp->counters;
+  return qp->Counters();
 }
 
 QpCounters Nic::TotalCounters() const {
   QpCounters t;
-  for (uint32_t i = 0; i < qp_count_; ++i) t += QpAt(i)->counters;
+  for (uint32_t i = 0; i < qp_count_; ++i) t += QpAt(i)->Counters();
   return t;
 }
 
@@ -451,7 +446,7 @@ void Nic::Pump() {
   }
   if (p != nullptr) {
     p->wire_bytes = FrameWireBytes(*p);
-    if (from != nullptr) ++from->counters.sent_pkts;
+    if (from != nullptr) ++from->sent_pkts;
     port_->Send(p);
   }
   if (control_head_ != nullptr || !active_.empty()) KickPump();
@@ -522,7 +517,7 @@ void Nic::Receive(void* nic, Packet* p, int32_t /*in_port*/) {
     self->pool_->Free(p);
     return;
   }
-  ++qp->counters.rcvd_pkts;
+  ++qp->rcvd_pkts;
   if (p->opcode >= op::kReadRespFirst && p->opcode <= op::kAtomicAck) {
     self->OnResponse(*qp, p);
   } else {

@@ -123,52 +123,68 @@ class Nic {
     uint32_t psn;
     uint64_t orig;
   };
-  struct Qp {
-    uint32_t qpn = 0;
+  // A QP's state, laid out by who touches it: a NIC at 1024 hosts finds its
+  // QPs cold, so each packet should fetch few lines. Line 0 is read by every
+  // packet of either side, line 1 by the requester (sending, ACKs), line 2 by
+  // the sender's checks (attributes, READ responses queued), line 3 by the
+  // responder; the rest is rare. Every packet's counters are here too; the
+  // others live in `counters` (see Counters()).
+  struct alignas(64) Qp {
+    // Line 0.
     QpState state = QpState::kReset;
-    QpAttr attr;
-    CompletionQueue* send_cq = nullptr;
-    CompletionQueue* recv_cq = nullptr;
-    int32_t remote_host = -1;
-    uint32_t remote_qpn = 0;
-    uint16_t udp_sport = 0;
-    uint32_t flow_hash = 0;
-    // Requester.
-    Ring<SendWqe> sq;           // front = oldest not completed
-    size_t send_idx = 0;        // WQE being transmitted (index into sq)
-    uint32_t send_pkt = 0;      // packet index within it
-    uint32_t next_psn = 0;      // PSN for the next new WQE
-    uint32_t acked_psn = 0;     // oldest PSN not yet acknowledged
-    uint32_t max_sent_psn = 0;  // one past the highest PSN sent (retransmit detection)
-    uint32_t retry_psn = 0;     // PSN of the last go-back-N (dedups implied NAKs)
+    bool active = false;  // in the NIC's round-robin list
+    bool nak_sent = false;
+    bool has_deferred_ack = false;  // an ACK/NAK waiting behind responses
+    bool recv_active = false;       // the front RecvWqe is being filled by a SEND
+    bool write_modelled = true;
     bool retry_pending = false;
+    uint8_t deferred_ack_syndrome = 0;
+    uint32_t qpn = 0;
+    uint32_t remote_qpn = 0;
+    int32_t remote_host = -1;
+    uint32_t flow_hash = 0;
+    uint16_t udp_sport = 0;
+    uint32_t epsn = 0;  // responder: expected PSN
+    uint32_t msn = 0;
     uint32_t pkts_since_ackreq = 0;
-    int retries_left = 0;
-    int rnr_retries_left = 0;
-    int outstanding_rd = 0;
+    Packet* pending_ack = nullptr;  // queued, unsent ACK (coalescing)
+    uint64_t sent_pkts = 0;
+    uint64_t rcvd_pkts = 0;
+    // Line 1: the requester.
+    Ring<SendWqe> sq;             // front = oldest not completed
+    size_t send_idx = 0;          // WQE being transmitted (index into sq)
+    uint32_t send_pkt = 0;        // packet index within it
+    uint32_t next_psn = 0;        // PSN for the next new WQE
+    uint32_t acked_psn = 0;       // oldest PSN not yet acknowledged
+    uint32_t max_sent_psn = 0;    // one past the highest PSN sent (retransmit detection)
     int64_t ack_deadline_ps = 0;  // 0 = timer stopped
     int64_t rnr_until_ps = 0;     // 0 = not waiting
-    uint32_t timer_gen = 0;
-    int64_t timer_at_ps = 0;  // time of the live timer event, 0 = none
-    // Responder.
-    uint32_t epsn = 0;
-    uint32_t msn = 0;
-    bool nak_sent = false;
-    Ring<RecvWqe> rq;
-    bool recv_active = false;  // the front RecvWqe is being filled by a SEND
-    uint32_t recv_offset = 0;
-    uint64_t write_va = 0;  // WRITE in progress: next address
-    bool write_modelled = true;
-    uint32_t write_len = 0;  // bytes of the current WRITE so far
+    // Line 2.
     Ring<ReadJob> reads;
-    Ring<AtomicResult> atomics;     // for duplicate atomic requests
-    Packet* pending_ack = nullptr;  // queued, unsent ACK (coalescing)
-    bool has_deferred_ack = false;  // an ACK/NAK waiting behind responses
+    QpAttr attr;
+    int outstanding_rd = 0;
+    // Line 3: the responder.
+    Ring<RecvWqe> rq;
+    uint64_t write_va = 0;  // WRITE in progress: next address
+    uint32_t recv_offset = 0;
+    uint32_t write_len = 0;  // bytes of the current WRITE so far
+    CompletionQueue* recv_cq = nullptr;
+    CompletionQueue* send_cq = nullptr;
     uint32_t deferred_ack_psn = 0;
-    uint8_t deferred_ack_syndrome = 0;
-    // Scheduling.
-    bool active = false;  // in the NIC's round-robin list
-    QpCounters counters;
+    uint32_t retry_psn = 0;  // PSN of the last go-back-N (dedups implied NAKs)
+    // Rare.
+    int64_t timer_at_ps = 0;  // time of the live timer event, 0 = none
+    uint32_t timer_gen = 0;
+    int retries_left = 0;
+    int rnr_retries_left = 0;
+    Ring<AtomicResult> atomics;  // for duplicate atomic requests
+    QpCounters counters;         // but sent_pkts, rcvd_pkts
+    QpCounters Counters() const {
+      QpCounters c = counters;
+      c.sent_pkts = sent_pkts;
+      c.rcvd_pkts = rcvd_pkts;
+      return c;
+    }
   };
 
   static constexpr uint32_t kQpChunk = 4;
