@@ -129,7 +129,7 @@ class Port {
   Picoseconds busy_until() const { return Picoseconds(busy_until_ps_); }
   // Bytes of traffic class `tc` held against the buffer (not yet fully
   // serialized). A port without a buffer limit keeps no account: 0.
-  int64_t queued_bytes(int tc) const { return occupancy_[tc & 7]; }
+  int64_t queued_bytes(int tc) const;
 
   const PortConfig& config() const { return config_; }
   // This port's counters: what it transmitted, and what it received over the
