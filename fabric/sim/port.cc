@@ -236,6 +236,10 @@ void Port::PrefetchArrival(const void* obj, uint64_t arg, int stage) {
   if (stage == 1) {
     __builtin_prefetch(port->rx_obj_);
     __builtin_prefetch(static_cast<const char*>(port->rx_obj_) + 64);
+    // The ring's oldest entry (this arrival) and the next (its successor's
+    // arrival time): written long ago, cold at scale.
+    __builtin_prefetch(&port->ring_[port->head_]);
+    __builtin_prefetch(&port->ring_[(port->head_ + 1) & port->ring_mask_]);
   } else if (port->rx_prefetch_ != nullptr) {
     port->rx_prefetch_(port->rx_obj_, p, stage - 1);
   }
