@@ -7,7 +7,7 @@
 //   sim_bench                      k=8 and k=16, 2 MiB flows
 //   sim_bench K BYTES [PRESET]     one run; PRESET (e.g. "large") replaces the
 //                                  fat-tree and its 400 Gb/s links
-//   sim_bench K BYTES - FAULT      one run with FAULT attached to one core link,
+//   sim_bench K BYTES - FAULT      one run with FAULT on every link of one core switch,
 //                                  e.g. "kind: loss, rate: 1e-4" (the cost of
 //                                  faults: compare with the same run without)
 #include <sys/resource.h>
@@ -35,9 +35,11 @@ int Run(const topo::Topology& topo, uint64_t flow_bytes, std::string label,
   Network net(&engine, &topo, NetworkConfig{});
   std::unique_ptr<FaultAttachment> faults;
   if (!fault.empty()) {
-    // The last link is a top-tier one (links are numbered bottom up).
-    const std::string yaml =
-        "faults:\n  - {link: \"" + topo.links().back().name + "\", " + fault + "}\n";
+    // Every link of one top-tier switch (links are numbered bottom up, so
+    // the last link's far end is one): a single core link may carry no
+    // flow of the permutation, the 16 links of a core switch carry several.
+    const std::string target = topo.node(topo.links().back().b).name;
+    const std::string yaml = "faults:\n  - {link: \"" + target + "\", " + fault + "}\n";
     proto::FaultTimeline timeline;
     config::SourceMap map("sim_bench");
     config::YamlLoadOptions lo;
@@ -50,7 +52,7 @@ int Run(const topo::Topology& topo, uint64_t flow_bytes, std::string label,
       return 2;
     }
     faults = std::move(attached).value();
-    label += " +fault on " + topo.links().back().name;
+    label += " +fault on " + target + "'s links";
   }
   Rng rng = engine.MakeRng(1);
   FlowOptions fo;
