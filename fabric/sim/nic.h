@@ -203,8 +203,9 @@ class Nic {
   void Activate(Qp& qp);
   void KickPump();
   static void OnPump(void* nic, uint64_t);
-  // The engine's fetch hint for pump events: the port and the round-robin
-  // front, then that QP, then its send queue entry.
+  // The engine's fetch hint for pump events: the round-robin front QP's
+  // lines, the port and a queued control packet; then the QP's send-queue
+  // entry; then the port's next ring slot.
   static void PrefetchPump(const void* nic, uint64_t arg, int stage);
   // Fetches the lines of a QP that sending (or receiving) a packet touches:
   // no more, since a burst of prefetches stalls on the CPU's miss buffers.
