@@ -83,31 +83,23 @@ void Engine::LoadNextBucket() {
   if (bucket_bits_[index >> 6] == 0) {
     bucket_summary_[index >> 12] &= ~(uint64_t{1} << ((index >> 6) & 63));
   }
-  Block& head = blocks_[block];
-  if (head.next == kNone) {
-    // One block (nearly always): its events are in schedule order.
-    active_.insert(active_.end(), head.events, head.events + head.count);
-    head.next = free_block_;
-    free_block_ = block;
-  } else {
-    // Several: walk the chain (newest first), then take the blocks oldest
-    // first so the run comes out in schedule order.
-    load_stack_.clear();
-    while (block != kNone) {
-      const Block& b = blocks_[block];
-      if (b.next != kNone) {
-        __builtin_prefetch(&blocks_[b.next]);
-        __builtin_prefetch(reinterpret_cast<const char*>(&blocks_[b.next]) + 128);
-      }
-      load_stack_.push_back(block);
-      block = b.next;
+  // Walk the chain (newest block first), then take the blocks oldest first
+  // so the run comes out in schedule order.
+  load_stack_.clear();
+  while (block != kNone) {
+    const Block& b = blocks_[block];
+    if (b.next != kNone) {
+      __builtin_prefetch(&blocks_[b.next]);
+      __builtin_prefetch(reinterpret_cast<const char*>(&blocks_[b.next]) + 128);
     }
-    for (size_t j = load_stack_.size(); j-- > 0;) {
-      Block& b = blocks_[load_stack_[j]];
-      active_.insert(active_.end(), b.events, b.events + b.count);
-      b.next = free_block_;
-      free_block_ = load_stack_[j];
-    }
+    load_stack_.push_back(block);
+    block = b.next;
+  }
+  for (size_t j = load_stack_.size(); j-- > 0;) {
+    Block& b = blocks_[load_stack_[j]];
+    active_.insert(active_.end(), b.events, b.events + b.count);
+    b.next = free_block_;
+    free_block_ = load_stack_[j];
   }
   wheel_count_ -= active_.size() - start;
   // Every event here is later than every event already in the window (an
