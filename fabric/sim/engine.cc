@@ -27,15 +27,31 @@ uint64_t Rng::Next() {
   return result;
 }
 
+void Engine::WindowRoom(size_t n) {
+  const size_t live = win_end_ - win_pos_;
+  if (win_end_ + n <= win_cap_ && (win_pos_ < kWindowSlide || win_pos_ < live)) return;
+  Event* to = win_.get();
+  if (live + n > win_cap_ / 2) {
+    // Grow: half the storage free after the slide keeps slides rare.
+    win_cap_ = std::max<size_t>(2 * (live + n), 1024);
+    auto bigger = std::make_unique<Event[]>(win_cap_);
+    std::copy(win_.get() + win_pos_, win_.get() + win_end_, bigger.get());
+    win_ = std::move(bigger);
+  } else if (win_pos_ > 0) {
+    std::copy(to + win_pos_, to + win_end_, to);  // left overlap: forward copy
+  }
+  win_pos_ = 0;
+  win_end_ = live;
+}
+
 void Engine::InsertActive(const Event& e) {
   // Usually the latest of the window (it has the highest sequence number);
   // otherwise the later ones shift up.
-  if (active_pos_ == active_.size()) {
-    active_.clear();
-    active_pos_ = 0;
-  }
-  active_.push_back(e);
-  SinkInto(active_.data() + active_pos_, active_.size() - 1 - active_pos_, active_.back());
+  WindowRoom(1);
+  Event* w = win_.get();
+  w[win_end_] = e;
+  SinkInto(w + win_pos_, win_end_ - win_pos_, w[win_end_]);
+  ++win_end_;
 }
 
 void Engine::LoadNextBucket() {
@@ -71,43 +87,42 @@ void Engine::LoadNextBucket() {
   }
   if (!found) std::abort();  // wheel_count_ > 0 says a bucket holds events
   active_bucket_ += ((index - from) & kWheelMask) + 1;
-  // Append the bucket's keys to the window, dropping what already ran.
-  if (active_pos_ >= 4096 || active_pos_ == active_.size()) {
-    active_.erase(active_.begin(), active_.begin() + static_cast<std::ptrdiff_t>(active_pos_));
-    active_pos_ = 0;
-  }
-  const size_t start = active_.size();
   uint32_t block = bucket_head_[index];
   bucket_head_[index] = kNone;
   bucket_bits_[index >> 6] &= ~(uint64_t{1} << (index & 63));
   if (bucket_bits_[index >> 6] == 0) {
     bucket_summary_[index >> 12] &= ~(uint64_t{1} << ((index >> 6) & 63));
   }
-  // Walk the chain (newest block first), then take the blocks oldest first
-  // so the run comes out in schedule order.
-  load_stack_.clear();
-  while (block != kNone) {
-    const Block& b = blocks_[block];
-    if (b.next != kNone) {
-      __builtin_prefetch(&blocks_[b.next]);
-      __builtin_prefetch(reinterpret_cast<const char*>(&blocks_[b.next]) + 128);
+  // The chain holds its newest block first. Count its events (fetching the
+  // next block as we go), then copy each block to its place counted from the
+  // end, so that the run comes out in schedule order.
+  size_t n = 0;
+  for (uint32_t b = block; b != kNone; b = blocks_[b].next) {
+    const uint32_t next = blocks_[b].next;
+    if (next != kNone) {
+      __builtin_prefetch(&blocks_[next]);
+      __builtin_prefetch(reinterpret_cast<const char*>(&blocks_[next]) + 128);
     }
-    load_stack_.push_back(block);
-    block = b.next;
+    n += blocks_[b].count;
   }
-  for (size_t j = load_stack_.size(); j-- > 0;) {
-    Block& b = blocks_[load_stack_[j]];
-    active_.insert(active_.end(), b.events, b.events + b.count);
+  WindowRoom(n);
+  Event* run = win_.get() + win_end_;
+  size_t to = n;
+  while (block != kNone) {
+    Block& b = blocks_[block];
+    to -= b.count;
+    for (uint32_t i = 0; i < b.count; ++i) run[to + i] = b.events[i];
+    const uint32_t next = b.next;
     b.next = free_block_;
-    free_block_ = load_stack_[j];
+    free_block_ = block;
+    block = next;
   }
-  wheel_count_ -= active_.size() - start;
+  win_end_ += n;
+  wheel_count_ -= n;
   // Every event here is later than every event already in the window (an
   // earlier bucket), so only the new run needs sorting: by insertion when
   // small, as it nearly always is. The run is in schedule order, which is
   // often time order too.
-  Event* run = active_.data() + start;
-  const size_t n = active_.size() - start;
   if (n < 2) return;
   if (n <= 32) {
     for (size_t i = 1; i < n; ++i) SinkInto(run, i, run[i]);
@@ -167,18 +182,18 @@ uint64_t Engine::Run(Picoseconds until) {
   uint64_t n = 0;
   const uint64_t limit = static_cast<uint64_t>(until.ps() < 0 ? 0 : until.ps());
   while (!stop_) {
-    if (active_.size() - active_pos_ < kWindowLow && wheel_count_ > 0) {
+    if (win_end_ - win_pos_ < kWindowLow && wheel_count_ > 0) {
       LoadNextBucket();  // never empty: wheel_count_ > 0
     }
     Event e;
-    if (active_pos_ < active_.size() && (far_.empty() || Before(active_[active_pos_], far_[0]))) {
+    if (win_pos_ < win_end_ && (far_.empty() || Before(win_[win_pos_], far_[0]))) {
       // Fetch ahead within the sorted window: the object (a Port, mostly)
       // and packet of the event kObjAhead turns on; then the kind's hint
       // follows the pointers from there, a level per stage. At 1024 hosts
       // all of these are cold by the time their turn comes.
-      const size_t pos = active_pos_;
-      const Event* w = active_.data();
-      const size_t size = active_.size();
+      const size_t pos = win_pos_;
+      const Event* w = win_.get();
+      const size_t size = win_end_;
       if (w[pos].time > limit) break;
       if (pos + kObjAhead < size) {
         const Event& ahead = w[pos + kObjAhead];
@@ -192,14 +207,11 @@ uint64_t Engine::Run(Picoseconds until) {
       if (pos + kStageAhead[0] < size) {
         Hint(w[pos + kStageAhead[0]], 1);
         Hint(w[pos + kStageAhead[1]], 2);
-        Hint(w[pos + kStageAhead[2]], 3);
-      } else {
-        for (int stage = 0; stage < 3; ++stage) {
-          if (pos + kStageAhead[stage] < size) Hint(w[pos + kStageAhead[stage]], stage + 1);
-        }
+      } else if (pos + kStageAhead[1] < size) {
+        Hint(w[pos + kStageAhead[1]], 2);
       }
       e = w[pos];
-      ++active_pos_;
+      ++win_pos_;
     } else if (!far_.empty()) {
       if (far_[0].time > limit) break;
       e = FarPop();

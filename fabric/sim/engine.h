@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <vector>
 
 #include "base/units.h"
@@ -36,9 +37,11 @@ __extension__ typedef unsigned __int128 Uint128;
 
 using EventFn = void (*)(void* obj, uint64_t arg);
 // A fetch hint for the events of one kind: called with an event's object and
-// argument at stages 1, 2, 3 as its turn nears (a few events ahead, then
-// closer), so that it can fetch memory the handler will reach through
-// pointers one level per stage. It must only read.
+// argument at stages 1 and 2 as its turn nears (a few events ahead, then
+// closer; the object's first two lines were fetched before), so that it can
+// fetch memory the handler will reach through pointers one level per stage.
+// It must only read. Two stages, not more: each is an indirect call for
+// every event, and deeper chains gained less than the calls cost.
 using PrefetchFn = void (*)(const void* obj, uint64_t arg, int stage);
 
 // What an event is, for the digest and the trace file. Stable numbers: they
@@ -162,10 +165,13 @@ class Engine {
   // How many events ahead the dispatcher fetches an event's object (and an
   // arrival's packet), then calls the kind's fetch hint.
   static constexpr size_t kObjAhead = 8;
-  static constexpr size_t kStageAhead[3] = {5, 3, 1};  // decreasing
+  static constexpr size_t kStageAhead[2] = {5, 2};  // decreasing
   // The window takes in the next bucket when fewer events than this remain,
   // so fetches ahead do not stop at a bucket's end.
   static constexpr size_t kWindowLow = kObjAhead + 1;
+  // The window slides back to the front once this many events ran (and at
+  // least as many as it still holds, so a slide copies no more than ran).
+  static constexpr size_t kWindowSlide = 256;
 
   static bool Before(const Event& a, const Event& b) {
     return a.time < b.time || (a.time == b.time && a.seq < b.seq);
@@ -180,6 +186,9 @@ class Engine {
   // Appends the next non-empty wheel bucket to the window, sorted.
   void LoadNextBucket();
   void InsertActive(const Event& e);
+  // Makes room for `n` more events at the window's end: slides the events
+  // still to run to the front, growing the storage if they do not leave room.
+  void WindowRoom(size_t n);
   // Moves `e` (just written at run[n]) down to its place in the sorted
   // run[0, n), shifting later events up.
   static void SinkInto(Event* run, size_t n, const Event& e) {
@@ -210,16 +219,20 @@ class Engine {
   std::vector<uint32_t> bucket_head_ = std::vector<uint32_t>(kWheelSize, kNone);
   std::vector<Block> blocks_;
   uint32_t free_block_ = kNone;
-  std::vector<uint32_t> load_stack_;  // LoadNextBucket's blocks, oldest last
   std::vector<uint64_t> bucket_bits_ = std::vector<uint64_t>(kWheelSize / 64, 0);
   std::vector<uint64_t> bucket_summary_ = std::vector<uint64_t>(kWheelSize / 64 / 64, 0);
   size_t wheel_count_ = 0;  // events in the buckets (not in active_)
   // The window: the events of every bucket up to active_bucket_, sorted;
-  // [active_pos_, end) still to run. Events due at or before active_bucket_
-  // are inserted here, in order.
+  // [win_pos_, win_end_) still to run. Events due at or before active_bucket_
+  // are inserted here, in order. Plain storage rather than a vector: a
+  // bucket's events are appended by a copy loop (a bucket holds two or three
+  // events, where a vector's range insert costs a library call), and the
+  // window slides back to the front often, so that it stays in L1.
   uint64_t active_bucket_ = 0;
-  std::vector<Event> active_;
-  size_t active_pos_ = 0;
+  std::unique_ptr<Event[]> win_;
+  size_t win_pos_ = 0;
+  size_t win_end_ = 0;
+  size_t win_cap_ = 0;
   std::vector<Event> far_;  // 4-ary min-heap of events beyond the wheel
   PrefetchFn prefetchers_[8] = {};
   uint64_t progress_countdown_ = 0;
@@ -233,7 +246,7 @@ class Engine {
 inline void Engine::Insert(const Event& e) {
   ++pending_;
   if (pending_ > peak_pending_) peak_pending_ = pending_;
-  if (wheel_count_ == 0 && active_pos_ == active_.size()) {
+  if (wheel_count_ == 0 && win_pos_ == win_end_) {
     // Nothing near is pending: the wheel starts over at the present.
     active_bucket_ = static_cast<uint64_t>(now_ps_) >> kBucketShift;
   }

@@ -1,5 +1,6 @@
 #include "fabric/sim/network.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -35,28 +36,48 @@ Switch::Switch(const topo::Topology* topo, int32_t node, uint64_t salt,
   }
 }
 
-void Switch::Prefetch(const void* sw, const Packet* p, int stage) {
-  const Switch* self = static_cast<const Switch*>(sw);
-  const size_t dst = static_cast<size_t>(static_cast<uint32_t>(p->dst_host));
-  if (dst >= self->node_count_) return;
-  const size_t rank = static_cast<size_t>(static_cast<uint32_t>(self->host_rank_[dst]));
-  if (rank >= self->row_.size()) return;
-  if (stage == 1) {
-    __builtin_prefetch(&self->row_[rank]);
-    return;
+void Switch::Prefetch(const void* /*sw*/, const Packet* p, int stage) {
+  // Only packets with a path are fetched for: their egress port needs no
+  // table, so its lines come in at stage 0 and its ring slot at stage 1.
+  if (p->path == nullptr) return;
+  const Port* out = p->path[p->hops % kPathMax];
+  if (out == nullptr) return;
+  if (stage == 0) {
+    out->PrefetchSendLines();
+  } else {
+    out->PrefetchSendSlot();
   }
-  if (Port* out = self->Pick(self->row_[rank], *p)) __builtin_prefetch(out);
 }
 
 void Switch::Receive(void* sw, Packet* p, int32_t /*in_port*/) {
   Switch* self = static_cast<Switch*>(sw);
-  Port* out = self->Pick(self->row_[static_cast<size_t>(self->host_rank_[p->dst_host])], *p);
+  Port* out = p->path != nullptr && p->hops < kPathMax ? p->path[p->hops]
+                                                       : self->Route(p->dst_host, p->flow_hash);
   if (out == nullptr) {
     self->drops_->Add(DropReason::kNoRoute);
     self->pool_->Free(p);
     return;
   }
   out->Send(p);
+}
+
+Port* const* Network::PathOf(int32_t src_host, int32_t dst_host, uint32_t flow_hash) {
+  if (src_host < 0 || static_cast<size_t>(src_host) >= switch_at_.size() ||
+      topo_->PortCount(src_host) == 0) {
+    return nullptr;
+  }
+  Port* hops[kPathMax] = {};
+  hops[0] = &port(src_host, 0);
+  for (size_t h = 1;; ++h) {
+    const Switch* sw = switch_at_[static_cast<size_t>(hops[h - 1]->peer()->config().node)];
+    if (sw == nullptr) break;  // reached a host
+    if (h == kPathMax) return nullptr;
+    hops[h] = sw->Route(dst_host, flow_hash);
+    if (hops[h] == nullptr) break;  // the packet is dropped there
+  }
+  auto* path = static_cast<Port**>(arena_.Allocate(sizeof hops, 64));
+  std::copy(hops, hops + kPathMax, path);
+  return path;
 }
 
 Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig& config)
@@ -86,6 +107,7 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
     }
   }
   nics_.resize(topo->hosts().size());
+  switch_at_.resize(nodes.size(), nullptr);
   std::vector<void*> receiver(nodes.size(), nullptr);
   std::vector<ReceiveFn> receive_fn(nodes.size(), nullptr);
   std::vector<ReceivePrefetchFn> prefetch_fn(nodes.size(), nullptr);
@@ -97,12 +119,18 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
       for (int32_t i = 0; i < topo->PortCount(node); ++i) sw_ports.push_back(&port(node, i));
       auto sw = std::make_unique<Switch>(topo, node, salt, sw_ports, &pool_, &drops_);
       receiver[n] = sw.get();
+      switch_at_[n] = sw.get();
       receive_fn[n] = &Switch::Receive;
       prefetch_fn[n] = &Switch::Prefetch;
       switches_.push_back(std::move(sw));
     } else {
       auto nic = std::make_unique<Nic>(engine, &pool_, &drops_, node, config.ipv6);
       if (topo->PortCount(node) > 0) nic->AttachPort(&port(node, 0));
+      nic->set_paths(
+          [](void* net, int32_t src, int32_t dst, uint32_t hash) {
+            return static_cast<Network*>(net)->PathOf(src, dst, hash);
+          },
+          this);
       receiver[n] = nic.get();
       receive_fn[n] = &Nic::Receive;
       prefetch_fn[n] = &Nic::Prefetch;

@@ -35,32 +35,40 @@ struct NetworkConfig {
 // set as a span of Port pointers. A lookup is one load from the row and one
 // from the (small, hot) pointer array, instead of the topology's shared
 // tables (node x host set ids, sets, port numbers, then this switch's ports).
+// A packet that carries its path (packet.h) is not looked up at all: the
+// path holds what Route() gives, computed once per QP.
 class Switch {
  public:
   // `ports` are this switch's egress ports, by port index.
   Switch(const topo::Topology* topo, int32_t node, uint64_t salt, std::span<Port* const> ports,
          PacketPool* pool, DropStats* drops);
   static void Receive(void* sw, Packet* p, int32_t in_port);
-  // Fetch hint (ReceivePrefetchFn): the routing row entry, then the port.
+  // Fetch hint (ReceivePrefetchFn), for packets with a path: the egress
+  // port's lines, then the ring slot it will fill.
   static void Prefetch(const void* sw, const Packet* p, int stage);
   int32_t node() const { return node_; }
-
- private:
-  static constexpr uint32_t kCountBits = 10;  // an ECMP set has < 1024 ports
-  // The port of routing entry `entry`'s ECMP set that `p`'s flow hashes to;
-  // null when the set is empty (no route).
-  Port* Pick(uint32_t entry, const Packet& p) const {
+  // The egress port for a packet of `flow_hash` to host node `dst_host`;
+  // null when there is none (no route, or `dst_host` is not a host).
+  Port* Route(int32_t dst_host, uint32_t flow_hash) const {
+    const size_t dst = static_cast<uint32_t>(dst_host);
+    if (dst >= node_count_) return nullptr;
+    const size_t rank = static_cast<uint32_t>(host_rank_[dst]);
+    if (rank >= row_.size()) return nullptr;
+    const uint32_t entry = row_[rank];
     const uint32_t count = entry & ((1u << kCountBits) - 1);
     if (count == 0) return nullptr;
     size_t pick = 0;
     if (count > 1) {
-      const uint64_t h = Mix64(p.flow_hash ^ salt_);
+      const uint64_t h = Mix64(flow_hash ^ salt_);
       pick = static_cast<size_t>(((h >> 32) * count) >> 32);
     }
     return next_[(entry >> kCountBits) + pick];
   }
-  alignas(64) const int32_t* host_rank_;  // the topology's node id -> host rank
-  size_t node_count_;                     // entries of host_rank_
+
+ private:
+  static constexpr uint32_t kCountBits = 10;  // an ECMP set has < 1024 ports
+  alignas(64) const int32_t* host_rank_;      // the topology's node id -> host rank
+  size_t node_count_;                         // entries of host_rank_
   std::vector<uint32_t> row_;  // by destination host rank: offset << 10 | count into next_
   std::vector<Port*> next_;    // the ECMP sets, interned
   uint64_t salt_;
@@ -90,6 +98,11 @@ class Network {
   const DropStats& drops() const { return drops_; }
   // Sum of every NIC's QP counters.
   QpCounters TotalQpCounters() const;
+  // The path (packet.h) of a flow from host node `src_host` to `dst_host`
+  // with `flow_hash`: a kPathMax-entry array in the arena, owned by the
+  // Network. Null when the route is longer than kPathMax links or loops
+  // back (the switches then look each packet up).
+  Port* const* PathOf(int32_t src_host, int32_t dst_host, uint32_t flow_hash);
 
  private:
   Engine* engine_;
@@ -101,6 +114,7 @@ class Network {
   std::vector<Port*> ports_;
   std::vector<int32_t> port_begin_;
   std::vector<std::unique_ptr<Switch>> switches_;
+  std::vector<Switch*> switch_at_;          // by node id; null for hosts
   std::vector<std::unique_ptr<Nic>> nics_;  // by host rank
 };
 

@@ -2,6 +2,7 @@
 // RC protocol itself is in requester.cc and responder.cc.
 #include "fabric/sim/nic.h"
 
+#include <cstddef>
 #include <string>
 
 #include "fabric/wire/psn.h"
@@ -29,6 +30,9 @@ int CompletionQueue::Poll(std::span<Completion> out) {
 Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node, bool ipv6)
     : engine_(engine), pool_(pool), host_(host_node), ipv6_(ipv6), drops_(drops) {
   engine_->set_prefetcher(EventKind::kNicPump, &Nic::PrefetchPump);
+  // NewPacket reads lines 0 and 2 of a QP (PrefetchQp fetches 0 to 2).
+  static_assert(offsetof(Qp, path) + sizeof(Qp::path) <= 192);
+  static_assert(offsetof(Qp, ack_deadline_ps) + sizeof(int64_t) <= 128);
 }
 
 void Nic::PrefetchQp(const Qp* qp, bool receive) {
@@ -46,12 +50,11 @@ void Nic::PrefetchPump(const void* nic, uint64_t /*arg*/, int stage) {
     if (self->control_head_ != nullptr) __builtin_prefetch(self->control_head_);
     if (self->port_ != nullptr) __builtin_prefetch(self->port_);  // its ring, for stage 3
     if (qp != nullptr) PrefetchQp(qp, false);
-  } else if (stage == 2) {
+  } else {
     if (qp != nullptr && qp->send_idx < qp->sq.size()) {
       __builtin_prefetch(qp->sq.at_address(qp->send_idx));
     }
-  } else if (self->port_ != nullptr) {
-    self->port_->PrefetchSendSlot();
+    if (self->port_ != nullptr) self->port_->PrefetchSendSlot();
   }
 }
 
@@ -192,6 +195,7 @@ Status Nic::ModifyToRtr(uint32_t qpn, int32_t remote_host, uint32_t remote_qpn, 
   qp->flow_hash = static_cast<uint32_t>(
       Mix64((static_cast<uint64_t>(host_) << 40) ^ (static_cast<uint64_t>(remote_host) << 16) ^
             qp->udp_sport ^ (uint64_t{kRoceUdpPort} << 56) ^ (uint64_t{17} << 58)));
+  qp->path = path_fn_ != nullptr ? path_fn_(path_ctx_, host_, remote_host, qp->flow_hash) : nullptr;
   qp->state = QpState::kRtr;
   return Status::Ok();
 }
@@ -295,6 +299,7 @@ Packet* Nic::NewPacket(const Qp& qp, uint8_t opcode, uint32_t psn) {
   p->src_host = host_;
   p->dst_host = qp.remote_host;
   p->flow_hash = qp.flow_hash;
+  p->path = qp.path;
   p->udp_sport = qp.udp_sport;
   p->traffic_class = qp.attr.traffic_class;
   p->ipv6 = ipv6_ ? 1 : 0;
@@ -483,25 +488,18 @@ void Nic::OnTimer(void* nic, uint64_t arg) {
 
 void Nic::Prefetch(const void* nic, const Packet* p, int stage) {
   const Nic* self = static_cast<const Nic*>(nic);
-  const uint32_t index = p->dest_qpn - kFirstQpn;
-  if (index >= self->qp_count_) return;
-  if (index < kQpChunk) {
-    // The QP's address needs no load: its lines at stage 1, then the entry
-    // its receive queue will fill.
-    const Qp* qp = self->first_qps_ + index;
-    if (stage == 1) {
-      PrefetchQp(qp, true);
-    } else if (!qp->rq.empty()) {
-      __builtin_prefetch(qp->rq.at_address(0));
-    }
+  if (stage == 0) {
+    // The NIC's own two lines; its QPs follow from there.
+    __builtin_prefetch(nic);
+    __builtin_prefetch(static_cast<const char*>(nic) + 64);
     return;
   }
-  const std::unique_ptr<Qp[]>& chunk = self->qp_chunks_[index / kQpChunk];
-  if (stage == 1) {
-    __builtin_prefetch(&chunk);
-  } else {
-    PrefetchQp(chunk.get() + index % kQpChunk, true);
-  }
+  if (stage != 1) return;
+  const uint32_t index = p->dest_qpn - kFirstQpn;
+  if (index >= self->qp_count_) return;
+  // A NIC's first QPs need no load to be found; the others go through
+  // their chunk's pointer, a load that may wait (NICs mostly have a few QPs).
+  PrefetchQp(self->QpAt(index), true);
 }
 
 void Nic::Receive(void* nic, Packet* p, int32_t /*in_port*/) {

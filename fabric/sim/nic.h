@@ -43,8 +43,16 @@ class Nic {
   void AttachPort(Port* port) { port_ = port; }
   // Receive entry for Port::Connect.
   static void Receive(void* nic, Packet* p, int32_t in_port);
-  // Fetch hint (ReceivePrefetchFn): the QP table entry, then the QP.
+  // Fetch hint (ReceivePrefetchFn): the NIC's lines, then the QP's.
   static void Prefetch(const void* nic, const Packet* p, int stage);
+  // Where the NIC gets the fixed path (packet.h) of a QP's packets when the
+  // QP connects (set by the Network; without it, packets carry none).
+  using PathFn = Port* const* (*)(void* ctx, int32_t src_host, int32_t dst_host,
+                                  uint32_t flow_hash);
+  void set_paths(PathFn fn, void* ctx) {
+    path_fn_ = fn;
+    path_ctx_ = ctx;
+  }
 
   int32_t host() const { return host_; }
 
@@ -151,18 +159,19 @@ class Nic {
     uint64_t sent_pkts = 0;
     uint64_t rcvd_pkts = 0;
     // Line 1: the requester.
-    Ring<SendWqe> sq;             // front = oldest not completed
-    size_t send_idx = 0;          // WQE being transmitted (index into sq)
-    uint32_t send_pkt = 0;        // packet index within it
-    uint32_t next_psn = 0;        // PSN for the next new WQE
-    uint32_t acked_psn = 0;       // oldest PSN not yet acknowledged
-    uint32_t max_sent_psn = 0;    // one past the highest PSN sent (retransmit detection)
+    Ring<SendWqe> sq;           // front = oldest not completed
+    uint32_t send_idx = 0;      // WQE being transmitted (index into sq)
+    uint32_t send_pkt = 0;      // packet index within it
+    uint32_t next_psn = 0;      // PSN for the next new WQE
+    uint32_t acked_psn = 0;     // oldest PSN not yet acknowledged
+    uint32_t max_sent_psn = 0;  // one past the highest PSN sent (retransmit detection)
+    int outstanding_rd = 0;
     int64_t ack_deadline_ps = 0;  // 0 = timer stopped
     int64_t rnr_until_ps = 0;     // 0 = not waiting
     // Line 2.
     Ring<ReadJob> reads;
     QpAttr attr;
-    int outstanding_rd = 0;
+    Port* const* path = nullptr;  // the packets' path (packet.h), owned by the Network
     // Line 3: the responder.
     Ring<RecvWqe> rq;
     uint64_t write_va = 0;  // WRITE in progress: next address
@@ -205,7 +214,7 @@ class Nic {
   static void OnPump(void* nic, uint64_t);
   // The engine's fetch hint for pump events: the round-robin front QP's
   // lines, the port and a queued control packet; then the QP's send-queue
-  // entry; then the port's next ring slot.
+  // entry and the port's next ring slot.
   static void PrefetchPump(const void* nic, uint64_t arg, int stage);
   // Fetches the lines of a QP that sending (or receiving) a packet touches:
   // no more, since a burst of prefetches stalls on the CPU's miss buffers.
@@ -263,6 +272,8 @@ class Nic {
   std::vector<MemoryRegion> mrs_;  // index = key - 1
   Qp* rr_front_ = nullptr;         // active_.front(), kept here for the fetch hint
   // Cold.
+  PathFn path_fn_ = nullptr;
+  void* path_ctx_ = nullptr;
   std::vector<std::unique_ptr<Qp[]>> qp_chunks_;  // kQpChunk QPs each
   std::vector<std::unique_ptr<CompletionQueue>> cqs_;
   std::vector<PortEvent> port_events_;

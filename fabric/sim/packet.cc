@@ -1,8 +1,12 @@
 #include "fabric/sim/packet.h"
 
+#include <cstddef>
 #include <new>
 
 namespace fathom::sim {
+
+// A hop reads the header fields and the path: one line.
+static_assert(offsetof(Packet, path) + sizeof(Packet::path) <= 64);
 
 int ExtHeaderBytes(uint8_t opcode) {
   switch (opcode) {

@@ -50,8 +50,23 @@ inline constexpr uint8_t kAethNakOperational = 0x63;
 
 inline constexpr uint16_t kRoceUdpPort = 4791;
 
-// Aligned to a cache line so that the header fields a hop reads (the first
-// 48 bytes) share one line, which the engine fetches ahead of the arrival.
+class Port;
+
+// A flow's route through the fabric, fixed when its QP connects: entry h is
+// the egress port the packet leaves by after crossing h links (entry 0 is the
+// sending NIC's port). Routing is static (tables and an ECMP hash of the
+// 5-tuple, which is constant per QP), so each switch on the way would pick
+// the same port; with the path in hand, a hop reads one line the QP's
+// packets share instead of the switch's tables, and the engine's fetch hint
+// knows the next egress port a stage earlier. Paths are at most kPathMax
+// links (a 3-tier fat-tree needs 6) and live in kPathMax-entry arrays, so an
+// entry is always in bounds; null entries past the end are never read, and a
+// null entry on the way means the switch there had no route.
+inline constexpr uint8_t kPathMax = 8;
+
+// Aligned to a cache line so that the fields a hop reads (header fields and
+// the path) share the first line, which the engine fetches ahead of the
+// arrival.
 struct alignas(64) Packet {
   Packet* next;  // pool free list / intrusive queues
   // Addressing: host node ids of the topology, IPv4 or IPv6.
@@ -67,14 +82,17 @@ struct alignas(64) Packet {
   uint8_t opcode;
   uint8_t ack_req;
   uint8_t aeth_syndrome;
-  uint8_t hops;
+  uint8_t hops;  // links crossed so far
   uint32_t dest_qpn;
   uint32_t src_qpn;  // not a BTH field: where the packet came from (for tracing)
   uint32_t psn;
   uint32_t msn;  // AETH
   uint32_t payload_bytes;
   uint32_t wire_bytes;  // cached FrameWireBytes()
-  // RETH / AtomicETH.
+  // Not a header field: the sender's fixed route (see Path), or null, when
+  // each switch looks the packet up in its table instead.
+  Port* const* path;
+  // Line 2. RETH / AtomicETH.
   uint64_t va;
   uint32_t rkey;
   uint32_t dma_len;

@@ -84,9 +84,10 @@ struct PacketTap {
 
 // Who receives at a port: fn(obj, packet, port index at that node).
 using ReceiveFn = void (*)(void* obj, Packet* p, int32_t in_port);
-// The receiver's fetch hint for a packet about to arrive: stage 1, then 2,
-// each a level further down the pointers its ReceiveFn will follow. Reads
-// only; `p` may be stale (a pooled packet), so indexes must be checked.
+// The receiver's fetch hint for a packet about to arrive: stage 0, then 1,
+// each a level further down the pointers its ReceiveFn will follow.
+// Reads only; the packet is the one arriving (held by the sending port), and
+// stage 0 comes after the engine fetched its first line.
 using ReceivePrefetchFn = void (*)(const void* obj, const Packet* p, int stage);
 
 struct PortConfig {
@@ -96,7 +97,7 @@ struct PortConfig {
   BitsPerSecond rate;
   Picoseconds latency;
   int32_t mtu_bytes = 0;     // IP MTU in this direction; 0 = unlimited
-  int64_t buffer_bytes = 0;  // per traffic class; 0 = unlimited
+  int64_t buffer_bytes = 0;  // per traffic class; 0 = unlimited (over 2 GiB: 2 GiB)
 };
 
 class Port {
@@ -136,14 +137,28 @@ class Port {
   // reverse direction (counted by the peer port that delivers it).
   PortCounters counters() const;
   Port* peer() const { return peer_; }
-  void set_impairment(const Impairment* i) { impairment_ = i; }
-  void set_tap(const PacketTap* t) { tap_ = t; }
+  void set_impairment(const Impairment* i) {
+    impairment_ = i;
+    hooked_ = impairment_ != nullptr || tap_ != nullptr;
+  }
+  void set_tap(const PacketTap* t) {
+    tap_ = t;
+    hooked_ = impairment_ != nullptr || tap_ != nullptr;
+  }
 
-  // Fetches the ring slot the next Send will fill (a sender's fetch hint).
+  // Fetches the lines a Send reads (a sender's fetch hint), then the ring
+  // slot the next Send will fill (which needs the first line in cache).
+  void PrefetchSendLines() const {
+    const char* lines = reinterpret_cast<const char*>(this);
+    __builtin_prefetch(lines);
+    __builtin_prefetch(lines + 64);
+    if (buffered_) __builtin_prefetch(lines + 128);
+  }
   void PrefetchSendSlot() const { __builtin_prefetch(&ring_[(head_ + count_) & ring_mask_]); }
 
   // The engine's fetch hint for arrival events (Engine::set_prefetcher):
-  // stage 1 fetches the receiver, stages 2 and 3 are the receiver's own.
+  // stage 1 fetches the ring's head, then each stage calls the receiver's
+  // hint one stage lower.
   static void PrefetchArrival(const void* obj, uint64_t arg, int stage);
 
  private:
@@ -178,7 +193,8 @@ class Port {
 
   // Hot fields in three cache lines (the object is 64-byte aligned), so that
   // at 1024 hosts, where every hop finds its ports cold, a hop fetches few
-  // lines: an arrival reads lines 1 and 3, a send lines 1, 2 and 3.
+  // lines: an arrival reads lines 1 and 3, a send lines 1 and 2 (and 3 when
+  // the port has a buffer limit).
   // Line 1: the ring and the far end (arrivals, and the engine's fetch hint).
   alignas(64) Engine* engine_;
   Held* ring_;  // in arena_, oldest first; capacity a power of two
@@ -192,26 +208,27 @@ class Port {
   ReceivePrefetchFn rx_prefetch_ = nullptr;
   int32_t rx_index_ = -1;  // port index at the far end
   uint32_t rx_component_ = 0;
-  // Line 2: the serializer.
+  // Line 2: the serializer and what it counts.
   int64_t busy_until_ps_ = 0;
-  int64_t ps_per_byte_ = 0;  // exact serialization cost when the rate allows
   int64_t latency_ps_;
-  int64_t buffer_bytes_;  // per traffic class; 0 = unlimited
-  const Impairment* impairment_ = nullptr;
-  const PacketTap* tap_ = nullptr;
-  uint32_t mtu_bytes_;  // IP MTU; 0 = unlimited
-  bool buffered_;       // has a buffer limit: occupancy is tracked for tail drop
-  // Line 3: the per-packet counters of both directions' ends.
-  alignas(64) uint64_t xmit_packets_ = 0;
+  uint64_t xmit_packets_ = 0;
   uint64_t xmit_data_ = 0;
   uint64_t xmit_wait_ps_ = 0;
-  // Received at the far end over this direction (the peer's rcv counters).
-  uint64_t delivered_packets_ = 0;
+  uint32_t ps_per_byte_ = 0;  // exact serialization cost when the rate allows
+  int32_t buffer_bytes_;      // per traffic class; 0 = unlimited (2 GiB at most)
+  uint32_t mtu_bytes_;        // IP MTU; 0 = unlimited
+  bool buffered_;             // has a buffer limit: occupancy is tracked for tail drop
+  bool hooked_ = false;       // an impairment or a tap is set (SendImpaired)
+  // Line 3: what the far end received over this direction (the peer's rcv
+  // counters), and buffer occupancy by traffic class (one entry in use,
+  // mostly; at most buffer_bytes_ each).
+  alignas(64) uint64_t delivered_packets_ = 0;
   uint64_t delivered_data_ = 0;
   uint64_t delivered_errors_ = 0;
-  // Line 4: buffer occupancy by traffic class (one entry in use, mostly).
-  alignas(64) std::array<int64_t, 8> occupancy_{};
+  std::array<int32_t, 8> occupancy_{};
   // Cold.
+  const Impairment* impairment_ = nullptr;
+  const PacketTap* tap_ = nullptr;
   PortCounters counters_;  // the rare counters (discards); see counters()
   uint32_t component_;
   PacketPool* pool_;
