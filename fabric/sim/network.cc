@@ -126,11 +126,13 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
     } else {
       auto nic = std::make_unique<Nic>(engine, &pool_, &drops_, node, config.ipv6);
       if (topo->PortCount(node) > 0) nic->AttachPort(&port(node, 0));
-      nic->set_paths(
-          [](void* net, int32_t src, int32_t dst, uint32_t hash) {
-            return static_cast<Network*>(net)->PathOf(src, dst, hash);
-          },
-          this);
+      if (config.fixed_paths) {
+        nic->set_paths(
+            [](void* net, int32_t src, int32_t dst, uint32_t hash) {
+              return static_cast<Network*>(net)->PathOf(src, dst, hash);
+            },
+            this);
+      }
       receiver[n] = nic.get();
       receive_fn[n] = &Nic::Receive;
       prefetch_fn[n] = &Nic::Prefetch;

@@ -29,6 +29,9 @@ struct NetworkConfig {
   // Per-switch ECMP hash salt; off reproduces polarization.
   bool ecmp_salt = true;
   bool ipv6 = false;
+  // QPs get their fixed path when they connect (packet.h); off, every
+  // switch looks each packet up in its table (the same routes, slower).
+  bool fixed_paths = true;
 };
 
 // Forwards by a row of its own: for every destination host rank, the ECMP
