@@ -37,13 +37,14 @@ Switch::Switch(const topo::Topology* topo, int32_t node, uint64_t salt,
 }
 
 void Switch::Prefetch(const void* /*sw*/, const Packet* p, int stage) {
-  // Only packets with a path are fetched for: their egress port needs no
-  // table, so its lines come in at stage 0 and its ring slot at stage 1.
-  if (p->path == nullptr) return;
-  const Port* out = p->path[p->hops % kPathMax];
+  // Only packets with a path are fetched for: the egress port is in the
+  // packet, so its lines come in at stage 0 (with the path's line, which
+  // the port reads to tell the next switch), its ring slot at stage 1.
+  const Port* out = p->next_out;
   if (out == nullptr) return;
   if (stage == 0) {
     out->PrefetchSendLines();
+    __builtin_prefetch(p->path);
   } else {
     out->PrefetchSendSlot();
   }
@@ -51,8 +52,7 @@ void Switch::Prefetch(const void* /*sw*/, const Packet* p, int stage) {
 
 void Switch::Receive(void* sw, Packet* p, int32_t /*in_port*/) {
   Switch* self = static_cast<Switch*>(sw);
-  Port* out = p->path != nullptr && p->hops < kPathMax ? p->path[p->hops]
-                                                       : self->Route(p->dst_host, p->flow_hash);
+  Port* out = p->next_out != nullptr ? p->next_out : self->Route(p->dst_host, p->flow_hash);
   if (out == nullptr) {
     self->drops_->Add(DropReason::kNoRoute);
     self->pool_->Free(p);

@@ -68,7 +68,11 @@ inline constexpr uint8_t kPathMax = 8;
 // the path) share the first line, which the engine fetches ahead of the
 // arrival.
 struct alignas(64) Packet {
-  Packet* next;  // pool free list / intrusive queues
+  union {
+    Packet* next;    // pool free list / the NIC's control queue
+    Port* next_out;  // on the wire: the egress port at the far end, from the
+                     // path (null: none, or the far end looks it up)
+  };
   // Addressing: host node ids of the topology, IPv4 or IPv6.
   int32_t src_host;
   int32_t dst_host;

@@ -143,7 +143,7 @@ void Port::Send(Packet* p) {
     SendImpaired(p, start, end, bytes, tc);
     return;
   }
-  ++p->hops;
+  Leave(p);
   Hold(p, end, end + latency_ps_, bytes, tc);
 }
 
@@ -170,7 +170,7 @@ void Port::SendImpaired(Packet* p, int64_t start, int64_t end, uint32_t bytes, u
         break;
     }
   }
-  ++p->hops;
+  Leave(p);
   Hold(p, end, arrival, bytes, tc);
 }
 

@@ -171,6 +171,13 @@ class Port {
   // and a call costs more than their bodies' common path.
   [[gnu::always_inline]] inline void Deliver(Packet* p);
   [[gnu::always_inline]] inline void ScheduleOldest();
+  // The packet crosses this link: count the hop and look up, in its path,
+  // where the far end will send it (the line was fetched ahead, see
+  // Switch::Prefetch; the far end then reads only the packet).
+  [[gnu::always_inline]] static void Leave(Packet* p) {
+    ++p->hops;
+    p->next_out = p->path != nullptr ? p->path[p->hops % kPathMax] : nullptr;
+  }
   [[gnu::always_inline]] inline void Hold(Packet* p, int64_t end_ps, int64_t arrive_ps,
                                           uint32_t bytes, uint8_t tc);
   // The rare cases of Send, out of line.
