@@ -47,7 +47,8 @@ Port::Port(Engine* engine, PacketPool* pool, HugePageArena* arena, DropStats* dr
       drops_(drops),
       config_(config),
       arena_(arena) {
-  // The line plan of port.h: a send reads lines 1 and 2, an arrival 1 and 3.
+  // The line plan of port.h: a send reads lines 1 and 2 (3 if buffered), an
+  // arrival line 1.
   static_assert(offsetof(Port, hooked_) < 128 && offsetof(Port, busy_until_ps_) == 64);
   static_assert(offsetof(Port, occupancy_) + sizeof(occupancy_) <= 192);
   constexpr uint32_t kFirstRing = 16;
@@ -66,9 +67,10 @@ PortCounters Port::counters() const {
   c.port_xmit_data = xmit_data_;
   c.port_xmit_wait_ps = xmit_wait_ps_;
   if (peer_ != nullptr) {
-    c.port_rcv_data = peer_->delivered_data_;
-    c.port_rcv_packets = peer_->delivered_packets_;
-    c.port_rcv_errors = peer_->delivered_errors_;
+    const Received r = peer_->Delivered();
+    c.port_rcv_data = r.data;
+    c.port_rcv_packets = r.packets;
+    c.port_rcv_errors = r.errors;
   }
   return c;
 }
@@ -159,6 +161,8 @@ void Port::SendImpaired(Packet* p, int64_t start, int64_t end, uint32_t bytes, u
       case ImpairmentVerdict::kDrop:
         // Lost on the wire, but it took its turn at the serializer: its
         // entry holds the buffer space until then.
+        ++lost_.packets;
+        lost_.data += bytes - 20;
         Drop(p, DropReason::kImpairment);
         Hold(nullptr, end, arrival, bytes, tc);
         return;
@@ -170,6 +174,7 @@ void Port::SendImpaired(Packet* p, int64_t start, int64_t end, uint32_t bytes, u
         break;
     }
   }
+  corrupted_ += p->corrupt;
   Leave(p);
   Hold(p, end, arrival, bytes, tc);
 }
@@ -192,8 +197,7 @@ void Port::Hold(Packet* p, int64_t end_ps, int64_t arrive_ps, uint32_t bytes, ui
       if (p != nullptr) {
         // Would overtake packets already on the cable (jitter): it goes on
         // its own and leaves a placeholder here.
-        engine_->Schedule(Picoseconds(arrive_ps), EventKind::kArrival, rx_component_,
-                          &Port::OnArrival, this, reinterpret_cast<uint64_t>(p));
+        SendAlone(p, arrive_ps);
         p = nullptr;
       }
       // A placeholder only holds buffer space until serialized; it takes the
@@ -252,17 +256,45 @@ void Port::PrefetchArrival(const void* obj, uint64_t arg, int stage) {
   if (port->rx_prefetch_ != nullptr) port->rx_prefetch_(port->rx_obj_, p, stage - 1);
 }
 
+void Port::SendAlone(Packet* p, int64_t arrive_ps) {
+  ++alone_.packets;
+  alone_.data += p->wire_bytes - 20;
+  alone_.errors += p->corrupt;
+  engine_->Schedule(Picoseconds(arrive_ps), EventKind::kArrival, rx_component_, &Port::OnArrival,
+                    this, reinterpret_cast<uint64_t>(p));
+}
+
 void Port::OnArrival(void* obj, uint64_t arg) {
-  static_cast<Port*>(obj)->Deliver(reinterpret_cast<Packet*>(arg));
+  Port* tx = static_cast<Port*>(obj);
+  Packet* p = reinterpret_cast<Packet*>(arg);
+  --tx->alone_.packets;
+  tx->alone_.data -= p->wire_bytes - 20;
+  tx->alone_.errors -= p->corrupt;
+  tx->Deliver(p);
+}
+
+Port::Received Port::Delivered() const {
+  // Everything sent arrived, but what the wire lost and what is still on
+  // the way (in the ring, or on its own).
+  Received r;
+  r.packets = xmit_packets_ - lost_.packets - alone_.packets;
+  r.data = xmit_data_ - lost_.data - alone_.data;
+  r.errors = corrupted_ - alone_.errors;
+  for (uint32_t i = 0; i < count_; ++i) {
+    const Held& h = ring_[(head_ + i) & ring_mask_];
+    if (h.packet == nullptr) continue;
+    --r.packets;
+    r.data -= h.bytes - 20;
+    r.errors -= h.packet->corrupt;
+  }
+  return r;
 }
 
 void Port::Deliver(Packet* p) {
   engine_->TraceMix(uint64_t{p->psn} | (uint64_t{p->opcode} << 24) | (uint64_t{p->dest_qpn} << 32));
-  ++delivered_packets_;
-  delivered_data_ += p->wire_bytes - 20;
   if (p->corrupt) {
-    // The ICRC (and FCS) no longer match: the receiver discards the frame.
-    ++delivered_errors_;
+    // The ICRC (and FCS) no longer match: the receiver discards the frame
+    // (and counts it: Delivered()).
     Drop(p, DropReason::kBadIcrc);
     return;
   }

@@ -166,6 +166,8 @@ class Port {
   static void OnRingArrival(void* obj, uint64_t arg);
   // A packet scheduled on its own arrives (obj: this sending port).
   static void OnArrival(void* obj, uint64_t arg);
+  // Sends a packet that would overtake the ring's newest on its own.
+  [[gnu::cold, gnu::noinline]] void SendAlone(Packet* p, int64_t arrive_ps);
   // Hands a packet to the far end's receiver (or drops it: bad ICRC).
   // The per-packet steps are forced inline: each is called once per hop,
   // and a call costs more than their bodies' common path.
@@ -200,8 +202,8 @@ class Port {
 
   // Hot fields in three cache lines (the object is 64-byte aligned), so that
   // at 1024 hosts, where every hop finds its ports cold, a hop fetches few
-  // lines: an arrival reads lines 1 and 3, a send lines 1 and 2 (and 3 when
-  // the port has a buffer limit).
+  // lines: an arrival reads line 1, a send lines 1 and 2 (and 3 when the
+  // port has a buffer limit).
   // Line 1: the ring and the far end (arrivals, and the engine's fetch hint).
   alignas(64) Engine* engine_;
   Held* ring_;  // in arena_, oldest first; capacity a power of two
@@ -226,14 +228,20 @@ class Port {
   uint32_t mtu_bytes_;        // IP MTU; 0 = unlimited
   bool buffered_;             // has a buffer limit: occupancy is tracked for tail drop
   bool hooked_ = false;       // an impairment or a tap is set (SendImpaired)
-  // Line 3: what the far end received over this direction (the peer's rcv
-  // counters), and buffer occupancy by traffic class (one entry in use,
-  // mostly; at most buffer_bytes_ each).
-  alignas(64) uint64_t delivered_packets_ = 0;
-  uint64_t delivered_data_ = 0;
-  uint64_t delivered_errors_ = 0;
-  std::array<int32_t, 8> occupancy_{};
-  // Cold.
+  // Line 3: buffer occupancy by traffic class (one entry in use, mostly; at
+  // most buffer_bytes_ each).
+  alignas(64) std::array<int32_t, 8> occupancy_{};
+  // Cold. What the far end received (the peer's rcv counters) is derived
+  // from what was sent (Delivered()), so an arrival writes no counter.
+  struct Received {
+    uint64_t packets = 0;
+    uint64_t data = 0;  // bytes, as port_xmit_data
+    uint64_t errors = 0;
+  };
+  Received Delivered() const;
+  Received lost_;           // dropped on the wire (a fault); errors unused
+  Received alone_;          // on their way outside the ring (SendAlone)
+  uint64_t corrupted_ = 0;  // sent with a bad ICRC
   const Impairment* impairment_ = nullptr;
   const PacketTap* tap_ = nullptr;
   PortCounters counters_;  // the rare counters (discards); see counters()

@@ -83,5 +83,51 @@ TEST(PortTest, UnbufferedPortKeepsNoAccountAndDropsNothing) {
   EXPECT_EQ(rig.tx.counters().port_xmit_discards, 0u);
 }
 
+// The far end's rcv counters are derived from what was sent; they must
+// count exactly what arrived, also mid-run and with the wire's faults: a
+// packet lost, one corrupted (counted as an error), one delayed so that the
+// next overtakes it (that one travels outside the ring).
+TEST(PortTest, ReceiveCountersCountWhatArrivedAndNothingInFlight) {
+  PortRig rig(0);
+  struct Faults {
+    int seen = 0;
+    static ImpairmentVerdict Decide(void* ctx, const Packet&, uint32_t, Picoseconds) {
+      switch (static_cast<Faults*>(ctx)->seen++) {
+        case 1:
+          return {ImpairmentVerdict::kDrop, {}};
+        case 2:
+          return {ImpairmentVerdict::kCorrupt, {}};
+        case 3:
+          return {ImpairmentVerdict::kDelay, Picoseconds(1500000)};
+        default:
+          return {};
+      }
+    }
+  } faults;
+  const Impairment hook{&Faults::Decide, &faults};
+  rig.tx.set_impairment(&hook);
+  for (int i = 0; i < 6; ++i) rig.Send();
+  // Frames end serializing every 800 ns and arrive 1 ns later: the 1st at
+  // 801 ns, the 3rd (corrupted) at 2,401, the 4th (delayed) at 4,701, the
+  // 5th on its own at 4,001, the 6th at 4,801.
+  auto rcv = [&] { return rig.rx.counters(); };
+  EXPECT_EQ(rcv().port_rcv_packets, 0u);
+  rig.engine.Run(Picoseconds(801000));
+  EXPECT_EQ(rcv().port_rcv_packets, 1u);
+  EXPECT_EQ(rcv().port_rcv_data, 980u);
+  rig.engine.Run(Picoseconds(3000000));  // the 5th is on its way alone
+  EXPECT_EQ(rcv().port_rcv_packets, 2u);
+  EXPECT_EQ(rcv().port_rcv_errors, 1u);
+  rig.engine.Run(Picoseconds(4001000));
+  EXPECT_EQ(rcv().port_rcv_packets, 3u);
+  EXPECT_EQ(rcv().port_rcv_data, 3 * 980u);
+  rig.engine.Run();
+  EXPECT_EQ(rcv().port_rcv_packets, 5u);
+  EXPECT_EQ(rcv().port_rcv_data, 5 * 980u);
+  EXPECT_EQ(rcv().port_rcv_errors, 1u);
+  EXPECT_EQ(rig.tx.counters().port_xmit_packets, 6u);
+  EXPECT_EQ(rig.sink.arrivals, (std::vector<int64_t>{801000, 4001000, 4701000, 4801000}));
+}
+
 }  // namespace
 }  // namespace fathom::sim
