@@ -54,7 +54,6 @@ void Nic::PrefetchPump(const void* nic, uint64_t /*arg*/, int stage) {
     if (qp != nullptr && qp->send_idx < qp->sq.size()) {
       __builtin_prefetch(qp->sq.at_address(qp->send_idx));
     }
-    if (qp != nullptr && qp->path != nullptr) __builtin_prefetch(qp->path);
     if (self->port_ != nullptr) self->port_->PrefetchSendSlot();
   }
 }

@@ -174,8 +174,9 @@ class Port {
   [[gnu::always_inline]] inline void Deliver(Packet* p);
   [[gnu::always_inline]] inline void ScheduleOldest();
   // The packet crosses this link: count the hop and look up, in its path,
-  // where the far end will send it (the line was fetched ahead, see
-  // Switch::Prefetch; the far end then reads only the packet).
+  // where the far end will send it (at a switch, the fetch hint brought the
+  // path's line in; at a NIC, the QP's packets share it). The far end then
+  // reads only the packet.
   [[gnu::always_inline]] static void Leave(Packet* p) {
     ++p->hops;
     p->next_out = p->path != nullptr ? p->path[p->hops % kPathMax] : nullptr;
