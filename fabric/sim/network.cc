@@ -145,7 +145,7 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
       const topo::PortRef peer = topo->Peer(node, i);
       const size_t far = static_cast<size_t>(peer.node);
       port(node, i).Connect(&port(peer.node, peer.port), receive_fn[far], receiver[far],
-                            prefetch_fn[far]);
+                            prefetch_fn[far], switch_at_[far] != nullptr);
     }
   }
 }

@@ -112,7 +112,9 @@ void Port::DropOnSend(Packet* p, DropReason r) {
   Drop(p, r);
 }
 
-void Port::Send(Packet* p) {
+void Port::Send(Packet* p) { SendInline(p); }
+
+void Port::SendInline(Packet* p) {
   const int64_t now = engine_->Now().ps();
   const uint32_t bytes = p->wire_bytes;
   if (mtu_bytes_ > 0 && bytes - kEthernetWireOverhead > mtu_bytes_) {
@@ -296,6 +298,10 @@ void Port::Deliver(Packet* p) {
     // The ICRC (and FCS) no longer match: the receiver discards the frame
     // (and counts it: Delivered()).
     Drop(p, DropReason::kBadIcrc);
+    return;
+  }
+  if (rx_forwards_ && p->next_out != nullptr) {
+    p->next_out->SendInline(p);
     return;
   }
   rx_fn_(rx_obj_, p, rx_index_);

@@ -110,14 +110,18 @@ class Port {
 
   // Wires the far end: the reverse-direction port and who receives there.
   // The sending port delivers (and counts what its far end receives) by
-  // itself, so a hop touches one Port, not two.
-  void Connect(Port* peer, ReceiveFn receive, void* receiver,
-               ReceivePrefetchFn prefetch = nullptr) {
+  // itself, so a hop touches one Port, not two. A far end that `forwards`
+  // (a switch) is not called for a packet that carries its egress port
+  // (next_out, from its path): the packet goes straight to that port, the
+  // port the switch would pick; `receive` gets the others.
+  void Connect(Port* peer, ReceiveFn receive, void* receiver, ReceivePrefetchFn prefetch = nullptr,
+               bool forwards = false) {
     peer_ = peer;
     rx_fn_ = receive;
     rx_obj_ = receiver;
     rx_prefetch_ = prefetch;
-    rx_index_ = peer->config_.index;
+    rx_index_ = static_cast<int16_t>(peer->config_.index);
+    rx_forwards_ = forwards;
     rx_component_ = peer->component_;
   }
 
@@ -172,6 +176,7 @@ class Port {
   // The per-packet steps are forced inline: each is called once per hop,
   // and a call costs more than their bodies' common path.
   [[gnu::always_inline]] inline void Deliver(Packet* p);
+  [[gnu::always_inline]] inline void SendInline(Packet* p);
   [[gnu::always_inline]] inline void ScheduleOldest();
   // The packet crosses this link: count the hop and look up, in its path,
   // where the far end will send it (at a switch, the fetch hint brought the
@@ -216,7 +221,8 @@ class Port {
   ReceiveFn rx_fn_ = nullptr;  // the far end's receiver
   void* rx_obj_ = nullptr;
   ReceivePrefetchFn rx_prefetch_ = nullptr;
-  int32_t rx_index_ = -1;  // port index at the far end
+  int16_t rx_index_ = -1;  // port index at the far end
+  bool rx_forwards_ = false;
   uint32_t rx_component_ = 0;
   // Line 2: the serializer and what it counts.
   int64_t busy_until_ps_ = 0;
