@@ -4,7 +4,7 @@
 // the Engine and the Topology belong to the caller and must outlive it.
 //
 // Switch forwarding: hop by hop, by table lookup (Topology::NextHops) and a
-// hash of the packet's 5-tuple (its flow_hash: addresses + the UDP source
+// hash of the packet's 5-tuple (FlowHash: addresses + the UDP source
 // port that carries per-QP entropy) mixed with a per-switch salt. With the
 // salt off every switch hashes alike and traffic polarizes (CASES.md 15).
 #pragma once

@@ -192,9 +192,7 @@ Status Nic::ModifyToRtr(uint32_t qpn, int32_t remote_host, uint32_t remote_qpn, 
   qp->remote_host = remote_host;
   qp->remote_qpn = remote_qpn;
   qp->epsn = rq_psn & wire::kPsnMask;
-  qp->flow_hash = static_cast<uint32_t>(
-      Mix64((static_cast<uint64_t>(host_) << 40) ^ (static_cast<uint64_t>(remote_host) << 16) ^
-            qp->udp_sport ^ (uint64_t{kRoceUdpPort} << 56) ^ (uint64_t{17} << 58)));
+  qp->flow_hash = FlowHash(host_, remote_host, qp->udp_sport);
   qp->path = path_fn_ != nullptr ? path_fn_(path_ctx_, host_, remote_host, qp->flow_hash) : nullptr;
   qp->state = QpState::kRtr;
   return Status::Ok();
@@ -298,7 +296,6 @@ Packet* Nic::NewPacket(const Qp& qp, uint8_t opcode, uint32_t psn) {
   Packet* p = pool_->Alloc();
   p->src_host = host_;
   p->dst_host = qp.remote_host;
-  p->flow_hash = qp.flow_hash;
   p->path = qp.path;
   p->udp_sport = qp.udp_sport;
   p->traffic_class = qp.attr.traffic_class;

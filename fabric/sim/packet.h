@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "fabric/sim/arena.h"
 
@@ -64,48 +65,68 @@ class Port;
 // null entry on the way means the switch there had no route.
 inline constexpr uint8_t kPathMax = 8;
 
-// Aligned to a cache line so that the fields a hop reads (header fields and
-// the path) share the first line, which the engine fetches ahead of the
-// arrival.
+// Two cache lines. The first holds every field each packet needs: what a
+// hop reads (it is fetched ahead of the arrival) and what a NIC reads and
+// writes for any packet, the payload pointer included. The second holds the
+// extension headers only some opcodes carry (RETH, ImmDt, AtomicETH,
+// AtomicAckETH): PacketPool::Alloc clears only the first line, so those
+// fields are valid only for the opcodes that carry them (ExtHeaderBytes), and
+// are read only for those — a middle packet of a message never touches its
+// second line.
 struct alignas(64) Packet {
   union {
     Packet* next;    // pool free list / the NIC's control queue
     Port* next_out;  // on the wire: the egress port at the far end, from the
                      // path (null: none, or the far end looks it up)
   };
+  // Not a header field: the sender's fixed route (see kPathMax), or null,
+  // when each switch looks the packet up in its table instead.
+  Port* const* path;
+  // Source of payload bytes (requester or responder memory), null if modelled.
+  const uint8_t* data;
   // Addressing: host node ids of the topology, IPv4 or IPv6.
   int32_t src_host;
   int32_t dst_host;
-  uint32_t flow_hash;  // hash of the 5-tuple, computed once by the sender
-  uint16_t udp_sport;
-  uint8_t traffic_class;  // IP DSCP/ECN byte as a verbs traffic_class
-  uint8_t ipv6 : 1;
-  uint8_t corrupt : 1;  // ICRC will not match: the receiver drops it
-  uint8_t ecn_ce : 1;
   // BTH.
-  uint8_t opcode;
-  uint8_t ack_req;
-  uint8_t aeth_syndrome;
-  uint8_t hops;  // links crossed so far
   uint32_t dest_qpn;
   uint32_t src_qpn;  // not a BTH field: where the packet came from (for tracing)
   uint32_t psn;
   uint32_t msn;  // AETH
   uint32_t payload_bytes;
   uint32_t wire_bytes;  // cached FrameWireBytes()
-  // Not a header field: the sender's fixed route (see Path), or null, when
-  // each switch looks the packet up in its table instead.
-  Port* const* path;
-  // Line 2. RETH / AtomicETH.
+  uint16_t udp_sport;
+  uint8_t traffic_class;  // IP DSCP/ECN byte as a verbs traffic_class
+  uint8_t ipv6 : 1;
+  uint8_t corrupt : 1;  // ICRC will not match: the receiver drops it
+  uint8_t ecn_ce : 1;
+  uint8_t opcode;
+  uint8_t ack_req;
+  uint8_t aeth_syndrome;
+  uint8_t hops;  // links crossed so far
+  // Line 2: by opcode. RETH / AtomicETH.
   uint64_t va;
   uint32_t rkey;
   uint32_t dma_len;
   uint32_t imm;
   uint64_t swap_add;  // also AtomicAckETH's original value
   uint64_t compare;
-  // Source of payload bytes (requester or responder memory), null if modelled.
-  const uint8_t* data;
 };
+
+// The ECMP hash of a RoCEv2 flow's 5-tuple (source and destination host,
+// UDP source port; the destination port 4791 and protocol 17 are fixed):
+// what the sender computes once per QP and switches hash on.
+constexpr uint32_t FlowHash(int32_t src_host, int32_t dst_host, uint16_t udp_sport) {
+  uint64_t x = (static_cast<uint64_t>(static_cast<uint32_t>(src_host)) << 40) ^
+               (static_cast<uint64_t>(static_cast<uint32_t>(dst_host)) << 16) ^ udp_sport ^
+               (uint64_t{4791} << 56) ^ (uint64_t{17} << 58);
+  // splitmix64's finalizer (as Mix64).
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return static_cast<uint32_t>(x);
+}
 
 // Extension header bytes carried by a BTH opcode.
 int ExtHeaderBytes(uint8_t opcode);
@@ -120,7 +141,7 @@ inline constexpr uint32_t kEthernetWireOverhead = 14 + 4 + 8 + 12;
 // Free-list packet pool: grows in 2 MiB chunks (huge pages where the kernel
 // offers them: at 1024 hosts the packets in flight span tens of MiB, and
 // small pages would cost a TLB miss per hop), never frees until destroyed;
-// Alloc returns a zeroed packet. Not thread-safe (one engine, one thread).
+// Alloc returns a packet whose first line is zeroed. Not thread-safe (one engine, one thread).
 class PacketPool {
  public:
   PacketPool() = default;
@@ -131,7 +152,8 @@ class PacketPool {
     if (free_ == nullptr) Grow();
     Packet* p = free_;
     free_ = p->next;
-    *p = Packet{};
+    // The first line only (see Packet).
+    std::memset(static_cast<void*>(p), 0, 64);
     ++in_use_;
     if (in_use_ > peak_in_use_) peak_in_use_ = in_use_;
     return p;
