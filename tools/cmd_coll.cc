@@ -11,7 +11,8 @@
 //    --bootstrap ADDR:PORT, rank 0 listens there); rank 0 prints the table
 //    with the slowest rank's time and every rank's #wrong.
 // A hang ends with the watchdog's report and exit 1; so does a completion
-// error (on every rank), and any #wrong. --trace writes one Chrome trace of
+// error (on every rank), and any #wrong. With verbs, every rank then sends
+// rank 0 where it stood, and rank 0's report ends with all of them. --trace writes one Chrome trace of
 // every rank's steps; with verbs rank 0 gathers the ranks' steps through the
 // bootstrap after the run (VerbsBackend::WriteTrace).
 #include <algorithm>
@@ -598,7 +599,7 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("--slots", o->slots, "staging slots per connection (default 4)");
           sub->add_option("--timeout", o->timeout_s,
                           "watchdog: seconds without progress (sim: virtual, default 1; "
-                          "verbs: wall, default 30)");
+                          "verbs: wall, default 30; rank 0 prints every rank's view)");
           sub->add_option("--ib-timeout", o->ib_timeout, "QP local ACK timeout (default 14)");
           sub->add_option("--retry-cnt", o->retry_cnt, "QP retry_cnt (default 7)");
           sub->add_option("--mtu", o->mtu, "force the path MTU in bytes (0 = negotiate)");

@@ -400,5 +400,45 @@ TEST(BootstrapTest, PollAbortSeesAnotherRanksAbortWithoutBlocking) {
   EXPECT_EQ((*rank0)->Barrier().code(), StatusCode::kAborted);
 }
 
+// After one rank aborts, every rank (the aborting one too) sends the root
+// what it saw; the root hands them out by rank once all are in, or, when one
+// never reports, those that did once the wait runs out.
+TEST(BootstrapTest, ReportsAfterAnAbortReachTheRootFromEveryRank) {
+  auto root = Root::Start(RootOpts(3));
+  ASSERT_TRUE(root.ok());
+  std::vector<std::unique_ptr<Rank>> ranks(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      auto rank = Rank::Connect(RankOpts(**root, r, 3));
+      if (rank.ok()) ranks[static_cast<size_t>(r)] = std::move(*rank);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& r : ranks) ASSERT_NE(r, nullptr);
+  EXPECT_TRUE((*root)->WaitReports(1, Picoseconds::FromMilliseconds(1)).empty());
+  ASSERT_TRUE(ranks[2]->Abort("watchdog: no progress on rank 2").ok());
+  ASSERT_TRUE(ranks[2]->Report("rank 2: waits for rank 1\n").ok());
+  // The others learn of the abort, then report too; rank 1 twice (the
+  // latest counts), rank 0 not yet.
+  Status s;
+  for (int i = 0; i < 2000 && s.ok(); ++i) {
+    s = ranks[1]->PollAbort();
+    if (s.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(s.code(), StatusCode::kAborted);
+  ASSERT_TRUE(ranks[1]->Report("stale").ok());
+  ASSERT_TRUE(ranks[1]->Report("rank 1: waits for rank 0\n").ok());
+  auto partial = (*root)->WaitReports(3, Picoseconds::FromMilliseconds(300));
+  ASSERT_EQ(partial.size(), 2u);
+  EXPECT_EQ(partial[0], (std::pair<int, std::string>{1, "rank 1: waits for rank 0\n"}));
+  EXPECT_EQ(partial[1].first, 2);
+  ASSERT_TRUE(ranks[0]->Report("rank 0: waits for rank 2\n").ok());
+  auto all = (*root)->WaitReports(3, Picoseconds::FromSeconds(10));
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0], (std::pair<int, std::string>{0, "rank 0: waits for rank 2\n"}));
+  EXPECT_EQ(all[2], (std::pair<int, std::string>{2, "rank 2: waits for rank 1\n"}));
+}
+
 }  // namespace
 }  // namespace fathom::transport::bootstrap

@@ -243,6 +243,9 @@ TEST_F(CollVmTest, AKilledRankStopsTheOthersWithTheReason) {
               all.find("completion IBV_WC_") != std::string::npos)
       << all;
   EXPECT_EQ(all.find("watchdog: no progress"), std::string::npos) << all;
+  // The killed rank never reports; rank 0 says so rather than waiting on.
+  EXPECT_NE(all.find("gathered on rank 0 (1 of 2 reported)"), std::string::npos) << all;
+  EXPECT_NE(all.find("## rank 1: no report within"), std::string::npos) << all;
 }
 
 // The hang, explained, on a real RDMA stack (TESTBED.md, CASES.md case 4).
@@ -292,6 +295,12 @@ TEST(CollVmHang, MtuMismatchHangsLargeAllreducesAndTheWatchdogNamesTheStuckQps) 
   }
   EXPECT_NE(both.find("watchdog: no progress"), std::string::npos) << both;
   EXPECT_NE(both.find("waiting for"), std::string::npos) << both;
+  // Rank 0 prints every rank's view: rank 1's own report, its QP toward
+  // rank 0 with the WRs outstanding, under its heading.
+  EXPECT_NE(out0.find("gathered on rank 0 (2 of 2 reported)"), std::string::npos) << both;
+  const size_t rank1_view = out0.find("## rank 1\n");
+  ASSERT_NE(rank1_view, std::string::npos) << both;
+  EXPECT_NE(out0.find("  qp to rank 0 channel 0", rank1_view), std::string::npos) << both;
   // The switch saw why: frames over its limit dropped.
   uint64_t over_mtu = 0;
   for (int p = 0; p < 2; ++p) {
@@ -318,6 +327,7 @@ TEST(CollVmHang, MtuMismatchHangsLargeAllreducesAndTheWatchdogNamesTheStuckQps) 
       R"(rank ([01]) -> rank ([01]) channel 0: completion IBV_WC_RETRY_EXC_ERR .* qpn 0x[0-9a-f]+)");
   EXPECT_TRUE(std::regex_search(err0, error12) || std::regex_search(err1, error12)) << err_both;
   EXPECT_EQ(err_both.find("watchdog: no progress"), std::string::npos) << err_both;
+  EXPECT_NE(err0.find("gathered on rank 0 (2 of 2 reported)"), std::string::npos) << err_both;
   std::printf("%s", err_both.c_str());
   for (int vm = 0; vm < 2; ++vm) {
     SCOPED_TRACE("vm " + std::to_string(vm));

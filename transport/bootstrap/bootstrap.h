@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -27,7 +28,7 @@
 
 namespace fathom::transport::bootstrap {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;  // 2: Report
 inline constexpr uint32_t kDefaultMaxMessageBytes = 1u << 20;
 inline constexpr uint16_t kDefaultPort = 18515;  // perftest's OOB port
 
@@ -61,6 +62,9 @@ class Root {
   virtual std::vector<std::string> Rejections() const = 0;
   // Ranks registered so far. Thread-safe.
   virtual int registered() const = 0;
+  // The Reports ranks sent (Rank::Report), by rank, once `count` ranks have
+  // reported or `timeout` passed (then only those that did). Thread-safe.
+  virtual std::vector<std::pair<int, std::string>> WaitReports(int count, Picoseconds timeout) = 0;
 };
 
 struct RankOptions {
@@ -99,6 +103,9 @@ class Rank {
       const proto::EndpointRecord& mine) = 0;
   // Tells every rank (through the root) that this rank gives up, and why.
   virtual Status Abort(const std::string& reason) = 0;
+  // Sends the root what this rank saw when the run stopped (also after an
+  // abort); the root keeps the latest per rank (Root::WaitReports).
+  virtual Status Report(const std::string& text) = 0;
   // Non-blocking: ABORTED (naming who and why) when the root has told us of
   // an abort, UNAVAILABLE when the root is gone, OK otherwise. For a rank
   // that is busy polling its NIC between rounds (a collective's driver), so

@@ -69,6 +69,8 @@ std::string BodyName(const proto::Envelope& e) {
       return "Error";
     case proto::Envelope::kGoodbye:
       return "Goodbye";
+    case proto::Envelope::kReport:
+      return "Report";
     case proto::Envelope::BODY_NOT_SET:
       break;
   }

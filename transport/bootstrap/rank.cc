@@ -148,6 +148,13 @@ class RankImpl final : public Rank {
     return Write(a);
   }
 
+  Status Report(const std::string& text) override {
+    proto::Envelope r;
+    r.mutable_report()->set_rank(options_.rank);
+    r.mutable_report()->set_text(text);
+    return Write(r);
+  }
+
  private:
   Status AbortStatus(const proto::Abort& a) {
     aborted_ = true;

@@ -5,6 +5,7 @@
 #include <boost/asio.hpp>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -116,6 +117,12 @@ class RootImpl final : public Root {
     std::lock_guard lock(mu_);
     return rejections_;
   }
+  std::vector<std::pair<int, std::string>> WaitReports(int count, Picoseconds timeout) override {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, ToChrono(timeout),
+                 [&] { return static_cast<int>(reports_.size()) >= count; });
+    return {reports_.begin(), reports_.end()};
+  }
   int registered() const override {
     std::lock_guard lock(mu_);
     return registered_shared_;
@@ -171,6 +178,13 @@ class RootImpl final : public Root {
         return OnGather(s, env.gather());
       case proto::Envelope::kAbort:
         return AbortAll(s->rank, env.abort().reason());
+      case proto::Envelope::kReport: {
+        // Kept under the rank that sent it, whatever rank it names.
+        std::lock_guard lock(mu_);
+        reports_[s->rank] = env.report().text();
+        cv_.notify_all();
+        return;
+      }
       case proto::Envelope::kGoodbye: {
         s->goodbye = true;
         std::lock_guard lock(mu_);
@@ -344,6 +358,7 @@ class RootImpl final : public Root {
   int registered_shared_ = 0;
   int goodbyes_ = 0;
   std::string abort_text_;
+  std::map<int, std::string> reports_;  // by rank
 };
 
 }  // namespace

@@ -108,9 +108,13 @@ RunOutcome Driver::Run(const std::vector<RankCollective*>& colls) {
       next_abort_check = clock_->Now() + options_.abort_check_interval;
       Status s = options_.abort_check();
       if (!s.ok()) {
+        // Another rank gave up; say where this one stood (the step, its
+        // QPs' outstanding WRs), which the report gathered on rank 0 shows.
         out.status = s;
         out.remote_abort = true;
-        out.report = s.message() + "\n" + AsyncEventLines();
+        out.report = s.message() + "\n" +
+                     WatchdogReport(colls, clock_->Now() - last_progress, false, &out.stuck_qps,
+                                    /*aborted=*/true);
         out.end = clock_->Now();
         return out;
       }
@@ -135,12 +139,17 @@ RunOutcome Driver::Run(const std::vector<RankCollective*>& colls) {
 
 std::string Driver::WatchdogReport(const std::vector<RankCollective*>& colls,
                                    Picoseconds stalled_for, bool nothing_left,
-                                   std::vector<StuckQp>* stuck) {
+                                   std::vector<StuckQp>* stuck, bool aborted) {
   std::string r;
   char buf[512];
   int stuck_ranks = 0;
   for (RankCollective* c : colls) stuck_ranks += c->done() ? 0 : 1;
-  if (comms_.size() == 1 && comms_[0]->nranks() > 1) {
+  if (aborted) {
+    const std::string who = comms_.size() == 1 ? "rank " + std::to_string(comms_[0]->rank())
+                                               : std::to_string(comms_.size()) + " ranks";
+    std::snprintf(buf, sizeof(buf), "%s when the run was aborted: last progress %.6f s before\n",
+                  who.c_str(), stalled_for.seconds());
+  } else if (comms_.size() == 1 && comms_[0]->nranks() > 1) {
     // One rank per process (verbs): the other ranks' watchdogs speak for them.
     std::snprintf(buf, sizeof(buf),
                   "watchdog: no progress on rank %d (of %d, one per process) for %.6f s\n",

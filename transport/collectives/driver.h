@@ -76,8 +76,11 @@ class Driver {
  private:
   // Drains every device's async events into report lines.
   std::string AsyncEventLines();
+  // The watchdog's report: who waits where, the QPs' outstanding WRs and
+  // last completions. `aborted`: not this watchdog's verdict but the state
+  // the ranks driven here were in when another rank's abort stopped the run.
   std::string WatchdogReport(const std::vector<RankCollective*>& colls, Picoseconds stalled_for,
-                             bool nothing_left, std::vector<StuckQp>* stuck);
+                             bool nothing_left, std::vector<StuckQp>* stuck, bool aborted = false);
 
   Clock* clock_;
   std::vector<Communicator*> comms_;

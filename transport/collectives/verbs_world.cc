@@ -140,8 +140,45 @@ RunOutcome VerbsWorld::Run(const CollSpec& spec, DataType type, RedOp op, const 
                            Trace* trace) {
   RankCollective coll(comm_.get(), spec, type, op, in, out, trace);
   RunOutcome r = driver_->Run({&coll});
-  if (!r.status.ok() && !r.remote_abort) (void)boot_->Abort(AbortReason(r));
+  if (r.status.ok()) return r;
+  if (!r.remote_abort) (void)boot_->Abort(AbortReason(r));
+  // Every rank tells the root where it stood, so that rank 0 prints the
+  // whole hang in one place (NCCL leaves the user to collect N logs).
+  (void)boot_->Report(r.report.substr(0, kMaxReportBytes));
+  if (root_ != nullptr) r.report += GatheredReports();
   return r;
+}
+
+std::string VerbsWorld::GatheredReports() {
+  // The others learn of the abort at their next check (a millisecond) and
+  // report at once; a rank whose process died never does.
+  const Picoseconds wait = std::min(options_.watchdog, Picoseconds::FromSeconds(5));
+  const auto reports = root_->WaitReports(options_.nranks, wait);
+  std::string out = "# every rank's view, gathered on rank 0 (" + std::to_string(reports.size()) +
+                    " of " + std::to_string(options_.nranks) + " reported):\n";
+  size_t next = 0;
+  for (int rank = 0; rank < options_.nranks; ++rank) {
+    if (rank == options_.rank) {
+      // Its own report is the text above.
+      out += "## rank " + std::to_string(rank) + ": above\n";
+      if (next < reports.size() && reports[next].first == rank) ++next;
+    } else if (next < reports.size() && reports[next].first == rank) {
+      std::string text = reports[next++].second;
+      if (!text.empty() && text.back() != '\n') text += '\n';
+      // Indented under its rank, line by line.
+      out += "## rank " + std::to_string(rank) + "\n";
+      size_t pos = 0;
+      while (pos < text.size()) {
+        const size_t end = text.find('\n', pos);
+        out += "  " + text.substr(pos, end - pos + 1);
+        pos = end + 1;
+      }
+    } else {
+      out += "## rank " + std::to_string(rank) + ": no report within " +
+             std::to_string(wait.seconds()) + " s (its process may be gone)\n";
+    }
+  }
+  return out;
 }
 
 StatusOr<std::vector<RankTrace>> VerbsWorld::GatherTrace(const Trace& trace, size_t budget_bytes,

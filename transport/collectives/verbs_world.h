@@ -66,7 +66,9 @@ class VerbsWorld {
 
   // Runs one collective on this rank (spec.algorithm resolved; every rank
   // must run the same sequence of specs). On a local failure the other
-  // ranks are told before it returns.
+  // ranks are told before it returns. On any failure every rank sends its
+  // report (where it stood) to the root, and rank 0's report ends with all
+  // of them: the hang seen from every rank, in one place.
   RunOutcome Run(const CollSpec& spec, DataType type, RedOp op, const void* in, void* out,
                  Trace* trace = nullptr);
 
@@ -96,6 +98,12 @@ class VerbsWorld {
  private:
   explicit VerbsWorld(const VerbsWorldOptions& options) : options_(options) {}
   Status Connect();
+  // Rank 0, after a failure: every rank's report, waiting (bounded) for
+  // those not yet in.
+  std::string GatheredReports();
+  // A rank's report to the root is cut here (a watchdog report lists at
+  // most 32 ranks and 64 QPs; one rank's is far below).
+  static constexpr size_t kMaxReportBytes = 16 << 10;
 
   // Wall time. Progress() gives the CPU away between polls: busy-poll mode
   // yields it (sched_yield), so that ranks sharing a core with each other or
