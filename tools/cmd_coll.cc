@@ -12,9 +12,10 @@
 //    with the slowest rank's time and every rank's #wrong.
 // A hang ends with the watchdog's report and exit 1; so does a completion
 // error (on every rank), and any #wrong. With verbs, every rank then sends
-// rank 0 where it stood, and rank 0's report ends with all of them. --trace writes one Chrome trace of
-// every rank's steps; with verbs rank 0 gathers the ranks' steps through the
-// bootstrap after the run (VerbsBackend::WriteTrace).
+// rank 0 where it stood, and rank 0's report ends with all of them.
+// --trace writes one Chrome trace of every rank's steps; with verbs rank 0
+// gathers the ranks' steps through the bootstrap after the run, or, after a
+// failure, from the reports the ranks sent (VerbsBackend::WriteTrace).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -218,7 +219,8 @@ class VerbsBackend final : public Backend {
     std::string why;
     if (failed) {
       // After a failure the bootstrap is usually aborted: then the gather
-      // would only fail (or wait for ranks that will not come).
+      // would only fail (or wait for ranks that will not come). The ranks
+      // sent their steps with their reports instead.
       if (Status s = world_->bootstrap().PollAbort(); !s.ok()) why = s.message();
     }
     RankTrace mine;
@@ -226,6 +228,38 @@ class VerbsBackend final : public Backend {
     mine.origin = world_->trace_origin();
     mine.total_events = trace.events.size();
     mine.events = trace.events;
+    if (!why.empty() && me != 0) {
+      // This rank's steps went to rank 0 with its report; all of them here.
+      std::fprintf(stderr,
+                   "fathom coll: rank %d: --trace: the run failed; %zu of %zu events went to "
+                   "rank 0 with this rank's report, all of them are in %s\n",
+                   me, world_->reported_trace_events(), trace.events.size(), own_path.c_str());
+      notes.push_back("rank " + std::to_string(me) + "'s steps only, all of them; rank 0's " +
+                      path + " has every rank's that reached it");
+      return WriteTextFile(own_path, MergedTraceJson({mine}, notes)) ? kExitOk : kExitUsage;
+    }
+    if (!why.empty()) {
+      auto all = world_->TracesAfterFailure(trace);
+      if (all.ok() && all->size() > 1) {
+        notes.push_back("the run failed (" + why +
+                        "); the other ranks sent their steps with their reports");
+        for (const RankTrace& r : *all) {
+          if (r.events.size() < r.total_events) {
+            notes.push_back("rank " + std::to_string(r.rank) + ": the first " +
+                            std::to_string(r.events.size()) + " of " +
+                            std::to_string(r.total_events) + " events; all of them are in " + path +
+                            "." + std::to_string(r.rank) + " on rank " + std::to_string(r.rank) +
+                            "'s host");
+          }
+        }
+        if (all->size() < static_cast<size_t>(nranks())) {
+          notes.push_back(std::to_string(nranks() - static_cast<int>(all->size())) +
+                          " rank(s) sent no steps (their process may be gone)");
+        }
+        return WriteTextFile(path, MergedTraceJson(*all, notes)) ? kExitOk : kExitUsage;
+      }
+      if (!all.ok()) why += "; " + all.status().message();
+    }
     if (why.empty()) {
       size_t sent = 0;
       auto all = world_->GatherTrace(trace, kTraceGatherBudgetBytes, &sent);
@@ -611,8 +645,8 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("--trace", o->trace,
                           "write a Chrome trace / Perfetto JSON of every rank's steps (verbs: "
                           "rank 0 gathers every rank's into FILE, on one timeline aligned at "
-                          "the setup barrier; after a failed run each rank writes its own, "
-                          "FILE.<rank> on ranks > 0)");
+                          "the setup barrier; after a failed run too, from the ranks' reports, "
+                          "and each rank > 0 also writes all of its own to FILE.<rank>)");
           return [o] { return Run(*o); };
         },
         40});

@@ -431,13 +431,17 @@ TEST(BootstrapTest, ReportsAfterAnAbortReachTheRootFromEveryRank) {
   ASSERT_TRUE(ranks[1]->Report("rank 1: waits for rank 0\n").ok());
   auto partial = (*root)->WaitReports(3, Picoseconds::FromMilliseconds(300));
   ASSERT_EQ(partial.size(), 2u);
-  EXPECT_EQ(partial[0], (std::pair<int, std::string>{1, "rank 1: waits for rank 0\n"}));
-  EXPECT_EQ(partial[1].first, 2);
-  ASSERT_TRUE(ranks[0]->Report("rank 0: waits for rank 2\n").ok());
+  EXPECT_EQ(partial[0].rank(), 1);
+  EXPECT_EQ(partial[0].text(), "rank 1: waits for rank 0\n");
+  EXPECT_EQ(partial[1].rank(), 2);
+  ASSERT_TRUE(ranks[0]->Report("rank 0: waits for rank 2\n", "fathom-trace ...").ok());
   auto all = (*root)->WaitReports(3, Picoseconds::FromSeconds(10));
   ASSERT_EQ(all.size(), 3u);
-  EXPECT_EQ(all[0], (std::pair<int, std::string>{0, "rank 0: waits for rank 2\n"}));
-  EXPECT_EQ(all[2], (std::pair<int, std::string>{2, "rank 2: waits for rank 1\n"}));
+  EXPECT_EQ(all[0].rank(), 0);
+  EXPECT_EQ(all[0].text(), "rank 0: waits for rank 2\n");
+  EXPECT_EQ(all[0].trace(), "fathom-trace ...");
+  EXPECT_EQ(all[2].text(), "rank 2: waits for rank 1\n");
+  EXPECT_EQ(all[2].trace(), "");
 }
 
 }  // namespace

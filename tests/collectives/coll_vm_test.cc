@@ -313,8 +313,9 @@ TEST(CollVmHang, MtuMismatchHangsLargeAllreducesAndTheWatchdogNamesTheStuckQps) 
   // after 3 x 537 ms the requester completes with IBV_WC_RETRY_EXC_ERR (12),
   // and every rank stops naming the status, the peer and the QP. With
   // --trace of the failing iteration (-w 0): the abort leaves no bootstrap
-  // to gather through, so rank 0 writes its own steps to the file and rank 1
-  // its own to FILE.1, each saying so.
+  // round to gather through, so each rank sends its steps with its report:
+  // rank 0 writes both ranks' to the file, one timeline; rank 1 also keeps
+  // all of its own in FILE.1, and says so.
   const Result er =
       run("-b 64K -e 64K -n 2 -w 0 --timeout 20 --retry-cnt 2 --trace err-trace.json", 18732);
   const std::string err0 = er.vm0.stdout_text + er.vm0.stderr_text;
@@ -329,6 +330,7 @@ TEST(CollVmHang, MtuMismatchHangsLargeAllreducesAndTheWatchdogNamesTheStuckQps) 
   EXPECT_EQ(err_both.find("watchdog: no progress"), std::string::npos) << err_both;
   EXPECT_NE(err0.find("gathered on rank 0 (2 of 2 reported)"), std::string::npos) << err_both;
   std::printf("%s", err_both.c_str());
+  std::map<int, std::string> files;  // vm -> its trace file's text
   for (int vm = 0; vm < 2; ++vm) {
     SCOPED_TRACE("vm " + std::to_string(vm));
     const std::filesystem::path dir = tb.work_dir() / ("err-trace-vm" + std::to_string(vm));
@@ -338,18 +340,28 @@ TEST(CollVmHang, MtuMismatchHangsLargeAllreducesAndTheWatchdogNamesTheStuckQps) 
     EXPECT_FALSE(std::filesystem::exists(dir / other)) << other;
     std::ifstream in(dir / mine);
     ASSERT_TRUE(in.good()) << "no " << mine << "\n" << err_both;
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::map<std::string, std::string> j;
-    ASSERT_TRUE(test_util::Json(text).Parse(&j)) << text.substr(0, 2000);
-    EXPECT_EQ(j["traceEvents[0].args.name"], "rank " + std::to_string(vm)) << text.substr(0, 2000);
-    EXPECT_NE(j["otherData.note1"].find("could not be gathered"), std::string::npos)
-        << text.substr(0, 2000);
-    std::printf("%s: %zu bytes\n", mine.c_str(), text.size());
+    files[vm] = std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::printf("%s: %zu bytes\n", mine.c_str(), files[vm].size());
   }
-  EXPECT_NE(err0.find("--trace: cannot gather every rank's steps on rank 0"), std::string::npos)
-      << err_both;
-  EXPECT_NE(err1.find("--trace: cannot gather every rank's steps on rank 0"), std::string::npos)
-      << err_both;
+  // Rank 0's file: both ranks, each with steps, and why it came this way.
+  std::map<std::string, std::string> j0;
+  ASSERT_TRUE(test_util::Json(files[0]).Parse(&j0)) << files[0].substr(0, 2000);
+  std::map<int, int> steps;
+  for (const test_util::TraceEvent& e : test_util::TraceEvents(j0)) {
+    if (e.at("ph") == "X") ++steps[std::stoi(e.at("pid"))];
+  }
+  EXPECT_GT(steps[0], 0) << files[0].substr(0, 2000);
+  EXPECT_GT(steps[1], 0) << files[0].substr(0, 2000);
+  EXPECT_NE(files[0].find("the other ranks sent their steps with their reports"), std::string::npos)
+      << files[0].substr(0, 2000);
+  // Rank 1's own file: its steps only, all of them.
+  std::map<std::string, std::string> j1;
+  ASSERT_TRUE(test_util::Json(files[1]).Parse(&j1)) << files[1].substr(0, 2000);
+  EXPECT_EQ(j1["traceEvents[0].args.name"], "rank 1") << files[1].substr(0, 2000);
+  EXPECT_NE(j1["otherData.note1"].find("steps only, all of them"), std::string::npos)
+      << files[1].substr(0, 2000);
+  EXPECT_NE(err1.find("--trace: the run failed;"), std::string::npos) << err_both;
+  EXPECT_EQ(err0.find("--trace: cannot gather"), std::string::npos) << err_both;
   ASSERT_TRUE(tb.Teardown().ok());
 }
 

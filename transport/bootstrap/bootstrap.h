@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -64,7 +63,7 @@ class Root {
   virtual int registered() const = 0;
   // The Reports ranks sent (Rank::Report), by rank, once `count` ranks have
   // reported or `timeout` passed (then only those that did). Thread-safe.
-  virtual std::vector<std::pair<int, std::string>> WaitReports(int count, Picoseconds timeout) = 0;
+  virtual std::vector<proto::Report> WaitReports(int count, Picoseconds timeout) = 0;
 };
 
 struct RankOptions {
@@ -104,8 +103,9 @@ class Rank {
   // Tells every rank (through the root) that this rank gives up, and why.
   virtual Status Abort(const std::string& reason) = 0;
   // Sends the root what this rank saw when the run stopped (also after an
-  // abort); the root keeps the latest per rank (Root::WaitReports).
-  virtual Status Report(const std::string& text) = 0;
+  // abort), and optionally its trace; the root keeps the latest per rank
+  // (Root::WaitReports). Both must fit the root's max_message_bytes.
+  virtual Status Report(const std::string& text, const std::string& trace = "") = 0;
   // Non-blocking: ABORTED (naming who and why) when the root has told us of
   // an abort, UNAVAILABLE when the root is gone, OK otherwise. For a rank
   // that is busy polling its NIC between rounds (a collective's driver), so

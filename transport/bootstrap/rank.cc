@@ -148,10 +148,11 @@ class RankImpl final : public Rank {
     return Write(a);
   }
 
-  Status Report(const std::string& text) override {
+  Status Report(const std::string& text, const std::string& trace) override {
     proto::Envelope r;
     r.mutable_report()->set_rank(options_.rank);
     r.mutable_report()->set_text(text);
+    r.mutable_report()->set_trace(trace);
     return Write(r);
   }
 

@@ -117,11 +117,13 @@ class RootImpl final : public Root {
     std::lock_guard lock(mu_);
     return rejections_;
   }
-  std::vector<std::pair<int, std::string>> WaitReports(int count, Picoseconds timeout) override {
+  std::vector<proto::Report> WaitReports(int count, Picoseconds timeout) override {
     std::unique_lock lock(mu_);
     cv_.wait_for(lock, ToChrono(timeout),
                  [&] { return static_cast<int>(reports_.size()) >= count; });
-    return {reports_.begin(), reports_.end()};
+    std::vector<proto::Report> out;
+    for (const auto& [rank, r] : reports_) out.push_back(r);
+    return out;
   }
   int registered() const override {
     std::lock_guard lock(mu_);
@@ -181,7 +183,9 @@ class RootImpl final : public Root {
       case proto::Envelope::kReport: {
         // Kept under the rank that sent it, whatever rank it names.
         std::lock_guard lock(mu_);
-        reports_[s->rank] = env.report().text();
+        proto::Report& r = reports_[s->rank];
+        r = env.report();
+        r.set_rank(s->rank);
         cv_.notify_all();
         return;
       }
@@ -358,7 +362,7 @@ class RootImpl final : public Root {
   int registered_shared_ = 0;
   int goodbyes_ = 0;
   std::string abort_text_;
-  std::map<int, std::string> reports_;  // by rank
+  std::map<int, proto::Report> reports_;  // by rank
 };
 
 }  // namespace

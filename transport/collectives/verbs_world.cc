@@ -143,17 +143,54 @@ RunOutcome VerbsWorld::Run(const CollSpec& spec, DataType type, RedOp op, const 
   if (r.status.ok()) return r;
   if (!r.remote_abort) (void)boot_->Abort(AbortReason(r));
   // Every rank tells the root where it stood, so that rank 0 prints the
-  // whole hang in one place (NCCL leaves the user to collect N logs).
-  (void)boot_->Report(r.report.substr(0, kMaxReportBytes));
+  // whole hang in one place (NCCL leaves the user to collect N logs), and
+  // sends its steps when this run was traced, for rank 0's one timeline.
+  std::string steps;
+  if (trace != nullptr) {
+    RankTrace mine;
+    mine.rank = options_.rank;
+    mine.origin = trace_origin_;
+    mine.total_events = trace->events.size();
+    mine.events = trace->events;
+    steps = EncodeRankTrace(mine, kMaxReportTraceBytes, &reported_trace_events_);
+  }
+  (void)boot_->Report(r.report.substr(0, kMaxReportBytes), steps);
   if (root_ != nullptr) r.report += GatheredReports();
   return r;
+}
+
+StatusOr<std::vector<RankTrace>> VerbsWorld::TracesAfterFailure(const Trace& trace) const {
+  if (root_ == nullptr) {
+    return FailedPrecondition("VerbsWorld::TracesAfterFailure: rank " +
+                              std::to_string(options_.rank) + " is not rank 0");
+  }
+  std::vector<RankTrace> out(1);
+  out[0].rank = options_.rank;
+  out[0].origin = trace_origin_;
+  out[0].total_events = trace.events.size();
+  out[0].events = trace.events;
+  for (const proto::Report& r : failure_reports_) {
+    if (r.rank() == options_.rank || r.trace().empty()) continue;
+    auto t = DecodeRankTrace(r.trace());
+    if (!t.ok()) {
+      return t.status().WithContext("VerbsWorld::TracesAfterFailure: the steps of rank " +
+                                    std::to_string(r.rank()));
+    }
+    if (t->rank != r.rank()) {
+      return InvalidArgument("VerbsWorld::TracesAfterFailure: rank " + std::to_string(r.rank()) +
+                             " sent the steps of rank " + std::to_string(t->rank));
+    }
+    out.push_back(std::move(t).value());
+  }
+  return out;
 }
 
 std::string VerbsWorld::GatheredReports() {
   // The others learn of the abort at their next check (a millisecond) and
   // report at once; a rank whose process died never does.
   const Picoseconds wait = std::min(options_.watchdog, Picoseconds::FromSeconds(5));
-  const auto reports = root_->WaitReports(options_.nranks, wait);
+  failure_reports_ = root_->WaitReports(options_.nranks, wait);
+  const auto& reports = failure_reports_;
   std::string out = "# every rank's view, gathered on rank 0 (" + std::to_string(reports.size()) +
                     " of " + std::to_string(options_.nranks) + " reported):\n";
   size_t next = 0;
@@ -161,9 +198,9 @@ std::string VerbsWorld::GatheredReports() {
     if (rank == options_.rank) {
       // Its own report is the text above.
       out += "## rank " + std::to_string(rank) + ": above\n";
-      if (next < reports.size() && reports[next].first == rank) ++next;
-    } else if (next < reports.size() && reports[next].first == rank) {
-      std::string text = reports[next++].second;
+      if (next < reports.size() && reports[next].rank() == rank) ++next;
+    } else if (next < reports.size() && reports[next].rank() == rank) {
+      std::string text = reports[next++].text();
       if (!text.empty() && text.back() != '\n') text += '\n';
       // Indented under its rank, line by line.
       out += "## rank " + std::to_string(rank) + "\n";

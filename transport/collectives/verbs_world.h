@@ -95,6 +95,13 @@ class VerbsWorld {
   // does it too.
   Status Finish();
 
+  // After a failed Run() that was traced: on rank 0, its own steps (all of
+  // `trace`) and those the other ranks sent with their reports (their first
+  // events within kMaxReportTraceBytes each), by rank; FAILED_PRECONDITION
+  // elsewhere. On the other ranks, how many of their events went.
+  StatusOr<std::vector<RankTrace>> TracesAfterFailure(const Trace& trace) const;
+  size_t reported_trace_events() const { return reported_trace_events_; }
+
  private:
   explicit VerbsWorld(const VerbsWorldOptions& options) : options_(options) {}
   Status Connect();
@@ -102,8 +109,10 @@ class VerbsWorld {
   // those not yet in.
   std::string GatheredReports();
   // A rank's report to the root is cut here (a watchdog report lists at
-  // most 32 ranks and 64 QPs; one rank's is far below).
+  // most 32 ranks and 64 QPs; one rank's is far below), and its steps at
+  // the rest of a bootstrap message (1 MiB by default).
   static constexpr size_t kMaxReportBytes = 16 << 10;
+  static constexpr size_t kMaxReportTraceBytes = (1 << 20) - (32 << 10);
 
   // Wall time. Progress() gives the CPU away between polls: busy-poll mode
   // yields it (sched_yield), so that ranks sharing a core with each other or
@@ -130,6 +139,8 @@ class VerbsWorld {
   std::unique_ptr<Driver> driver_;
   Picoseconds trace_origin_;
   bool finished_ = false;
+  std::vector<proto::Report> failure_reports_;  // rank 0, after a failed Run()
+  size_t reported_trace_events_ = 0;
 };
 
 }  // namespace fathom::transport::coll
