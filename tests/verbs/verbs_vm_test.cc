@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -169,10 +170,16 @@ TEST_F(VerbsVmTest, BootstrapRootServesTheRealRanksWhileHostileClientsHitItFromT
   for (const std::string answer :
        {"garbage: root answered Error: bad frame magic",
         "oversized: root answered Error: oversized message: length prefix 2147483647",
-        "version: root answered Error: wrong protocol version 42",
+        "version: root answered Error: wrong protocol version",
         "token: root answered Error: wrong token"}) {
     EXPECT_NE(client.find(answer), std::string::npos) << answer << "\n" << Describe(r);
   }
+  // The hostile client claims the root's own version plus 41.
+  std::smatch v;
+  ASSERT_TRUE(std::regex_search(
+      client, v, std::regex(R"(wrong protocol version (\d+) \(this root speaks version (\d+)\))")))
+      << Describe(r);
+  EXPECT_EQ(std::stoi(v[1].str()), std::stoi(v[2].str()) + 41) << Describe(r);
   // The root logged each rejection with the stranger's address, and the real
   // ranks still ran the whole check (exit 1: the MTU mismatch is a finding).
   EXPECT_NE(r.first.stderr_text.find("the bootstrap root rejected 4 connection(s)"),
