@@ -51,10 +51,10 @@ void Switch::Prefetch(const void* /*sw*/, const Packet* p, int stage) {
 }
 
 void Switch::Receive(void* sw, Packet* p, int32_t /*in_port*/) {
+  // Only packets without a next_out come here (the port hands the others
+  // straight to it, Port::Connect): look them up.
   Switch* self = static_cast<Switch*>(sw);
-  Port* out = p->next_out != nullptr
-                  ? p->next_out
-                  : self->Route(p->dst_host, FlowHash(p->src_host, p->dst_host, p->udp_sport));
+  Port* out = self->Route(p->dst_host, FlowHash(p->src_host, p->dst_host, p->udp_sport));
   if (out == nullptr) {
     self->drops_->Add(DropReason::kNoRoute);
     self->pool_->Free(p);
