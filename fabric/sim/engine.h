@@ -221,7 +221,7 @@ class Engine {
   uint32_t free_block_ = kNone;
   std::vector<uint64_t> bucket_bits_ = std::vector<uint64_t>(kWheelSize / 64, 0);
   std::vector<uint64_t> bucket_summary_ = std::vector<uint64_t>(kWheelSize / 64 / 64, 0);
-  size_t wheel_count_ = 0;  // events in the buckets (not in active_)
+  size_t wheel_count_ = 0;  // events in the buckets (not in the window)
   // The window: the events of every bucket up to active_bucket_, sorted;
   // [win_pos_, win_end_) still to run. Events due at or before active_bucket_
   // are inserted here, in order. Plain storage rather than a vector: a

@@ -48,7 +48,7 @@ void Nic::PrefetchPump(const void* nic, uint64_t /*arg*/, int stage) {
   const Qp* qp = self->rr_front_;
   if (stage == 1) {
     if (self->control_head_ != nullptr) __builtin_prefetch(self->control_head_);
-    if (self->port_ != nullptr) __builtin_prefetch(self->port_);  // its ring, for stage 3
+    if (self->port_ != nullptr) __builtin_prefetch(self->port_);  // its ring, for stage 2
     if (qp != nullptr) PrefetchQp(qp, false);
   } else {
     if (qp != nullptr && qp->send_idx < qp->sq.size()) {

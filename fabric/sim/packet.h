@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "fabric/sim/arena.h"
+#include "fabric/sim/engine.h"
 
 namespace fathom::sim {
 
@@ -116,16 +117,10 @@ struct alignas(64) Packet {
 // UDP source port; the destination port 4791 and protocol 17 are fixed):
 // what the sender computes once per QP and switches hash on.
 constexpr uint32_t FlowHash(int32_t src_host, int32_t dst_host, uint16_t udp_sport) {
-  uint64_t x = (static_cast<uint64_t>(static_cast<uint32_t>(src_host)) << 40) ^
-               (static_cast<uint64_t>(static_cast<uint32_t>(dst_host)) << 16) ^ udp_sport ^
-               (uint64_t{4791} << 56) ^ (uint64_t{17} << 58);
-  // splitmix64's finalizer (as Mix64).
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return static_cast<uint32_t>(x);
+  return static_cast<uint32_t>(
+      Mix64((static_cast<uint64_t>(static_cast<uint32_t>(src_host)) << 40) ^
+            (static_cast<uint64_t>(static_cast<uint32_t>(dst_host)) << 16) ^ udp_sport ^
+            (uint64_t{kRoceUdpPort} << 56) ^ (uint64_t{17} << 58)));
 }
 
 // Extension header bytes carried by a BTH opcode.
