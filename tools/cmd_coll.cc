@@ -223,11 +223,7 @@ class VerbsBackend final : public Backend {
       // sent their steps with their reports instead.
       if (Status s = world_->bootstrap().PollAbort(); !s.ok()) why = s.message();
     }
-    RankTrace mine;
-    mine.rank = me;
-    mine.origin = world_->trace_origin();
-    mine.total_events = trace.events.size();
-    mine.events = trace.events;
+    const RankTrace mine = world_->OwnSteps(trace);
     if (!why.empty() && me != 0) {
       // This rank's steps went to rank 0 with its report; all of them here.
       std::fprintf(stderr,

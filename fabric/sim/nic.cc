@@ -192,8 +192,9 @@ Status Nic::ModifyToRtr(uint32_t qpn, int32_t remote_host, uint32_t remote_qpn, 
   qp->remote_host = remote_host;
   qp->remote_qpn = remote_qpn;
   qp->epsn = rq_psn & wire::kPsnMask;
-  qp->flow_hash = FlowHash(host_, remote_host, qp->udp_sport);
-  qp->path = path_fn_ != nullptr ? path_fn_(path_ctx_, host_, remote_host, qp->flow_hash) : nullptr;
+  qp->path = path_fn_ != nullptr ? path_fn_(path_ctx_, host_, remote_host,
+                                            FlowHash(host_, remote_host, qp->udp_sport))
+                                 : nullptr;
   qp->state = QpState::kRtr;
   return Status::Ok();
 }

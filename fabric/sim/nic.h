@@ -150,7 +150,6 @@ class Nic {
     uint32_t qpn = 0;
     uint32_t remote_qpn = 0;
     int32_t remote_host = -1;
-    uint32_t flow_hash = 0;
     uint16_t udp_sport = 0;
     uint32_t epsn = 0;  // responder: expected PSN
     uint32_t msn = 0;

@@ -147,16 +147,20 @@ RunOutcome VerbsWorld::Run(const CollSpec& spec, DataType type, RedOp op, const 
   // sends its steps when this run was traced, for rank 0's one timeline.
   std::string steps;
   if (trace != nullptr) {
-    RankTrace mine;
-    mine.rank = options_.rank;
-    mine.origin = trace_origin_;
-    mine.total_events = trace->events.size();
-    mine.events = trace->events;
-    steps = EncodeRankTrace(mine, kMaxReportTraceBytes, &reported_trace_events_);
+    steps = EncodeRankTrace(OwnSteps(*trace), kMaxReportTraceBytes, &reported_trace_events_);
   }
   (void)boot_->Report(r.report.substr(0, kMaxReportBytes), steps);
   if (root_ != nullptr) r.report += GatheredReports();
   return r;
+}
+
+RankTrace VerbsWorld::OwnSteps(const Trace& trace) const {
+  RankTrace mine;
+  mine.rank = options_.rank;
+  mine.origin = trace_origin_;
+  mine.total_events = trace.events.size();
+  mine.events = trace.events;
+  return mine;
 }
 
 StatusOr<std::vector<RankTrace>> VerbsWorld::TracesAfterFailure(const Trace& trace) const {
@@ -164,11 +168,7 @@ StatusOr<std::vector<RankTrace>> VerbsWorld::TracesAfterFailure(const Trace& tra
     return FailedPrecondition("VerbsWorld::TracesAfterFailure: rank " +
                               std::to_string(options_.rank) + " is not rank 0");
   }
-  std::vector<RankTrace> out(1);
-  out[0].rank = options_.rank;
-  out[0].origin = trace_origin_;
-  out[0].total_events = trace.events.size();
-  out[0].events = trace.events;
+  std::vector<RankTrace> out = {OwnSteps(trace)};
   for (const proto::Report& r : failure_reports_) {
     if (r.rank() == options_.rank || r.trace().empty()) continue;
     auto t = DecodeRankTrace(r.trace());
@@ -221,11 +221,7 @@ std::string VerbsWorld::GatheredReports() {
 StatusOr<std::vector<RankTrace>> VerbsWorld::GatherTrace(const Trace& trace, size_t budget_bytes,
                                                          size_t* sent) {
   const int me = options_.rank;
-  RankTrace mine;
-  mine.rank = me;
-  mine.origin = trace_origin_;
-  mine.total_events = trace.events.size();
-  mine.events = trace.events;
+  RankTrace mine = OwnSteps(trace);
   // Rank 0 keeps its own events: it sends nothing, and the others' share of
   // every round grows.
   std::string payload;

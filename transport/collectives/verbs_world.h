@@ -79,6 +79,8 @@ class VerbsWorld {
   // is good to the barrier's skew (the spread of those arrivals: tens of
   // microseconds on a LAN, more in busy VMs), not better.
   Picoseconds trace_origin() const { return trace_origin_; }
+  // All of `trace` as this rank's RankTrace, on that timeline.
+  RankTrace OwnSteps(const Trace& trace) const;
 
   // Sends this rank's `trace` to rank 0 through the bootstrap
   // (AllGatherChunked), its clock shifted by trace_origin(). Rank 0 gets
