@@ -150,13 +150,13 @@ class Port {
     hooked_ = impairment_ != nullptr || tap_ != nullptr;
   }
 
-  // Fetches the lines a Send reads (a sender's fetch hint), then the ring
-  // slot the next Send will fill (which needs the first line in cache).
+  // Fetches the lines a Send reads (a sender's fetch hint; traffic classes
+  // 0 and 1), then the ring slot the next Send will fill (which needs the
+  // first line in cache).
   void PrefetchSendLines() const {
     const char* lines = reinterpret_cast<const char*>(this);
     __builtin_prefetch(lines);
     __builtin_prefetch(lines + 64);
-    if (buffered_) __builtin_prefetch(lines + 128);
   }
   void PrefetchSendSlot() const { __builtin_prefetch(&ring_[(head_ + count_) & ring_mask_]); }
 
@@ -208,8 +208,9 @@ class Port {
 
   // Hot fields in three cache lines (the object is 64-byte aligned), so that
   // at 1024 hosts, where every hop finds its ports cold, a hop fetches few
-  // lines: an arrival reads line 1, a send lines 1 and 2 (and 3 when the
-  // port has a buffer limit).
+  // lines: an arrival reads line 1 (and 2 when it settles the buffer), a
+  // send lines 1 and 2 (and 3 for traffic classes 2 to 7 under a buffer
+  // limit).
   // Line 1: the ring and the far end (arrivals, and the engine's fetch hint).
   alignas(64) Engine* engine_;
   Held* ring_;  // in arena_, oldest first; capacity a power of two
@@ -235,9 +236,10 @@ class Port {
   uint32_t mtu_bytes_;        // IP MTU; 0 = unlimited
   bool buffered_;             // has a buffer limit: occupancy is tracked for tail drop
   bool hooked_ = false;       // an impairment or a tap is set (SendImpaired)
-  // Line 3: buffer occupancy by traffic class (one entry in use, mostly; at
-  // most buffer_bytes_ each).
-  alignas(64) std::array<int32_t, 8> occupancy_{};
+  // Buffer occupancy by traffic class (at most buffer_bytes_ each): classes
+  // 0 and 1 end line 2, the others start line 3, so that the usual run (one
+  // class, 0) reads no third line.
+  std::array<int32_t, 8> occupancy_{};
   // Cold. What the far end received (the peer's rcv counters) is derived
   // from what was sent (Delivered()), so an arrival writes no counter.
   struct Received {

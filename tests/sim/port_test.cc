@@ -129,5 +129,62 @@ TEST(PortTest, ReceiveCountersCountWhatArrivedAndNothingInFlight) {
   EXPECT_EQ(rig.sink.arrivals, (std::vector<int64_t>{801000, 4001000, 4701000, 4801000}));
 }
 
+// A packet with a path crosses a forwarding far end without its receiver:
+// the port its path names there sends it on, and the packet reaches the
+// last receiver with its hop count, fields and timing as if forwarded by
+// hand. A packet without a path goes to the forwarding end's receiver.
+TEST(PortTest, PathCarriesPacketsAcrossForwardingEnds) {
+  Engine engine;
+  PacketPool pool;
+  HugePageArena arena;
+  DropStats drops;
+  Port first(&engine, &pool, &arena, &drops, PortRig::Config(0, 0));
+  Port back(&engine, &pool, &arena, &drops, PortRig::Config(1, 0));
+  Port second(&engine, &pool, &arena, &drops, PortRig::Config(1, 0));
+  Port second_back(&engine, &pool, &arena, &drops, PortRig::Config(2, 0));
+  struct Seen {
+    std::vector<int64_t> at;
+    std::vector<int> hops;
+    std::vector<uint32_t> psn;
+    Engine* engine;
+    PacketPool* pool;
+    static void Receive(void* obj, Packet* p, int32_t) {
+      auto* s = static_cast<Seen*>(obj);
+      s->at.push_back(s->engine->Now().ps());
+      s->hops.push_back(p->hops);
+      s->psn.push_back(p->psn);
+      s->pool->Free(p);
+    }
+  };
+  Seen middle{{}, {}, {}, &engine, &pool};
+  Seen last{{}, {}, {}, &engine, &pool};
+  first.Connect(&back, &Seen::Receive, &middle, nullptr, /*forwards=*/true);
+  second.Connect(&second_back, &Seen::Receive, &last);
+  // The reverse directions, which report what their peers delivered.
+  back.Connect(&first, &Seen::Receive, &middle);
+  second_back.Connect(&second, &Seen::Receive, &last);
+  Port* path[kPathMax] = {&first, &second};
+  for (uint32_t i = 0; i < 2; ++i) {
+    Packet* p = pool.Alloc();
+    p->wire_bytes = 1000;
+    p->psn = 7 + i;
+    p->path = i == 0 ? path : nullptr;
+    first.Send(p);
+  }
+  engine.Run();
+  // 800 ns to serialize and 1 ns of cable, per link.
+  ASSERT_EQ(last.at.size(), 1u);
+  EXPECT_EQ(last.at[0], 2 * 801000);
+  EXPECT_EQ(last.hops[0], 2);
+  EXPECT_EQ(last.psn[0], 7u);
+  ASSERT_EQ(middle.at.size(), 1u);
+  EXPECT_EQ(middle.at[0], 2 * 800000 + 1000);
+  EXPECT_EQ(middle.hops[0], 1);
+  EXPECT_EQ(middle.psn[0], 8u);
+  EXPECT_EQ(second.counters().port_xmit_packets, 1u);
+  EXPECT_EQ(second_back.counters().port_rcv_packets, 1u);
+  EXPECT_EQ(back.counters().port_rcv_packets, 2u);
+}
+
 }  // namespace
 }  // namespace fathom::sim
