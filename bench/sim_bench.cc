@@ -10,13 +10,20 @@
 //   sim_bench K BYTES - FAULT      one run with FAULT on every link of one core switch,
 //                                  e.g. "kind: loss, rate: 1e-4" (the cost of
 //                                  faults: compare with the same run without)
+//   sim_bench --repeat N ...       each run N times over (a fresh network each
+//                                  time), then its min / median / max wall time:
+//                                  a shared machine's noise is several percent.
+//                                  The runs must agree on events, hops and trace
+//                                  digest (determinism), or the bench fails.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "fabric/sim/engine.h"
 #include "fabric/sim/fault_attach.h"
@@ -29,8 +36,16 @@
 namespace fathom::sim {
 namespace {
 
-int Run(const topo::Topology& topo, uint64_t flow_bytes, std::string label,
-        const std::string& fault = "") {
+// What one run measured; the repeats of a run must agree on all but wall.
+struct Figures {
+  double wall = 0;
+  uint64_t events = 0;
+  uint64_t hops = 0;
+  uint64_t digest = 0;
+};
+
+int RunOnce(const topo::Topology& topo, uint64_t flow_bytes, std::string label,
+            const std::string& fault, Figures* out) {
   Engine engine(1);
   Network net(&engine, &topo, NetworkConfig{});
   std::unique_ptr<FaultAttachment> faults;
@@ -89,6 +104,43 @@ int Run(const topo::Topology& topo, uint64_t flow_bytes, std::string label,
       net.pool().peak_in_use(), engine.peak_pending(),
       static_cast<unsigned long long>(q.retransmitted_packets), ru.ru_maxrss / 1024.0, sys_s,
       page_faults);
+  *out = Figures{wall, engine.events_dispatched(), hops, engine.trace_digest()};
+  return 0;
+}
+
+int Run(const topo::Topology& topo, uint64_t flow_bytes, const std::string& label, int repeat,
+        const std::string& fault = "") {
+  std::vector<Figures> runs;
+  for (int i = 0; i < repeat; ++i) {
+    Figures f;
+    if (int rc = RunOnce(topo, flow_bytes, label, fault, &f); rc != 0) return rc;
+    if (!runs.empty() &&
+        (f.events != runs[0].events || f.hops != runs[0].hops || f.digest != runs[0].digest)) {
+      std::fprintf(
+          stderr,
+          "sim_bench: %s: run %d differs from run 1 (events %llu vs %llu, hops %llu vs "
+          "%llu, digest %016llx vs %016llx): the simulator is not deterministic\n",
+          label.c_str(), i + 1, static_cast<unsigned long long>(f.events),
+          static_cast<unsigned long long>(runs[0].events), static_cast<unsigned long long>(f.hops),
+          static_cast<unsigned long long>(runs[0].hops), static_cast<unsigned long long>(f.digest),
+          static_cast<unsigned long long>(runs[0].digest));
+      return 1;
+    }
+    runs.push_back(f);
+  }
+  if (repeat > 1) {
+    std::vector<double> walls;
+    for (const Figures& f : runs) walls.push_back(f.wall);
+    std::sort(walls.begin(), walls.end());
+    const size_t n = walls.size();
+    const double median = n % 2 == 1 ? walls[n / 2] : (walls[n / 2 - 1] + walls[n / 2]) / 2;
+    const double hops = static_cast<double>(runs[0].hops);
+    std::printf(
+        "%-28s %d runs: wall min %.4f s  median %.4f s  max %.4f s  ->  %.1f M hops/s at the "
+        "median (%.1f M at the min)\n",
+        label.c_str(), repeat, walls.front(), median, walls.back(), hops / median / 1e6,
+        hops / walls.front() / 1e6);
+  }
   return 0;
 }
 
@@ -105,11 +157,25 @@ topo::Topology FatTree(int k) {
 
 int main(int argc, char** argv) {
   using namespace fathom;
+  int repeat = 1;
+  if (argc >= 2 && std::string(argv[1]) == "--repeat") {
+    char* end = nullptr;
+    const long n = argc >= 3 ? std::strtol(argv[2], &end, 10) : 0;
+    if (argc < 3 || *end != '\0' || n < 1 || n > 1000) {
+      std::fprintf(stderr, "sim_bench: --repeat takes a count from 1 to 1000, got '%s'\n",
+                   argc >= 3 ? argv[2] : "");
+      return 2;
+    }
+    repeat = static_cast<int>(n);
+    argv[2] = argv[0];
+    argv += 2;
+    argc -= 2;
+  }
   if (argc >= 3) {
     const uint64_t bytes = std::strtoull(argv[2], nullptr, 10);
     if (argc >= 5 && std::string(argv[3]) == "-") {
       const int k = std::atoi(argv[1]);
-      return sim::Run(sim::FatTree(k), bytes, "fat-tree k=" + std::to_string(k), argv[4]);
+      return sim::Run(sim::FatTree(k), bytes, "fat-tree k=" + std::to_string(k), repeat, argv[4]);
     }
     if (argc >= 4) {
       auto topo = topo::BuildPreset(argv[3]);
@@ -117,12 +183,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "sim_bench: %s\n", topo.status().ToString().c_str());
         return 2;
       }
-      return sim::Run(*topo, bytes, std::string("preset ") + argv[3]);
+      return sim::Run(*topo, bytes, std::string("preset ") + argv[3], repeat);
     }
     const int k = std::atoi(argv[1]);
-    return sim::Run(sim::FatTree(k), bytes, "fat-tree k=" + std::to_string(k));
+    return sim::Run(sim::FatTree(k), bytes, "fat-tree k=" + std::to_string(k), repeat);
   }
   int rc = 0;
-  for (int k : {8, 16}) rc |= sim::Run(sim::FatTree(k), 2 << 20, "fat-tree k=" + std::to_string(k));
+  for (int k : {8, 16}) {
+    rc |= sim::Run(sim::FatTree(k), 2 << 20, "fat-tree k=" + std::to_string(k), repeat);
+  }
   return rc;
 }
