@@ -149,6 +149,7 @@ void Engine::FarSiftUp(size_t i, const Event e) {
 void Engine::FarPush(const Event& e) {
   far_.push_back(e);
   FarSiftUp(far_.size() - 1, far_.back());
+  far_time_ = far_[0].time;
 }
 
 // Removes the root by walking the hole down to a leaf along the least child,
@@ -160,7 +161,10 @@ Event Engine::FarPop() {
   const size_t n = far_.size() - 1;
   const Event last = h[n];
   far_.pop_back();
-  if (n == 0) return top;
+  if (n == 0) {
+    far_time_ = kNoTime;
+    return top;
+  }
   size_t i = 0;
   for (;;) {
     const size_t c = 4 * i + 1;
@@ -174,6 +178,7 @@ Event Engine::FarPop() {
     i = best;
   }
   FarSiftUp(i, last);
+  far_time_ = far_[0].time;
   return top;
 }
 
@@ -186,7 +191,8 @@ uint64_t Engine::Run(Picoseconds until) {
       LoadNextBucket();  // never empty: wheel_count_ > 0
     }
     Event e;
-    if (win_pos_ < win_end_ && (far_.empty() || Before(win_[win_pos_], far_[0]))) {
+    if (win_pos_ < win_end_ &&
+        (win_[win_pos_].time < far_time_ || (!far_.empty() && Before(win_[win_pos_], far_[0])))) {
       // Fetch ahead within the sorted window: the object (a Port, mostly)
       // and packet of the event kObjAhead turns on; then the kind's hint
       // follows the pointers from there, a level per stage. At 1024 hosts
@@ -223,14 +229,14 @@ uint64_t Engine::Run(Picoseconds until) {
     --pending_;
     now_ps_ = static_cast<int64_t>(e.time);
     digest_ = Mix64(digest_ ^ e.time) ^ ((static_cast<uint64_t>(e.kind) << 32) | e.component);
-    if (trace_file_ != nullptr) {
+    if (observed_ && trace_file_ != nullptr) {
       std::fprintf(trace_file_, "%" PRId64 " %u %u\n", now_ps_, static_cast<unsigned>(e.kind),
                    e.component);
     }
     e.fn(e.obj, e.arg);
     ++n;
     ++dispatched_;
-    if (progress_fn_ != nullptr && --progress_countdown_ == 0) {
+    if (observed_ && progress_fn_ != nullptr && --progress_countdown_ == 0) {
       progress_countdown_ = progress_every_;
       progress_fn_(progress_ctx_, *this);
     }
