@@ -13,9 +13,13 @@ struct Sink {
   PacketPool* pool;
   std::vector<int64_t> arrivals;
   Engine* engine;
+  std::vector<int> hops;  // of each packet received, in order
+  std::vector<uint32_t> psns;
   static void Receive(void* obj, Packet* p, int32_t) {
     auto* s = static_cast<Sink*>(obj);
     s->arrivals.push_back(s->engine->Now().ps());
+    s->hops.push_back(p->hops);
+    s->psns.push_back(p->psn);
     s->pool->Free(p);
   }
 };
@@ -142,27 +146,13 @@ TEST(PortTest, PathCarriesPacketsAcrossForwardingEnds) {
   Port back(&engine, &pool, &arena, &drops, PortRig::Config(1, 0));
   Port second(&engine, &pool, &arena, &drops, PortRig::Config(1, 0));
   Port second_back(&engine, &pool, &arena, &drops, PortRig::Config(2, 0));
-  struct Seen {
-    std::vector<int64_t> at;
-    std::vector<int> hops;
-    std::vector<uint32_t> psn;
-    Engine* engine;
-    PacketPool* pool;
-    static void Receive(void* obj, Packet* p, int32_t) {
-      auto* s = static_cast<Seen*>(obj);
-      s->at.push_back(s->engine->Now().ps());
-      s->hops.push_back(p->hops);
-      s->psn.push_back(p->psn);
-      s->pool->Free(p);
-    }
-  };
-  Seen middle{{}, {}, {}, &engine, &pool};
-  Seen last{{}, {}, {}, &engine, &pool};
-  first.Connect(&back, &Seen::Receive, &middle, nullptr, /*forwards=*/true);
-  second.Connect(&second_back, &Seen::Receive, &last);
+  Sink middle{&pool, {}, &engine};
+  Sink last{&pool, {}, &engine};
+  first.Connect(&back, &Sink::Receive, &middle, nullptr, /*forwards=*/true);
+  second.Connect(&second_back, &Sink::Receive, &last);
   // The reverse directions, which report what their peers delivered.
-  back.Connect(&first, &Seen::Receive, &middle);
-  second_back.Connect(&second, &Seen::Receive, &last);
+  back.Connect(&first, &Sink::Receive, &middle);
+  second_back.Connect(&second, &Sink::Receive, &last);
   Port* path[kPathMax] = {&first, &second};
   for (uint32_t i = 0; i < 2; ++i) {
     Packet* p = pool.Alloc();
@@ -173,14 +163,14 @@ TEST(PortTest, PathCarriesPacketsAcrossForwardingEnds) {
   }
   engine.Run();
   // 800 ns to serialize and 1 ns of cable, per link.
-  ASSERT_EQ(last.at.size(), 1u);
-  EXPECT_EQ(last.at[0], 2 * 801000);
+  ASSERT_EQ(last.arrivals.size(), 1u);
+  EXPECT_EQ(last.arrivals[0], 2 * 801000);
   EXPECT_EQ(last.hops[0], 2);
-  EXPECT_EQ(last.psn[0], 7u);
-  ASSERT_EQ(middle.at.size(), 1u);
-  EXPECT_EQ(middle.at[0], 2 * 800000 + 1000);
+  EXPECT_EQ(last.psns[0], 7u);
+  ASSERT_EQ(middle.arrivals.size(), 1u);
+  EXPECT_EQ(middle.arrivals[0], 2 * 800000 + 1000);
   EXPECT_EQ(middle.hops[0], 1);
-  EXPECT_EQ(middle.psn[0], 8u);
+  EXPECT_EQ(middle.psns[0], 8u);
   EXPECT_EQ(second.counters().port_xmit_packets, 1u);
   EXPECT_EQ(second_back.counters().port_rcv_packets, 1u);
   EXPECT_EQ(back.counters().port_rcv_packets, 2u);
