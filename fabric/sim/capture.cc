@@ -80,11 +80,11 @@ wire::RoceFrame FrameFor(const Packet& p, const topo::Topology& topo) {
     case op::kWriteOnly:
     case op::kWriteOnlyImm:
     case op::kReadRequest:
-      f.reth = wire::Reth{p.va, p.rkey, p.dma_len};
+      f.reth = wire::Reth{p.ext().va, p.ext().rkey, p.ext().dma_len};
       break;
     case op::kCompareSwap:
     case op::kFetchAdd:
-      f.atomic_eth = wire::AtomicEth{p.va, p.rkey, p.swap_add, p.compare};
+      f.atomic_eth = wire::AtomicEth{p.ext().va, p.ext().rkey, p.ext().swap_add, p.ext().compare};
       break;
     default:
       break;
@@ -93,10 +93,10 @@ wire::RoceFrame FrameFor(const Packet& p, const topo::Topology& topo) {
       p.opcode == op::kReadRespLast || p.opcode == op::kReadRespOnly) {
     f.aeth = wire::Aeth{p.aeth_syndrome, p.msn};
   }
-  if (p.opcode == op::kAtomicAck) f.atomic_ack_eth = p.swap_add;
+  if (p.opcode == op::kAtomicAck) f.atomic_ack_eth = p.ext().swap_add;
   if (p.opcode == op::kSendLastImm || p.opcode == op::kSendOnlyImm ||
       p.opcode == op::kWriteLastImm || p.opcode == op::kWriteOnlyImm) {
-    f.immdt = p.imm;
+    f.immdt = p.ext().imm;
   }
   const uint8_t* data = p.data != nullptr ? p.data : kZeros;
   f.payload = std::span<const uint8_t>(data, std::min<size_t>(p.payload_bytes, sizeof kZeros));

@@ -5,8 +5,9 @@
 
 namespace fathom::sim {
 
-// Every packet's fields in the first line, the by-opcode ones in the second.
-static_assert(offsetof(Packet, hops) < 64 && offsetof(Packet, va) == 64 && sizeof(Packet) == 128);
+// Every packet's fields in one line; a pool chunk's halves hold whole lines.
+static_assert(offsetof(Packet, hops) < 64 && sizeof(PacketExt) <= sizeof(Packet) &&
+              Packet::kExtOffset % sizeof(Packet) == 0);
 
 int ExtHeaderBytes(uint8_t opcode) {
   switch (opcode) {
@@ -44,12 +45,15 @@ uint32_t IpPacketBytes(const Packet& p) {
 uint32_t FrameWireBytes(const Packet& p) { return IpPacketBytes(p) + kEthernetWireOverhead; }
 
 void PacketPool::Grow() {
-  constexpr size_t kCount = HugePageArena::kBlockBytes / sizeof(Packet);
-  Packet* chunk =
-      static_cast<Packet*>(arena_.Allocate(HugePageArena::kBlockBytes, alignof(Packet)));
+  // Packets in the first half of the chunk, their extensions in the second
+  // (Packet::kExtOffset).
+  constexpr size_t kCount = Packet::kExtOffset / sizeof(Packet);
+  char* chunk = static_cast<char*>(arena_.Allocate(2 * Packet::kExtOffset, alignof(Packet)));
+  Packet* packets = reinterpret_cast<Packet*>(chunk);
   // Linked so that Alloc hands them out in address order.
   for (size_t i = kCount; i-- > 0;) {
-    Packet* p = new (&chunk[i]) Packet{};
+    Packet* p = new (&packets[i]) Packet{};
+    new (&p->ext()) PacketExt{};
     p->next = free_;
     free_ = p;
   }

@@ -66,14 +66,26 @@ class Port;
 // null entry on the way means the switch there had no route.
 inline constexpr uint8_t kPathMax = 8;
 
-// Two cache lines. The first holds every field each packet needs: what a
-// hop reads (it is fetched ahead of the arrival) and what a NIC reads and
-// writes for any packet, the payload pointer included. The second holds the
-// extension headers only some opcodes carry (RETH, ImmDt, AtomicETH,
-// AtomicAckETH): PacketPool::Alloc clears only the first line, so those
-// fields are valid only for the opcodes that carry them (ExtHeaderBytes), and
-// are read only for those — a middle packet of a message never touches its
-// second line.
+// The extension headers only some opcodes carry (RETH, ImmDt, AtomicETH,
+// AtomicAckETH): valid only for the opcodes that carry them (ExtHeaderBytes),
+// and read only for those, so a middle packet of a message never touches
+// them. A pool packet's extension lives in a parallel region of its pool
+// chunk (Packet::ext()), not beside the packet: at 1024 hosts the packets
+// in flight are the bulk of the simulator's memory traffic, and a packet of
+// one line keeps its cold neighbour line from being fetched with it.
+struct PacketExt {
+  uint64_t va;
+  uint32_t rkey;
+  uint32_t dma_len;
+  uint32_t imm;
+  uint64_t swap_add;  // also AtomicAckETH's original value
+  uint64_t compare;
+};
+
+// One cache line: every field each packet needs, what a hop reads (it is
+// fetched ahead of the arrival) and what a NIC reads and writes for any
+// packet, the payload pointer included. Only packets from a PacketPool have
+// an ext(); PacketPool::Alloc clears the line, not the extension.
 struct alignas(64) Packet {
   union {
     Packet* next;    // pool free list / the NIC's control queue
@@ -104,14 +116,19 @@ struct alignas(64) Packet {
   uint8_t ack_req;
   uint8_t aeth_syndrome;
   uint8_t hops;  // links crossed so far
-  // Line 2: by opcode. RETH / AtomicETH.
-  uint64_t va;
-  uint32_t rkey;
-  uint32_t dma_len;
-  uint32_t imm;
-  uint64_t swap_add;  // also AtomicAckETH's original value
-  uint64_t compare;
+
+  // The extension headers (pool packets only; see PacketExt).
+  PacketExt& ext() {
+    return *reinterpret_cast<PacketExt*>(reinterpret_cast<char*>(this) + kExtOffset);
+  }
+  const PacketExt& ext() const {
+    return *reinterpret_cast<const PacketExt*>(reinterpret_cast<const char*>(this) + kExtOffset);
+  }
+  // A pool chunk holds packets in its first half and their extensions, one
+  // line each, at the same place in its second half.
+  static constexpr size_t kExtOffset = HugePageArena::kBlockBytes;
 };
+static_assert(sizeof(Packet) == 64);
 
 // The ECMP hash of a RoCEv2 flow's 5-tuple (source and destination host,
 // UDP source port; the destination port 4791 and protocol 17 are fixed):

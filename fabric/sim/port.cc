@@ -172,6 +172,7 @@ void Port::SendImpaired(Packet* p, int64_t start, int64_t end, uint32_t bytes, u
         break;
       case ImpairmentVerdict::kDelay:
         arrival += v.extra_delay.ps();
+        delayed_ = true;
         break;
     }
   }
@@ -192,7 +193,9 @@ void Port::Grow() {
 }
 
 void Port::Hold(Packet* p, int64_t end_ps, int64_t arrive_ps, uint32_t bytes, uint8_t tc) {
-  if (count_ > 0) {
+  // Without a delay every arrival is its end of serialization plus the
+  // constant latency, and ends only grow: nothing can overtake.
+  if (delayed_ && count_ > 0) {
     const int64_t newest_arrival = ring_[(head_ + count_ - 1) & ring_mask_].arrive_ps;
     if (arrive_ps < newest_arrival) {
       if (p != nullptr) {

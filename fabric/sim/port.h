@@ -236,6 +236,10 @@ class Port {
   uint32_t mtu_bytes_;        // IP MTU; 0 = unlimited
   bool buffered_;             // has a buffer limit: occupancy is tracked for tail drop
   bool hooked_ = false;       // an impairment or a tap is set (SendImpaired)
+  // A fault delayed a packet on this cable at some point (sticky): only then
+  // can a later packet arrive before the ring's newest, so only then does
+  // Hold read the newest entry (cold at scale) to check.
+  bool delayed_ = false;
   // Buffer occupancy by traffic class (at most buffer_bytes_ each): classes
   // 0 and 1 end line 2, the others start line 3, so that the usual run (one
   // class, 0) reads no third line.

@@ -60,9 +60,9 @@ Packet* Nic::RequesterNext(Qp& qp) {
     // asks only for the responses still missing).
     const uint32_t offset = qp.send_pkt * mtu;
     p = NewPacket(qp, op::kReadRequest, psn);
-    p->va = wr.remote_addr + offset;
-    p->rkey = wr.rkey;
-    p->dma_len = wr.sge.length - offset;
+    p->ext().va = wr.remote_addr + offset;
+    p->ext().rkey = wr.rkey;
+    p->ext().dma_len = wr.sge.length - offset;
     p->ack_req = 1;
     psn_end = PsnAdd(w.first_psn, w.npkts);
     ++qp.send_idx;
@@ -71,10 +71,10 @@ Packet* Nic::RequesterNext(Qp& qp) {
   } else if (wr.opcode == WrOpcode::kAtomicCmpAndSwp || wr.opcode == WrOpcode::kAtomicFetchAndAdd) {
     const bool cas = wr.opcode == WrOpcode::kAtomicCmpAndSwp;
     p = NewPacket(qp, cas ? op::kCompareSwap : op::kFetchAdd, psn);
-    p->va = wr.remote_addr;
-    p->rkey = wr.rkey;
-    p->swap_add = cas ? wr.swap : wr.compare_add;
-    p->compare = cas ? wr.compare_add : 0;
+    p->ext().va = wr.remote_addr;
+    p->ext().rkey = wr.rkey;
+    p->ext().swap_add = cas ? wr.swap : wr.compare_add;
+    p->ext().compare = cas ? wr.compare_add : 0;
     p->ack_req = 1;
     ++qp.send_idx;
     qp.send_pkt = 0;
@@ -104,11 +104,11 @@ Packet* Nic::RequesterNext(Qp& qp) {
     if (wr.sge.lkey != kModelledKey)
       p->data = reinterpret_cast<const uint8_t*>(wr.sge.addr) + offset;
     if (write && i == 0) {
-      p->va = wr.remote_addr;
-      p->rkey = wr.rkey;
-      p->dma_len = wr.sge.length;
+      p->ext().va = wr.remote_addr;
+      p->ext().rkey = wr.rkey;
+      p->ext().dma_len = wr.sge.length;
     }
-    if (imm) p->imm = wr.imm;
+    if (imm) p->ext().imm = wr.imm;
     const bool last = i + 1 == w.npkts;
     if (last || ++qp.pkts_since_ackreq >= static_cast<uint32_t>(qp.attr.ack_every_packets)) {
       p->ack_req = 1;
@@ -307,7 +307,7 @@ void Nic::OnResponse(Qp& qp, Packet* p) {
   uint32_t byte_len;
   if (p->opcode == op::kAtomicAck) {
     if (w.wr.sge.lkey != kModelledKey) {
-      std::memcpy(reinterpret_cast<void*>(w.wr.sge.addr), &p->swap_add, sizeof(uint64_t));
+      std::memcpy(reinterpret_cast<void*>(w.wr.sge.addr), &p->ext().swap_add, sizeof(uint64_t));
     }
     done = true;
     byte_len = 8;

@@ -112,20 +112,20 @@ void Nic::ExecuteRequest(Qp& qp, const Packet& p) {
                           WcStatus::kSuccess,
                           WcOpcode::kRecv,
                           qp.recv_offset,
-                          p.imm,
+                          p.ext().imm,
                           HasImm(opc),
                           0,
                           {}});
     }
   } else if (IsWrite(opc)) {
     if (opc == op::kWriteFirst || opc == op::kWriteOnly || opc == op::kWriteOnlyImm) {
-      qp.write_modelled = p.rkey == kModelledKey;
+      qp.write_modelled = p.ext().rkey == kModelledKey;
       if (!qp.write_modelled &&
-          CheckRemote(p.rkey, p.va, p.dma_len, kAccessRemoteWrite) == nullptr) {
+          CheckRemote(p.ext().rkey, p.ext().va, p.ext().dma_len, kAccessRemoteWrite) == nullptr) {
         ResponderError(qp, p.psn, kAethNakAccess);  // IBV_WC_REM_ACCESS_ERR at the requester
         return;
       }
-      qp.write_va = p.va;
+      qp.write_va = p.ext().va;
       qp.write_len = 0;
     }
     if (!qp.write_modelled && p.data != nullptr && p.payload_bytes > 0) {
@@ -142,7 +142,7 @@ void Nic::ExecuteRequest(Qp& qp, const Packet& p) {
                           WcStatus::kSuccess,
                           WcOpcode::kRecvRdmaWithImm,
                           qp.write_len,
-                          p.imm,
+                          p.ext().imm,
                           true,
                           0,
                           {}});
@@ -163,18 +163,19 @@ bool Nic::QueueResponses(Qp& qp, const Packet& p) {
   const uint32_t mtu = static_cast<uint32_t>(qp.attr.path_mtu_bytes);
   ReadJob job{};
   job.first_psn = p.psn;
-  job.modelled = p.rkey == kModelledKey;
+  job.modelled = p.ext().rkey == kModelledKey;
   if (p.opcode == op::kReadRequest) {
-    if (!job.modelled && CheckRemote(p.rkey, p.va, p.dma_len, kAccessRemoteRead) == nullptr) {
+    if (!job.modelled &&
+        CheckRemote(p.ext().rkey, p.ext().va, p.ext().dma_len, kAccessRemoteRead) == nullptr) {
       ResponderError(qp, p.psn, kAethNakAccess);
       return false;
     }
-    job.npkts = p.dma_len == 0 ? 1 : (p.dma_len + mtu - 1) / mtu;
-    job.va = p.va;
-    job.len = p.dma_len;
+    job.npkts = p.ext().dma_len == 0 ? 1 : (p.ext().dma_len + mtu - 1) / mtu;
+    job.va = p.ext().va;
+    job.len = p.ext().dma_len;
   } else {
-    if (!job.modelled &&
-        (p.va % 8 != 0 || CheckRemote(p.rkey, p.va, 8, kAccessRemoteAtomic) == nullptr)) {
+    if (!job.modelled && (p.ext().va % 8 != 0 || CheckRemote(p.ext().rkey, p.ext().va, 8,
+                                                             kAccessRemoteAtomic) == nullptr)) {
       ResponderError(qp, p.psn, kAethNakAccess);
       return false;
     }
@@ -182,14 +183,14 @@ bool Nic::QueueResponses(Qp& qp, const Packet& p) {
     job.atomic = true;
     if (!job.modelled) {
       uint64_t value;
-      std::memcpy(&value, reinterpret_cast<const void*>(p.va), sizeof value);
+      std::memcpy(&value, reinterpret_cast<const void*>(p.ext().va), sizeof value);
       job.orig = value;
       if (p.opcode == op::kFetchAdd) {
-        value += p.swap_add;
-      } else if (value == p.compare) {
-        value = p.swap_add;
+        value += p.ext().swap_add;
+      } else if (value == p.ext().compare) {
+        value = p.ext().swap_add;
       }
-      std::memcpy(reinterpret_cast<void*>(p.va), &value, sizeof value);
+      std::memcpy(reinterpret_cast<void*>(p.ext().va), &value, sizeof value);
     }
     // Kept so that a duplicate atomic is answered, not executed twice (9.4.5).
     qp.atomics.push_back(AtomicResult{p.psn, job.orig});
@@ -266,7 +267,7 @@ Packet* Nic::ResponderNext(Qp& qp) {
       Packet* p = NewPacket(qp, op::kAtomicAck, job.first_psn);
       p->aeth_syndrome = kAethAck;
       p->msn = qp.msn & wire::kPsnMask;
-      p->swap_add = job.orig;
+      p->ext().swap_add = job.orig;
       qp.reads.pop_front();
       return p;
     }
