@@ -81,24 +81,30 @@ int64_t Port::queued_bytes(int tc) const {
   int64_t bytes = occupancy_[tc & 7];
   for (uint32_t i = count_ - queued_; i < count_; ++i) {
     const Held& h = ring_[(head_ + i) & ring_mask_];
-    if (h.end_ps > now) break;
-    if (h.tc == (tc & 7)) bytes -= h.bytes;
+    if (h.arrive_ps - latency_ps_ > now) break;
+    const Packet* p = h.packet();
+    if (ClassOf(*p) == (tc & 7)) bytes -= p->wire_bytes;
   }
   return bytes;
 }
 
 void Port::Drain(int64_t now_ps) {
+  // Serialized by now_ps <=> arriving by now_ps + latency_ps_.
+  const int64_t by = now_ps + latency_ps_;
   while (queued_ > 0) {
     const Held& h = ring_[(head_ + count_ - queued_) & ring_mask_];
-    if (h.end_ps > now_ps) break;
-    occupancy_[h.tc] -= static_cast<int32_t>(h.bytes);
-    --queued_;
+    if (h.arrive_ps > by) break;
+    Release(*h.packet());
   }
 }
 
-void Port::Drop(Packet* p, DropReason r) {
+void Port::CountDrop(const Packet& p, DropReason r) {
   drops_->Add(r);
-  engine_->TraceMix(0xd0000000ULL | static_cast<uint64_t>(r) | (uint64_t{p->psn} << 8));
+  engine_->TraceMix(0xd0000000ULL | static_cast<uint64_t>(r) | (uint64_t{p.psn} << 8));
+}
+
+void Port::Drop(Packet* p, DropReason r) {
+  CountDrop(*p, r);
   pool_->Free(p);
 }
 
@@ -120,7 +126,7 @@ void Port::SendInline(Packet* p) {
     DropOnSend(p, DropReason::kMtuExceeded);
     return;
   }
-  const uint8_t tc = static_cast<uint8_t>((p->traffic_class >> 5) & 7);
+  const uint8_t tc = ClassOf(*p);
   if (buffered_) {
     // Settle what finished serializing only when the buffer looks full:
     // settling only lowers the count, so the verdict is the same, and the
@@ -143,16 +149,18 @@ void Port::SendInline(Packet* p) {
   ++xmit_packets_;
   xmit_data_ += bytes - 20;  // without preamble/SFD and IFG
   if (hooked_) {
-    SendImpaired(p, start, end, bytes, tc);
+    SendImpaired(p, start, end);
     return;
   }
   Leave(p);
-  Hold(p, end, end + latency_ps_, bytes, tc);
+  Hold(reinterpret_cast<uintptr_t>(p), end + latency_ps_);
 }
 
-void Port::SendImpaired(Packet* p, int64_t start, int64_t end, uint32_t bytes, uint8_t tc) {
+void Port::SendImpaired(Packet* p, int64_t start, int64_t end) {
   if (tap_ != nullptr) tap_->on_packet(tap_->ctx, *p, Picoseconds(start));
-  int64_t arrival = end + latency_ps_;
+  const uint32_t bytes = p->wire_bytes;
+  const int64_t arrival = end + latency_ps_;
+  int64_t delay = 0;
   if (impairment_ != nullptr) {
     const ImpairmentVerdict v =
         impairment_->decide(impairment_->ctx, *p, bytes, Picoseconds(start));
@@ -162,23 +170,32 @@ void Port::SendImpaired(Packet* p, int64_t start, int64_t end, uint32_t bytes, u
       case ImpairmentVerdict::kDrop:
         // Lost on the wire, but it took its turn at the serializer: its
         // entry holds the buffer space until then.
+        // The packet stays in the ring (marked lost) until then, so that
+        // its entry knows its size and class; it is freed when its turn
+        // comes and delivered to no one.
         ++lost_.packets;
         lost_.data += bytes - 20;
-        Drop(p, DropReason::kImpairment);
-        Hold(nullptr, end, arrival, bytes, tc);
+        CountDrop(*p, DropReason::kImpairment);
+        Hold(reinterpret_cast<uintptr_t>(p) | Held::kLost, arrival);
         return;
       case ImpairmentVerdict::kCorrupt:
         p->corrupt = 1;
         break;
       case ImpairmentVerdict::kDelay:
-        arrival += v.extra_delay.ps();
-        delayed_ = true;
+        delay = v.extra_delay.ps();
         break;
     }
   }
   corrupted_ += p->corrupt;
   Leave(p);
-  Hold(p, end, arrival, bytes, tc);
+  if (delay > 0) {
+    // Late: it goes through the event list on its own, and its entry only
+    // holds its buffer space, so that the ring's arrivals stay in order.
+    SendAlone(p, arrival + delay);
+    Hold(reinterpret_cast<uintptr_t>(p) | Held::kAlone, arrival);
+    return;
+  }
+  Hold(reinterpret_cast<uintptr_t>(p), arrival);
 }
 
 void Port::Grow() {
@@ -192,25 +209,11 @@ void Port::Grow() {
   head_ = 0;
 }
 
-void Port::Hold(Packet* p, int64_t end_ps, int64_t arrive_ps, uint32_t bytes, uint8_t tc) {
-  // Without a delay every arrival is its end of serialization plus the
-  // constant latency, and ends only grow: nothing can overtake.
-  if (delayed_ && count_ > 0) {
-    const int64_t newest_arrival = ring_[(head_ + count_ - 1) & ring_mask_].arrive_ps;
-    if (arrive_ps < newest_arrival) {
-      if (p != nullptr) {
-        // Would overtake packets already on the cable (jitter): it goes on
-        // its own and leaves a placeholder here.
-        SendAlone(p, arrive_ps);
-        p = nullptr;
-      }
-      // A placeholder only holds buffer space until serialized; it takes the
-      // newest arrival time so the ring stays in arrival order.
-      arrive_ps = newest_arrival;
-    }
-  }
+void Port::Hold(uintptr_t tagged, int64_t arrive_ps) {
+  // Every entry arrives at its end of serialization plus the constant
+  // latency, and ends only grow: the ring is in arrival order.
   if (count_ == ring_mask_ + 1) Grow();
-  ring_[(head_ + count_) & ring_mask_] = Held{end_ps, arrive_ps, p, bytes, tc};
+  ring_[(head_ + count_) & ring_mask_] = Held{arrive_ps, tagged};
   ++count_;
   if (buffered_) ++queued_;
   if (count_ == 1) ScheduleOldest();
@@ -221,27 +224,30 @@ void Port::ScheduleOldest() {
   // few events ahead; the handler reads the ring.
   const Held& h = ring_[head_];
   engine_->Schedule(Picoseconds(h.arrive_ps), EventKind::kArrival, rx_component_,
-                    &Port::OnRingArrival, this, reinterpret_cast<uint64_t>(h.packet));
+                    &Port::OnRingArrival, this, (h.tagged & Held::kTags) != 0 ? 0 : h.tagged);
 }
 
 void Port::OnRingArrival(void* obj, uint64_t /*arg*/) {
   Port* tx = static_cast<Port*>(obj);
   const int64_t now = tx->engine_->Now().ps();
   Packet* p = nullptr;
-  // Placeholders (a packet lost on the wire or gone on its own) leave the
-  // ring with the first real packet due at the same time.
+  // Entries of packets not delivered here (lost on the wire, or gone on
+  // their own) leave the ring with the first real packet due at the same
+  // time.
   while (tx->count_ > 0) {
     const Held& h = tx->ring_[tx->head_];
     if (h.arrive_ps > now) break;
-    if (tx->count_ == tx->queued_) {
-      // Still counted in the buffer (arrival before Drain saw it end).
-      tx->occupancy_[h.tc] -= static_cast<int32_t>(h.bytes);
-      --tx->queued_;
-    }
-    p = h.packet;
+    const uintptr_t tag = h.tagged & Held::kTags;
+    Packet* q = h.packet();
+    // Still counted in the buffer (arrival before Drain saw it end).
+    if (tx->count_ == tx->queued_) tx->Release(*q);
     tx->head_ = (tx->head_ + 1) & tx->ring_mask_;
     --tx->count_;
-    if (p != nullptr) break;
+    if (tag == 0) {
+      p = q;
+      break;
+    }
+    if (tag == Held::kLost) tx->pool_->Free(q);
   }
   if (tx->count_ > 0) tx->ScheduleOldest();
   if (p != nullptr) tx->Deliver(p);
@@ -286,10 +292,10 @@ Port::Received Port::Delivered() const {
   r.errors = corrupted_ - alone_.errors;
   for (uint32_t i = 0; i < count_; ++i) {
     const Held& h = ring_[(head_ + i) & ring_mask_];
-    if (h.packet == nullptr) continue;
+    if ((h.tagged & Held::kTags) != 0) continue;  // counted in lost_ or alone_
     --r.packets;
-    r.data -= h.bytes - 20;
-    r.errors -= h.packet->corrupt;
+    r.data -= h.packet()->wire_bytes - 20;
+    r.errors -= h.packet()->corrupt;
   }
   return r;
 }

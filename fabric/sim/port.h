@@ -11,12 +11,11 @@
 // one's arrival sits in the engine's event list. The list then holds one
 // event per busy link rather than one per packet in flight, small enough to
 // stay in cache at 1024 hosts; the ring gives the next arrival time without
-// touching the packet. A fault's extra delay that would overtake packets
-// already in flight (jitter) goes through the event list on its own. Occupancy for
-// tail drop is the bytes not yet fully serialized, per traffic class
-// (buffer_bytes each). Counters carry the IB port counter names (ROCEV2.md
-// "Counters users look at"); data counters are in bytes, not the 4-byte words
-// of the IB PMA.
+// touching the packet. A packet a fault delays goes through the event list
+// on its own (its entry in the ring only holds its buffer space), so the
+// ring stays in arrival order. Occupancy for tail drop is the bytes not yet fully serialized, per
+// traffic class (buffer_bytes each). Counters carry the IB port counter names (ROCEV2.md "Counters
+// users look at"); data counters are in bytes, not the 4-byte words of the IB PMA.
 //
 // Faults: an optional Impairment (null when no fault is attached, so the
 // fault-free path pays one branch) sees each packet as it leaves and decides
@@ -186,25 +185,45 @@ class Port {
     ++p->hops;
     p->next_out = p->path != nullptr ? p->path[p->hops % kPathMax] : nullptr;
   }
-  [[gnu::always_inline]] inline void Hold(Packet* p, int64_t end_ps, int64_t arrive_ps,
-                                          uint32_t bytes, uint8_t tc);
+  // Appends an entry (a Held's `tagged`) arriving at arrive_ps.
+  [[gnu::always_inline]] inline void Hold(uintptr_t tagged, int64_t arrive_ps);
+  // The traffic class a packet is buffered in.
+  static uint8_t ClassOf(const Packet& p) {
+    return static_cast<uint8_t>((p.traffic_class >> 5) & 7);
+  }
+  // The oldest entry still counted in the buffer (`p` is its packet) has
+  // been serialized: its bytes leave the buffer.
+  void Release(const Packet& p) {
+    occupancy_[ClassOf(p)] -= static_cast<int32_t>(p.wire_bytes);
+    --queued_;
+  }
   // The rare cases of Send, out of line.
-  [[gnu::cold, gnu::noinline]] void SendImpaired(Packet* p, int64_t start, int64_t end,
-                                                 uint32_t bytes, uint8_t tc);
+  [[gnu::cold, gnu::noinline]] void SendImpaired(Packet* p, int64_t start, int64_t end);
   [[gnu::cold, gnu::noinline]] void DropOnSend(Packet* p, DropReason r);
   void Grow();
   void Drain(int64_t now_ps);
   [[gnu::cold]] void Drop(Packet* p, DropReason r);
+  // Counts and traces a drop (Drop without freeing the packet).
+  void CountDrop(const Packet& p, DropReason r);
 
-  // A packet the port holds. It counts against the buffer until end_ps
-  // (last bit serialized) and is on the cable until arrive_ps.
+  // A packet the port holds, 16 bytes, so that the rings of the packets in
+  // flight (the bulk of the memory a 1024-host run streams through, with the
+  // packets) stay small. It is on the cable until arrive_ps and counts
+  // against the buffer until its last bit is serialized, latency_ps_
+  // earlier; its size and class are the packet's. The low bits of `tagged`
+  // (a Packet*, 64-byte aligned) say when the packet is not delivered from
+  // here: kLost, lost on the wire (freed when its turn comes), or kAlone,
+  // delayed by a fault and travelling on its own (SendAlone; it arrives
+  // after this entry leaves, so the packet outlives the entry).
   struct Held {
-    int64_t end_ps;
+    static constexpr uintptr_t kLost = 1;
+    static constexpr uintptr_t kAlone = 2;
+    static constexpr uintptr_t kTags = 63;
     int64_t arrive_ps;
-    Packet* packet;
-    uint32_t bytes;
-    uint8_t tc;
+    uintptr_t tagged;
+    Packet* packet() const { return reinterpret_cast<Packet*>(tagged & ~kTags); }
   };
+  static_assert(sizeof(Held) == 16 && alignof(Packet) > Held::kTags);
 
   // Hot fields in three cache lines (the object is 64-byte aligned), so that
   // at 1024 hosts, where every hop finds its ports cold, a hop fetches few
@@ -236,10 +255,6 @@ class Port {
   uint32_t mtu_bytes_;        // IP MTU; 0 = unlimited
   bool buffered_;             // has a buffer limit: occupancy is tracked for tail drop
   bool hooked_ = false;       // an impairment or a tap is set (SendImpaired)
-  // A fault delayed a packet on this cable at some point (sticky): only then
-  // can a later packet arrive before the ring's newest, so only then does
-  // Hold read the newest entry (cold at scale) to check.
-  bool delayed_ = false;
   // Buffer occupancy by traffic class (at most buffer_bytes_ each): classes
   // 0 and 1 end line 2, the others start line 3, so that the usual run (one
   // class, 0) reads no third line.

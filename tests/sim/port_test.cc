@@ -90,7 +90,7 @@ TEST(PortTest, UnbufferedPortKeepsNoAccountAndDropsNothing) {
 // The far end's rcv counters are derived from what was sent; they must
 // count exactly what arrived, also mid-run and with the wire's faults: a
 // packet lost, one corrupted (counted as an error), one delayed so that the
-// next overtakes it (that one travels outside the ring).
+// next overtakes it (the delayed one travels outside the ring).
 TEST(PortTest, ReceiveCountersCountWhatArrivedAndNothingInFlight) {
   PortRig rig(0);
   struct Faults {
@@ -131,6 +131,51 @@ TEST(PortTest, ReceiveCountersCountWhatArrivedAndNothingInFlight) {
   EXPECT_EQ(rcv().port_rcv_errors, 1u);
   EXPECT_EQ(rig.tx.counters().port_xmit_packets, 6u);
   EXPECT_EQ(rig.sink.arrivals, (std::vector<int64_t>{801000, 4001000, 4701000, 4801000}));
+}
+
+// A packet lost on the wire or delayed by a fault still took its turn at the
+// serializer: it holds its buffer space until its last bit is out, no
+// longer (its size and class come from the packet, which the ring keeps
+// until then), and the lost one goes back to the pool.
+TEST(PortTest, LostAndDelayedPacketsHoldTheBufferUntilSerialized) {
+  PortRig rig(3000);
+  struct Faults {
+    int seen = 0;
+    static ImpairmentVerdict Decide(void* ctx, const Packet&, uint32_t, Picoseconds) {
+      switch (static_cast<Faults*>(ctx)->seen++) {
+        case 0:
+          return {ImpairmentVerdict::kDrop, {}};
+        case 1:
+          return {ImpairmentVerdict::kDelay, Picoseconds(5000000)};
+        default:
+          return {};
+      }
+    }
+  } faults;
+  const Impairment hook{&Faults::Decide, &faults};
+  rig.tx.set_impairment(&hook);
+  for (int i = 0; i < 3; ++i) rig.Send();
+  EXPECT_EQ(rig.tx.queued_bytes(0), 3000);
+  rig.Send();  // full: the lost and the delayed one count until serialized
+  EXPECT_EQ(rig.tx.counters().port_xmit_discards, 1u);
+  EXPECT_EQ(rig.pool.in_use(), 3u);
+  // The lost one ends at 800 ns, the delayed one at 1,600 ns (it arrives at
+  // 6,601 ns), the third at 2,400 ns.
+  rig.engine.Run(Picoseconds(900000));
+  EXPECT_EQ(rig.tx.queued_bytes(0), 2000);
+  EXPECT_EQ(rig.pool.in_use(), 2u);  // the lost one is freed at its turn (801 ns)
+  rig.engine.Run(Picoseconds(1700000));
+  EXPECT_EQ(rig.tx.queued_bytes(0), 1000);
+  rig.Send();  // settles the account: two fit now
+  rig.Send();
+  EXPECT_EQ(rig.tx.counters().port_xmit_discards, 1u);
+  EXPECT_EQ(rig.tx.queued_bytes(0), 3000);
+  rig.engine.Run();
+  EXPECT_EQ(rig.tx.queued_bytes(0), 0);
+  EXPECT_EQ(rig.pool.in_use(), 0u);
+  EXPECT_EQ(rig.sink.arrivals, (std::vector<int64_t>{2401000, 3201000, 4001000, 6601000}));
+  EXPECT_EQ(rig.rx.counters().port_rcv_packets, 4u);
+  EXPECT_EQ(rig.rx.counters().port_rcv_data, 4 * 980u);
 }
 
 // A packet with a path crosses a forwarding far end without its receiver:
