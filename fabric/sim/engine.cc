@@ -128,18 +128,19 @@ void Engine::LoadNextBucket() {
     for (size_t i = 1; i < n; ++i) SinkInto(run, i, run[i]);
   } else {
     // Large buckets come from ranks or links in lockstep: many events at
-    // the same picosecond, which schedule order already sorts.
+    // the same picosecond, which schedule order already sorts. Stably, so
+    // that ties keep their schedule order.
     auto before = [](const Event& a, const Event& b) { return Before(a, b); };
-    if (!std::is_sorted(run, run + n, before)) std::sort(run, run + n, before);
+    if (!std::is_sorted(run, run + n, before)) std::stable_sort(run, run + n, before);
   }
 }
 
 // Places `e` at the hole `i` or above it, moving larger parents down.
-void Engine::FarSiftUp(size_t i, const Event e) {
-  Event* h = far_.data();
+void Engine::FarSiftUp(size_t i, const FarEvent e) {
+  FarEvent* h = far_.data();
   while (i > 0) {
     const size_t parent = (i - 1) / 4;
-    if (!Before(e, h[parent])) break;
+    if (!FarBefore(e, h[parent])) break;
     h[i] = h[parent];
     i = parent;
   }
@@ -147,19 +148,19 @@ void Engine::FarSiftUp(size_t i, const Event e) {
 }
 
 void Engine::FarPush(const Event& e) {
-  far_.push_back(e);
+  far_.push_back(FarEvent{e, far_seq_++});
   FarSiftUp(far_.size() - 1, far_.back());
-  far_time_ = far_[0].time;
+  far_time_ = far_[0].e.time;
 }
 
 // Removes the root by walking the hole down to a leaf along the least child,
 // then sifting the last event up from there: the last one almost always
 // belongs near the bottom, which saves comparing it at every level.
 Event Engine::FarPop() {
-  Event* h = far_.data();
-  const Event top = h[0];
+  FarEvent* h = far_.data();
+  const Event top = h[0].e;
   const size_t n = far_.size() - 1;
-  const Event last = h[n];
+  const FarEvent last = h[n];
   far_.pop_back();
   if (n == 0) {
     far_time_ = kNoTime;
@@ -172,13 +173,13 @@ Event Engine::FarPop() {
     size_t best = c;
     const size_t end = c + 4 < n ? c + 4 : n;
     for (size_t j = c + 1; j < end; ++j) {
-      if (Before(h[j], h[best])) best = j;
+      if (FarBefore(h[j], h[best])) best = j;
     }
     h[i] = h[best];
     i = best;
   }
   FarSiftUp(i, last);
-  far_time_ = far_[0].time;
+  far_time_ = far_[0].e.time;
   return top;
 }
 
@@ -191,8 +192,9 @@ uint64_t Engine::Run(Picoseconds until) {
       LoadNextBucket();  // never empty: wheel_count_ > 0
     }
     Event e;
-    if (win_pos_ < win_end_ &&
-        (win_[win_pos_].time < far_time_ || (!far_.empty() && Before(win_[win_pos_], far_[0])))) {
+    // On a tie the heap's event goes first (it was scheduled first; see the
+    // header), so the window's goes only when strictly earlier.
+    if (win_pos_ < win_end_ && win_[win_pos_].time < far_time_) {
       // Fetch ahead within the sorted window: the object (a Port, mostly)
       // and packet of the event kObjAhead turns on; then the kind's hint
       // follows the pointers from there, a level per stage. At 1024 hosts
@@ -221,7 +223,7 @@ uint64_t Engine::Run(Picoseconds until) {
       e = w[pos];
       ++win_pos_;
     } else if (!far_.empty()) {
-      if (far_[0].time > limit) break;
+      if (far_[0].e.time > limit) break;
       e = FarPop();
     } else {
       break;

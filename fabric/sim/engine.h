@@ -2,24 +2,32 @@
 // picoseconds, an event list, and the trace digest that proves determinism.
 //
 // There is no global engine: every component holds the Engine* it was built
-// with. An event is a POD (time, sequence, handler, object, argument); the
-// handler is a plain function pointer called with the object pointer, so the
-// hot path makes no allocation and no virtual call (STYLE.md, htsim-like).
-// Ties in time are broken by a monotonic sequence number: the same inputs give
-// the same order, bit for bit.
+// with. An event is a POD (time, handler, object, argument); the handler is
+// a plain function pointer called with the object pointer, so the hot path
+// makes no allocation and no virtual call (STYLE.md, htsim-like). Ties in
+// time go in schedule order: the same inputs give the same order, bit for
+// bit (see the event list below for how).
 //
 // The event list is a timing wheel for the near future plus a heap for the
 // rest. Nearly every event of a packet simulation lands within a few
 // microseconds (the next arrival of a busy link, a NIC's next turn), so the
 // wheel's buckets (256 ps wide, 16.8 us in all) take a push in O(1): a
-// bucket is a chain of blocks of five events. A bucket's events are sorted by
-// (time, sequence) when it joins the window, a sorted array of the next
+// bucket is a chain of blocks of six events. A bucket's events are sorted by
+// time (stably) when it joins the window, a sorted array of the next
 // events spanning one or more buckets, from which the engine fetches the
 // memory of events several turns ahead. Events beyond the wheel (timeouts,
 // flow starts) wait in a 4-ary min-heap. Each pop takes the lesser of the
-// two heads, so the order is exactly (time, sequence) whatever the
-// structure. Events are stored whole (48 bytes) wherever they are, so
+// two heads, so the order is exactly (time, schedule order) whatever the
+// structure. Events are stored whole (40 bytes) wherever they are, so
 // dispatching one reads nothing beside the list.
+//
+// Schedule order needs no sequence number in the wheel: a bucket keeps its
+// events in schedule order and is sorted stably by time, and an event that
+// joins the window directly was scheduled after everything there. Only the
+// heap numbers its events. And on a tie between the heap and the wheel the
+// heap's event goes first: it was scheduled first (when it was scheduled
+// its time was beyond the wheel's reach, which only grows while any wheel
+// event is pending).
 //
 // Threading: an Engine and everything scheduled on it belong to one thread.
 #pragma once
@@ -55,13 +63,12 @@ enum class EventKind : uint16_t {
   kFault = 6,      // a fault changes what a NIC sees (port down/up, host crash)
 };
 
-// One pending event: when (time, then schedule sequence: ties go in
-// schedule order) and what (the handler and its arguments). The event list
-// moves these whole, 48 bytes each, so dispatching one and fetching ahead
-// read the list itself and nothing beside it.
+// One pending event: when (ties go in schedule order) and what (the
+// handler and its arguments). The event list moves these whole, 40 bytes
+// each, so dispatching one and fetching ahead read the list itself and
+// nothing beside it.
 struct Event {
   uint64_t time;
-  uint64_t seq;
   EventFn fn;
   void* obj;
   uint64_t arg;
@@ -113,7 +120,7 @@ class Engine {
   void Schedule(Picoseconds at, EventKind kind, uint32_t component, EventFn fn, void* obj,
                 uint64_t arg) {
     const int64_t t = at.ps() < now_ps_ ? now_ps_ : at.ps();
-    Insert(Event{static_cast<uint64_t>(t), next_seq_++, fn, obj, arg, component, kind});
+    Insert(Event{static_cast<uint64_t>(t), fn, obj, arg, component, kind});
   }
 
   // Sets the fetch hint for events of `kind` (null: none).
@@ -152,9 +159,9 @@ class Engine {
   // A wheel bucket is a chain of blocks, newest block first, each holding up
   // to kBlockEvents in schedule order. A lone event (the common case) and the
   // header share the first cache line; a bucket of a thousand events at one
-  // picosecond (ranks in lockstep) costs a dependent load per five events,
+  // picosecond (ranks in lockstep) costs a dependent load per six events,
   // not per event. Blocks come from a free list.
-  static constexpr uint32_t kBlockEvents = 5;
+  static constexpr uint32_t kBlockEvents = 6;
   struct alignas(64) Block {
     uint32_t count;
     uint32_t next;
@@ -177,8 +184,15 @@ class Engine {
   // least as many as it still holds, so a slide copies no more than ran).
   static constexpr size_t kWindowSlide = 256;
 
-  static bool Before(const Event& a, const Event& b) {
-    return a.time < b.time || (a.time == b.time && a.seq < b.seq);
+  // Wheel and window order: by time, and stably (ties keep their order).
+  static bool Before(const Event& a, const Event& b) { return a.time < b.time; }
+  // The heap's events carry their schedule number.
+  struct FarEvent {
+    Event e;
+    uint64_t seq;
+  };
+  static bool FarBefore(const FarEvent& a, const FarEvent& b) {
+    return a.e.time < b.e.time || (a.e.time == b.e.time && a.seq < b.seq);
   }
   // Calls the fetch hint of `e`'s kind, if any, for `stage`.
   void Hint(const Event& e, int stage) const {
@@ -206,11 +220,11 @@ class Engine {
   }
   void FarPush(const Event& e);
   Event FarPop();
-  void FarSiftUp(size_t hole, Event e);  // by value: e may be far_[hole]
+  void FarSiftUp(size_t hole, FarEvent e);  // by value: e may be far_[hole]
 
   uint64_t seed_;
   int64_t now_ps_ = 0;
-  uint64_t next_seq_ = 0;
+  uint64_t far_seq_ = 0;  // schedule numbers of the heap's events
   uint64_t digest_ = 0xcbf29ce484222325ULL;
   uint64_t dispatched_ = 0;
   size_t peak_pending_ = 0;
@@ -237,7 +251,7 @@ class Engine {
   size_t win_pos_ = 0;
   size_t win_end_ = 0;
   size_t win_cap_ = 0;
-  std::vector<Event> far_;  // 4-ary min-heap of events beyond the wheel
+  std::vector<FarEvent> far_;  // 4-ary min-heap of events beyond the wheel
   // far_'s earliest time, kNoTime when it is empty: the dispatcher compares
   // the window's next event with it, not with the heap (a load and a branch
   // fewer per event; ties still go by sequence).

@@ -132,6 +132,37 @@ TEST(EngineTest, LockstepBucketsOfManyEventsKeepExactOrder) {
   EXPECT_GT(engine.peak_pending(), 500u);
 }
 
+// An event scheduled beyond the wheel's reach, and events scheduled later for
+// the same picosecond once it is near (into the wheel, and from a handler
+// running at that picosecond, into the window being run): the far one was
+// scheduled first and runs first, then the others in schedule order.
+TEST(EngineTest, TiesBetweenFarAndNearEventsGoInScheduleOrder) {
+  struct Chain {
+    Engine* engine;
+    Recorder* rec;
+    int64_t t;
+    static void On(void* obj, uint64_t arg) {
+      auto* c = static_cast<Chain*>(obj);
+      Recorder::On(c->rec, arg);
+      if (arg == 0) {  // at 90 us: two for t, now within a wheel turn
+        c->engine->Schedule(Picoseconds(c->t), EventKind::kUser, 0, &Chain::On, c, 2);
+        c->engine->Schedule(Picoseconds(c->t), EventKind::kUser, 0, &Chain::On, c, 3);
+      } else if (arg == 2) {  // at t: one more for t itself
+        c->engine->Schedule(Picoseconds(c->t), EventKind::kUser, 0, &Chain::On, c, 4);
+      }
+    }
+  };
+  Engine engine;
+  Recorder rec{&engine, {}};
+  const int64_t t = 100000000;  // 100 us: beyond the wheel (16.8 us) at time 0
+  Chain chain{&engine, &rec, t};
+  engine.Schedule(Picoseconds(t), EventKind::kUser, 0, &Chain::On, &chain, 1);
+  engine.Schedule(Picoseconds(90000000), EventKind::kUser, 0, &Chain::On, &chain, 0);
+  EXPECT_EQ(engine.Run(), 5u);
+  EXPECT_EQ(rec.seen, (std::vector<std::pair<int64_t, uint64_t>>{
+                          {90000000, 0}, {t, 1}, {t, 2}, {t, 3}, {t, 4}}));
+}
+
 TEST(EngineTest, RunUntilStopsAndResumes) {
   Engine engine;
   Recorder rec{&engine, {}};
