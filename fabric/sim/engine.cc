@@ -27,6 +27,16 @@ uint64_t Rng::Next() {
   return result;
 }
 
+Engine::Engine(uint64_t seed) : seed_(seed) {
+  win_cap_ = 1024;
+  win_ = std::make_unique<Event[]>(win_cap_);
+  blocks_.resize(256);
+  for (uint32_t b = static_cast<uint32_t>(blocks_.size()); b-- > 0;) {
+    blocks_[b].next = free_block_;
+    free_block_ = b;
+  }
+}
+
 void Engine::WindowRoom(size_t n) {
   const size_t live = win_end_ - win_pos_;
   if (win_end_ + n <= win_cap_ && (win_pos_ < kWindowSlide || win_pos_ < live)) return;

@@ -165,6 +165,12 @@ StatusOr<uint32_t> Nic::CreateQp(CompletionQueue* send_cq, CompletionQueue* recv
   qp->recv_cq = recv_cq;
   // rxe: source port 0xC000 + hash_32(qpn, 14), so each QP is its own ECMP flow.
   qp->udp_sport = static_cast<uint16_t>(0xC000u | ((qp->qpn * 0x61C88647u) >> 18));
+  // The send queue's first storage and the QP's place in the round-robin
+  // list are taken now, as ibv_create_qp does, not when the first work
+  // request is posted (in the middle of a run, where a fresh page costs a
+  // fault).
+  qp->sq.reserve(8);
+  active_.reserve(qp_count_);
   return qp->qpn;
 }
 

@@ -47,6 +47,11 @@ class Ring {
     --size_;
   }
   void pop_back() { --size_; }
+  // Makes room for n elements without growing (a queue's first storage, at
+  // setup rather than on its first packet).
+  void reserve(size_t n) {
+    while (capacity() < n) Grow();
+  }
   void clear() {
     head_ = 0;
     size_ = 0;
