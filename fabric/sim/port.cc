@@ -249,7 +249,13 @@ void Port::OnRingArrival(void* obj, uint64_t /*arg*/) {
     }
     if (tag == Held::kLost) tx->pool_->Free(q);
   }
-  if (tx->count_ > 0) tx->ScheduleOldest();
+  if (tx->count_ > 0) {
+    tx->ScheduleOldest();
+  } else {
+    // Empty: start over at the first slot, whose line is likelier in cache
+    // than the next one round the ring.
+    tx->head_ = 0;
+  }
   if (p != nullptr) tx->Deliver(p);
 }
 
