@@ -87,28 +87,30 @@ TEST(PortTest, UnbufferedPortKeepsNoAccountAndDropsNothing) {
   EXPECT_EQ(rig.tx.counters().port_xmit_discards, 0u);
 }
 
+// A fault model that gives the n-th packet the n-th verdict of its script,
+// and passes the packets after the script.
+struct ScriptedFaults {
+  std::vector<ImpairmentVerdict> script;
+  size_t seen = 0;
+  static ImpairmentVerdict Decide(void* ctx, const Packet&, uint32_t, Picoseconds) {
+    auto* f = static_cast<ScriptedFaults*>(ctx);
+    const size_t n = f->seen++;
+    return n < f->script.size() ? f->script[n] : ImpairmentVerdict{};
+  }
+  Impairment hook() { return Impairment{&ScriptedFaults::Decide, this}; }
+};
+
 // The far end's rcv counters are derived from what was sent; they must
 // count exactly what arrived, also mid-run and with the wire's faults: a
 // packet lost, one corrupted (counted as an error), one delayed so that the
 // next overtakes it (the delayed one travels outside the ring).
 TEST(PortTest, ReceiveCountersCountWhatArrivedAndNothingInFlight) {
   PortRig rig(0);
-  struct Faults {
-    int seen = 0;
-    static ImpairmentVerdict Decide(void* ctx, const Packet&, uint32_t, Picoseconds) {
-      switch (static_cast<Faults*>(ctx)->seen++) {
-        case 1:
-          return {ImpairmentVerdict::kDrop, {}};
-        case 2:
-          return {ImpairmentVerdict::kCorrupt, {}};
-        case 3:
-          return {ImpairmentVerdict::kDelay, Picoseconds(1500000)};
-        default:
-          return {};
-      }
-    }
-  } faults;
-  const Impairment hook{&Faults::Decide, &faults};
+  ScriptedFaults faults{{{},
+                         {ImpairmentVerdict::kDrop, {}},
+                         {ImpairmentVerdict::kCorrupt, {}},
+                         {ImpairmentVerdict::kDelay, Picoseconds(1500000)}}};
+  const Impairment hook = faults.hook();
   rig.tx.set_impairment(&hook);
   for (int i = 0; i < 6; ++i) rig.Send();
   // Frames end serializing every 800 ns and arrive 1 ns later: the 1st at
@@ -139,20 +141,9 @@ TEST(PortTest, ReceiveCountersCountWhatArrivedAndNothingInFlight) {
 // until then), and the lost one goes back to the pool.
 TEST(PortTest, LostAndDelayedPacketsHoldTheBufferUntilSerialized) {
   PortRig rig(3000);
-  struct Faults {
-    int seen = 0;
-    static ImpairmentVerdict Decide(void* ctx, const Packet&, uint32_t, Picoseconds) {
-      switch (static_cast<Faults*>(ctx)->seen++) {
-        case 0:
-          return {ImpairmentVerdict::kDrop, {}};
-        case 1:
-          return {ImpairmentVerdict::kDelay, Picoseconds(5000000)};
-        default:
-          return {};
-      }
-    }
-  } faults;
-  const Impairment hook{&Faults::Decide, &faults};
+  ScriptedFaults faults{
+      {{ImpairmentVerdict::kDrop, {}}, {ImpairmentVerdict::kDelay, Picoseconds(5000000)}}};
+  const Impairment hook = faults.hook();
   rig.tx.set_impairment(&hook);
   for (int i = 0; i < 3; ++i) rig.Send();
   EXPECT_EQ(rig.tx.queued_bytes(0), 3000);
