@@ -256,7 +256,7 @@ class Engine {
   std::vector<FarEvent> far_;  // 4-ary min-heap of events beyond the wheel
   // far_'s earliest time, kNoTime when it is empty: the dispatcher compares
   // the window's next event with it, not with the heap (a load and a branch
-  // fewer per event; ties still go by sequence).
+  // fewer per event; on a tie the heap's event goes first).
   static constexpr uint64_t kNoTime = ~uint64_t{0};
   uint64_t far_time_ = kNoTime;
   // A trace file or a progress callback is set: one branch per event when

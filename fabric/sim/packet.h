@@ -150,10 +150,12 @@ uint32_t IpPacketBytes(const Packet& p);
 uint32_t FrameWireBytes(const Packet& p);
 inline constexpr uint32_t kEthernetWireOverhead = 14 + 4 + 8 + 12;
 
-// Free-list packet pool: grows in 2 MiB chunks (huge pages where the kernel
-// offers them: at 1024 hosts the packets in flight span tens of MiB, and
-// small pages would cost a TLB miss per hop), never frees until destroyed;
-// Alloc returns a packet whose first line is zeroed. Not thread-safe (one engine, one thread).
+// Free-list packet pool: grows in 4 MiB chunks, 2 MiB of packets and 2 MiB
+// of their extensions (huge pages where the kernel offers them: at 1024
+// hosts the packets in flight span tens of MiB, and small pages would cost a
+// TLB miss per hop), never frees until destroyed; Alloc returns a zeroed
+// packet, its extension as the last user left it (see PacketExt). Not
+// thread-safe (one engine, one thread).
 class PacketPool {
  public:
   PacketPool() = default;
@@ -164,8 +166,8 @@ class PacketPool {
     if (free_ == nullptr) Grow();
     Packet* p = free_;
     free_ = p->next;
-    // The first line only (see Packet).
-    std::memset(static_cast<void*>(p), 0, 64);
+    // The packet's line, not its extension (see PacketExt).
+    std::memset(static_cast<void*>(p), 0, sizeof(Packet));
     ++in_use_;
     if (in_use_ > peak_in_use_) peak_in_use_ = in_use_;
     return p;

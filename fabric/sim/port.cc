@@ -169,10 +169,9 @@ void Port::SendImpaired(Packet* p, int64_t start, int64_t end) {
         break;
       case ImpairmentVerdict::kDrop:
         // Lost on the wire, but it took its turn at the serializer: its
-        // entry holds the buffer space until then.
-        // The packet stays in the ring (marked lost) until then, so that
-        // its entry knows its size and class; it is freed when its turn
-        // comes and delivered to no one.
+        // entry holds the buffer space until then. The packet stays in the
+        // ring (marked lost), which gives the entry its size and class, and
+        // is freed when its turn comes, delivered to no one.
         ++lost_.packets;
         lost_.data += bytes - 20;
         CountDrop(*p, DropReason::kImpairment);

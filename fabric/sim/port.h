@@ -13,9 +13,10 @@
 // stay in cache at 1024 hosts; the ring gives the next arrival time without
 // touching the packet. A packet a fault delays goes through the event list
 // on its own (its entry in the ring only holds its buffer space), so the
-// ring stays in arrival order. Occupancy for tail drop is the bytes not yet fully serialized, per
-// traffic class (buffer_bytes each). Counters carry the IB port counter names (ROCEV2.md "Counters
-// users look at"); data counters are in bytes, not the 4-byte words of the IB PMA.
+// ring stays in arrival order. Occupancy for tail drop is the bytes not yet
+// fully serialized, per traffic class (buffer_bytes each). Counters carry
+// the IB port counter names (ROCEV2.md "Counters users look at"); data
+// counters are in bytes, not the 4-byte words of the IB PMA.
 //
 // Faults: an optional Impairment (null when no fault is attached, so the
 // fault-free path pays one branch) sees each packet as it leaves and decides
