@@ -328,9 +328,9 @@ Status Testbed::Boot() {
         "local,id=s,path=" + v.share.string() + ",security_model=none,multidevs=remap", "-device",
         "virtio-9p-pci,fsdev=s,mount_tag=results", "-netdev", netdev,
         // event_idx=off: with event-index notification suppression (the
-        // default), about one 5-second write_bw in twelve left the guest's TX
+        // default), 4 of about 45 kill-test write_bw runs left the guest's TX
         // queue stuck for good: qemu's view of it (x-query-virtio-queue-status)
-        // had last-avail = shadow-avail = used, while the guest had put 65 more
+        // had last-avail = shadow-avail = used, while the guest had put 65-73 more
         // frames through its qdisc and kicked no more. rxe then stops at its
         // in-flight skb limit, and a QP that sends nothing arms no retransmit
         // timer, so it sits in RTS forever. The flag-based suppression has no
