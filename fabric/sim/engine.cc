@@ -207,7 +207,7 @@ uint64_t Engine::Run(Picoseconds until) {
     if (win_pos_ < win_end_ && win_[win_pos_].time < far_time_) {
       // Fetch ahead within the sorted window: the object (a Port, mostly)
       // and packet of the event kObjAhead turns on; then the kind's hint
-      // follows the pointers from there, a level per stage. At 1024 hosts
+      // follows the pointers from there, kHintAhead turns on. At 1024 hosts
       // all of these are cold by the time their turn comes.
       const size_t pos = win_pos_;
       const Event* w = win_.get();
@@ -224,12 +224,7 @@ uint64_t Engine::Run(Picoseconds until) {
           __builtin_prefetch(static_cast<const char*>(ahead.obj) + 64);
         }
       }
-      if (pos + kStageAhead[0] < size) {
-        Hint(w[pos + kStageAhead[0]], 1);
-        Hint(w[pos + kStageAhead[1]], 2);
-      } else if (pos + kStageAhead[1] < size) {
-        Hint(w[pos + kStageAhead[1]], 2);
-      }
+      if (pos + kHintAhead < size) Hint(w[pos + kHintAhead]);
       e = w[pos];
       ++win_pos_;
     } else if (!far_.empty()) {
@@ -240,7 +235,8 @@ uint64_t Engine::Run(Picoseconds until) {
     }
     --pending_;
     now_ps_ = static_cast<int64_t>(e.time);
-    digest_ = Mix64(digest_ ^ e.time) ^ ((static_cast<uint64_t>(e.kind) << 32) | e.component);
+    TraceMix(e.time);
+    digest_ ^= (static_cast<uint64_t>(e.kind) << 32) | e.component;
     if (observed_ && trace_file_ != nullptr) {
       std::fprintf(trace_file_, "%" PRId64 " %u %u\n", now_ps_, static_cast<unsigned>(e.kind),
                    e.component);

@@ -36,18 +36,16 @@ Switch::Switch(const topo::Topology* topo, int32_t node, uint64_t salt,
   }
 }
 
-void Switch::Prefetch(const void* /*sw*/, const Packet* p, int stage) {
+void Switch::Prefetch(const void* /*sw*/, const Packet* p) {
   // Only packets with a path are fetched for: the egress port is in the
-  // packet, so its lines come in at stage 0 (with the path's line, which
-  // the port reads to tell the next switch), its ring slot at stage 1.
+  // packet, so its lines come in, with the path's line, which the port
+  // reads to tell the next switch. Not the ring slot the port will fill:
+  // that needs the port's line first, a second hint closer to the turn,
+  // which cost more than it saved.
   const Port* out = p->next_out;
   if (out == nullptr) return;
-  if (stage == 0) {
-    out->PrefetchSendLines();
-    __builtin_prefetch(p->path);
-  } else {
-    out->PrefetchSendSlot();
-  }
+  out->PrefetchSendLines();
+  __builtin_prefetch(p->path);
 }
 
 void Switch::Receive(void* sw, Packet* p, int32_t /*in_port*/) {

@@ -43,19 +43,12 @@ void Nic::PrefetchQp(const Qp* qp, bool receive) {
   if (receive) __builtin_prefetch(lines + 192);  // line 3: responder
 }
 
-void Nic::PrefetchPump(const void* nic, uint64_t /*arg*/, int stage) {
+void Nic::PrefetchPump(const void* nic, uint64_t /*arg*/) {
   const Nic* self = static_cast<const Nic*>(nic);
   const Qp* qp = self->rr_front_;
-  if (stage == 1) {
-    if (self->control_head_ != nullptr) __builtin_prefetch(self->control_head_);
-    if (self->port_ != nullptr) __builtin_prefetch(self->port_);  // its ring, for stage 2
-    if (qp != nullptr) PrefetchQp(qp, false);
-  } else {
-    if (qp != nullptr && qp->send_idx < qp->sq.size()) {
-      __builtin_prefetch(qp->sq.at_address(qp->send_idx));
-    }
-    if (self->port_ != nullptr) self->port_->PrefetchSendSlot();
-  }
+  if (self->control_head_ != nullptr) __builtin_prefetch(self->control_head_);
+  if (self->port_ != nullptr) __builtin_prefetch(self->port_);
+  if (qp != nullptr) PrefetchQp(qp, false);
 }
 
 Nic::~Nic() {
@@ -490,15 +483,11 @@ void Nic::OnTimer(void* nic, uint64_t arg) {
   self->ArmTimer(*qp, next);
 }
 
-void Nic::Prefetch(const void* nic, const Packet* p, int stage) {
+void Nic::Prefetch(const void* nic, const Packet* p) {
   const Nic* self = static_cast<const Nic*>(nic);
-  if (stage == 0) {
-    // The NIC's own two lines; its QPs follow from there.
-    __builtin_prefetch(nic);
-    __builtin_prefetch(static_cast<const char*>(nic) + 64);
-    return;
-  }
-  if (stage != 1) return;
+  // The NIC's own two lines, and the QP's (finding it reads the first).
+  __builtin_prefetch(nic);
+  __builtin_prefetch(static_cast<const char*>(nic) + 64);
   const uint32_t index = p->dest_qpn - kFirstQpn;
   if (index >= self->qp_count_) return;
   // A NIC's first QPs need no load to be found; the others go through

@@ -43,8 +43,8 @@ class Nic {
   void AttachPort(Port* port) { port_ = port; }
   // Receive entry for Port::Connect.
   static void Receive(void* nic, Packet* p, int32_t in_port);
-  // Fetch hint (ReceivePrefetchFn): the NIC's lines, then the QP's.
-  static void Prefetch(const void* nic, const Packet* p, int stage);
+  // Fetch hint (ReceivePrefetchFn): the NIC's lines and the QP's.
+  static void Prefetch(const void* nic, const Packet* p);
   // Where the NIC gets the fixed path (packet.h) of a QP's packets when the
   // QP connects (set by the Network; without it, packets carry none).
   using PathFn = Port* const* (*)(void* ctx, int32_t src_host, int32_t dst_host,
@@ -212,9 +212,8 @@ class Nic {
   void KickPump();
   static void OnPump(void* nic, uint64_t);
   // The engine's fetch hint for pump events: the round-robin front QP's
-  // lines, the port and a queued control packet; then the QP's send-queue
-  // entry and the port's next ring slot.
-  static void PrefetchPump(const void* nic, uint64_t arg, int stage);
+  // lines, the port and a queued control packet.
+  static void PrefetchPump(const void* nic, uint64_t arg);
   // Fetches the lines of a QP that sending (or receiving) a packet touches:
   // no more, since a burst of prefetches stalls on the CPU's miss buffers.
   static void PrefetchQp(const Qp* qp, bool receive);

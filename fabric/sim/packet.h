@@ -60,7 +60,7 @@ class Port;
 // 5-tuple, which is constant per QP), so each switch on the way would pick
 // the same port; with the path in hand, a hop reads one line the QP's
 // packets share instead of the switch's tables, and the engine's fetch hint
-// knows the next egress port a stage earlier. Paths are at most kPathMax
+// knows the next egress port ahead of the turn. Paths are at most kPathMax
 // links (a 3-tier fat-tree needs 6) and live in kPathMax-entry arrays, so an
 // entry is always in bounds; null entries past the end are never read, and a
 // null entry on the way means the switch there had no route.

@@ -258,17 +258,15 @@ void Port::OnRingArrival(void* obj, uint64_t /*arg*/) {
   if (p != nullptr) tx->Deliver(p);
 }
 
-void Port::PrefetchArrival(const void* obj, uint64_t arg, int stage) {
+void Port::PrefetchArrival(const void* obj, uint64_t arg) {
   const Port* port = static_cast<const Port*>(obj);
   const Packet* p = reinterpret_cast<const Packet*>(arg);
   if (p == nullptr) return;
-  if (stage == 1) {
-    // The ring's oldest entry (this arrival) and the next (its successor's
-    // arrival time): written long ago, cold at scale.
-    __builtin_prefetch(&port->ring_[port->head_]);
-    __builtin_prefetch(&port->ring_[(port->head_ + 1) & port->ring_mask_]);
-  }
-  if (port->rx_prefetch_ != nullptr) port->rx_prefetch_(port->rx_obj_, p, stage - 1);
+  // The ring's oldest entry (this arrival) and the next (its successor's
+  // arrival time): written long ago, cold at scale.
+  __builtin_prefetch(&port->ring_[port->head_]);
+  __builtin_prefetch(&port->ring_[(port->head_ + 1) & port->ring_mask_]);
+  if (port->rx_prefetch_ != nullptr) port->rx_prefetch_(port->rx_obj_, p);
 }
 
 void Port::SendAlone(Packet* p, int64_t arrive_ps) {

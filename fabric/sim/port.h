@@ -84,11 +84,11 @@ struct PacketTap {
 
 // Who receives at a port: fn(obj, packet, port index at that node).
 using ReceiveFn = void (*)(void* obj, Packet* p, int32_t in_port);
-// The receiver's fetch hint for a packet about to arrive: stage 0, then 1,
-// each a level further down the pointers its ReceiveFn will follow.
-// Reads only; the packet is the one arriving (held by the sending port), and
-// stage 0 comes after the engine fetched its first line.
-using ReceivePrefetchFn = void (*)(const void* obj, const Packet* p, int stage);
+// The receiver's fetch hint for a packet about to arrive: the first of the
+// lines its ReceiveFn will reach through pointers. Reads only; the packet is
+// the one arriving (held by the sending port), and the engine fetched its
+// line a few events before.
+using ReceivePrefetchFn = void (*)(const void* obj, const Packet* p);
 
 struct PortConfig {
   int32_t node = -1;
@@ -151,19 +151,16 @@ class Port {
   }
 
   // Fetches the lines a Send reads (a sender's fetch hint; traffic classes
-  // 0 and 1), then the ring slot the next Send will fill (which needs the
-  // first line in cache).
+  // 0 and 1).
   void PrefetchSendLines() const {
     const char* lines = reinterpret_cast<const char*>(this);
     __builtin_prefetch(lines);
     __builtin_prefetch(lines + 64);
   }
-  void PrefetchSendSlot() const { __builtin_prefetch(&ring_[(head_ + count_) & ring_mask_]); }
 
   // The engine's fetch hint for arrival events (Engine::set_prefetcher):
-  // stage 1 fetches the ring's head, then each stage calls the receiver's
-  // hint one stage lower.
-  static void PrefetchArrival(const void* obj, uint64_t arg, int stage);
+  // the ring's head, and the receiver's hint.
+  static void PrefetchArrival(const void* obj, uint64_t arg);
 
  private:
   // The oldest packet of the ring arrives (obj: this sending port).

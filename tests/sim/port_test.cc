@@ -180,7 +180,9 @@ TEST(PortTest, PathCarriesPacketsAcrossForwardingEnds) {
   DropStats drops;
   Port first(&engine, &pool, &arena, &drops, PortRig::Config(0, 0));
   Port back(&engine, &pool, &arena, &drops, PortRig::Config(1, 0));
-  Port second(&engine, &pool, &arena, &drops, PortRig::Config(1, 0));
+  // The second port has a buffer: what it holds for the forwarded packet
+  // shows the size and class the packet left the first port with.
+  Port second(&engine, &pool, &arena, &drops, PortRig::Config(1, 3000));
   Port second_back(&engine, &pool, &arena, &drops, PortRig::Config(2, 0));
   Sink middle{&pool, {}, &engine};
   Sink last{&pool, {}, &engine};
@@ -192,11 +194,16 @@ TEST(PortTest, PathCarriesPacketsAcrossForwardingEnds) {
   Port* path[kPathMax] = {&first, &second};
   for (uint32_t i = 0; i < 2; ++i) {
     Packet* p = pool.Alloc();
-    p->wire_bytes = 1000;
+    p->wire_bytes = 1000 + i;
     p->psn = 7 + i;
+    p->traffic_class = 5 << 5;
     p->path = i == 0 ? path : nullptr;
     first.Send(p);
   }
+  // Halfway through its serialization at the second port.
+  engine.Run(Picoseconds(801000 + 400000));
+  EXPECT_EQ(second.queued_bytes(5), 1000);
+  EXPECT_EQ(second.queued_bytes(0), 0);
   engine.Run();
   // 800 ns to serialize and 1 ns of cable, per link.
   ASSERT_EQ(last.arrivals.size(), 1u);
@@ -204,12 +211,41 @@ TEST(PortTest, PathCarriesPacketsAcrossForwardingEnds) {
   EXPECT_EQ(last.hops[0], 2);
   EXPECT_EQ(last.psns[0], 7u);
   ASSERT_EQ(middle.arrivals.size(), 1u);
-  EXPECT_EQ(middle.arrivals[0], 2 * 800000 + 1000);
+  EXPECT_EQ(middle.arrivals[0], 800000 + 1001 * 800 + 1000);
   EXPECT_EQ(middle.hops[0], 1);
   EXPECT_EQ(middle.psns[0], 8u);
   EXPECT_EQ(second.counters().port_xmit_packets, 1u);
   EXPECT_EQ(second_back.counters().port_rcv_packets, 1u);
   EXPECT_EQ(back.counters().port_rcv_packets, 2u);
+  EXPECT_EQ(back.counters().port_rcv_data, 980u + 981u);
+}
+
+// A frame corrupted on the wire is dropped where it arrives, also where
+// its path would forward it; it is counted as a receive error there.
+TEST(PortTest, CorruptedPacketIsNotForwardedByItsPath) {
+  PortRig rig(0);
+  Port onward(&rig.engine, &rig.pool, &rig.arena, &rig.drops, PortRig::Config(1, 0));
+  Sink far{&rig.pool, {}, &rig.engine};
+  onward.Connect(&rig.tx, &Sink::Receive, &far);
+  rig.tx.Connect(&rig.rx, &Sink::Receive, &rig.sink, nullptr, /*forwards=*/true);
+  ScriptedFaults faults{{{ImpairmentVerdict::kCorrupt, {}}}};
+  const Impairment hook = faults.hook();
+  rig.tx.set_impairment(&hook);
+  Port* path[kPathMax] = {&rig.tx, &onward};
+  for (int i = 0; i < 2; ++i) {
+    Packet* p = rig.pool.Alloc();
+    p->wire_bytes = 1000;
+    p->psn = 40 + i;
+    p->path = path;
+    rig.tx.Send(p);
+  }
+  rig.engine.Run();
+  EXPECT_EQ(far.psns, (std::vector<uint32_t>{41}));
+  EXPECT_TRUE(rig.sink.arrivals.empty());
+  EXPECT_EQ(rig.drops.by_reason[static_cast<size_t>(DropReason::kBadIcrc)], 1u);
+  EXPECT_EQ(rig.rx.counters().port_rcv_errors, 1u);
+  EXPECT_EQ(rig.rx.counters().port_rcv_packets, 2u);
+  EXPECT_EQ(rig.pool.in_use(), 0u);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -212,7 +213,8 @@ TEST(VerbsVmKillTest, KilledPeerVmGivesRetryExceededWithinTheQpRetryBudget) {
   const std::string flags = " write_bw -s 4096 -D 120 -u " + std::to_string(kTimeout) +
                             " --retry-cnt " + std::to_string(kRetryCnt) +
                             " --stall-timeout 60 -p 18606";
-  auto hs = tb.Launch(0, kFathom + " perf" + flags + kServerBind + "\n", seconds(200));
+  auto hs =
+      tb.Launch(0, kFathom + " perf" + flags + kServerBind + " > server.out 2>&1\n", seconds(200));
   ASSERT_TRUE(hs.ok()) << hs.status().ToString();
   auto hc = tb.Launch(1, kFathom + " perf" + flags + " $FATHOM_VM0_IP4 > client.out 2>&1\n",
                       seconds(200));
@@ -220,25 +222,28 @@ TEST(VerbsVmKillTest, KilledPeerVmGivesRetryExceededWithinTheQpRetryBudget) {
   // Wait until the client printed its table header (connected; the run
   // starts at the next barrier), let the transfer run, then kill VM 0.
   const auto out_path = tb.vm(1).share / "out" / "client.out";
+  auto read = [](const std::filesystem::path& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
   bool running = false;
   for (int i = 0; i < 1200 && !running; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::ifstream in(out_path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    running = ss.str().find("#bytes") != std::string::npos;
+    running = read(out_path).find("#bytes") != std::string::npos;
   }
-  ASSERT_TRUE(running) << "the client never connected (" << out_path << ")";
+  // What both sides said so far, for the reader of a failure.
+  ASSERT_TRUE(running) << "the client never connected\nclient.out:\n"
+                       << read(out_path) << "\nserver.out:\n"
+                       << read(tb.vm(0).share / "out" / "server.out");
   std::this_thread::sleep_for(seconds(5));
   ASSERT_EQ(kill(tb.vm(0).pid, SIGKILL), 0);
   auto s = tb.Wait(*hs);
   EXPECT_FALSE(s.ok());  // "vm0 died"
   auto c = tb.Wait(*hc);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  std::ifstream in(out_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string out = ss.str();
+  const std::string out = read(out_path);
   EXPECT_FALSE(c->timed_out) << out;
   EXPECT_EQ(c->exit_status, 1) << out;
   ASSERT_NE(out.find("completion IBV_WC_RETRY_EXC_ERR"), std::string::npos) << out;
