@@ -154,7 +154,7 @@ TEST(EngineTest, TiesBetweenFarAndNearEventsGoInScheduleOrder) {
   };
   Engine engine;
   Recorder rec{&engine, {}};
-  const int64_t t = 100000000;  // 100 us: beyond the wheel (16.8 us) at time 0
+  const int64_t t = 100000000;  // 100 us: beyond the wheel (33.6 us) at time 0
   Chain chain{&engine, &rec, t};
   engine.Schedule(Picoseconds(t), EventKind::kUser, 0, &Chain::On, &chain, 1);
   engine.Schedule(Picoseconds(90000000), EventKind::kUser, 0, &Chain::On, &chain, 0);
