@@ -36,18 +36,6 @@ Switch::Switch(const topo::Topology* topo, int32_t node, uint64_t salt,
   }
 }
 
-void Switch::Prefetch(const void* /*sw*/, const Packet* p) {
-  // Only packets with a path are fetched for: the egress port is in the
-  // packet, so its lines come in, with the path's line, which the port
-  // reads to tell the next switch. Not the ring slot the port will fill:
-  // that needs the port's line first, a second hint closer to the turn,
-  // which cost more than it saved.
-  const Port* out = p->next_out;
-  if (out == nullptr) return;
-  out->PrefetchSendLines();
-  __builtin_prefetch(p->path);
-}
-
 void Switch::Receive(void* sw, Packet* p, int32_t /*in_port*/) {
   // Only packets without a next_out come here (the port hands the others
   // straight to it, Port::Connect): look them up.
@@ -120,8 +108,10 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
       auto sw = std::make_unique<Switch>(topo, node, salt, sw_ports, &pool_, &drops_);
       receiver[n] = sw.get();
       switch_at_[n] = sw.get();
+      // No fetch hint: the packets a switch forwards by their path never
+      // reach it (the port fetches for them), and a table lookup reads
+      // the packet and the switch's row, nothing to fetch a level ahead.
       receive_fn[n] = &Switch::Receive;
-      prefetch_fn[n] = &Switch::Prefetch;
       switches_.push_back(std::move(sw));
     } else {
       auto nic = std::make_unique<Nic>(engine, &pool_, &drops_, node, config.ipv6);

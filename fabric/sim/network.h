@@ -46,9 +46,6 @@ class Switch {
   Switch(const topo::Topology* topo, int32_t node, uint64_t salt, std::span<Port* const> ports,
          PacketPool* pool, DropStats* drops);
   static void Receive(void* sw, Packet* p, int32_t in_port);
-  // Fetch hint (ReceivePrefetchFn), for packets with a path: the egress
-  // port's lines and the path's.
-  static void Prefetch(const void* sw, const Packet* p);
   int32_t node() const { return node_; }
   // The egress port for a packet of `flow_hash` to host node `dst_host`;
   // null when there is none (no route, or `dst_host` is not a host).

@@ -266,6 +266,18 @@ void Port::PrefetchArrival(const void* obj, uint64_t arg) {
   // arrival time): written long ago, cold at scale.
   __builtin_prefetch(&port->ring_[port->head_]);
   __builtin_prefetch(&port->ring_[(port->head_ + 1) & port->ring_mask_]);
+  if (port->rx_forwards_) {
+    // A packet with a path goes straight to the egress port it names
+    // (Deliver): that port's lines, and the path's, which tells the next
+    // switch. A packet without one is looked up by the switch: nothing to
+    // fetch ahead.
+    const Port* out = p->next_out;
+    if (out != nullptr) {
+      out->PrefetchSendLines();
+      __builtin_prefetch(p->path);
+    }
+    return;
+  }
   if (port->rx_prefetch_ != nullptr) port->rx_prefetch_(port->rx_obj_, p);
 }
 

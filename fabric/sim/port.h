@@ -150,19 +150,19 @@ class Port {
     hooked_ = impairment_ != nullptr || tap_ != nullptr;
   }
 
-  // Fetches the lines a Send reads (a sender's fetch hint; traffic classes
-  // 0 and 1).
+  // The engine's fetch hint for arrival events (Engine::set_prefetcher):
+  // the ring's head, and where the packet goes next: for a packet that
+  // crosses a forwarding far end by its path, the egress port's lines and
+  // the path's (Deliver); otherwise the receiver's hint.
+  static void PrefetchArrival(const void* obj, uint64_t arg);
+
+ private:
+  // Fetches the lines a Send reads (traffic classes 0 and 1).
   void PrefetchSendLines() const {
     const char* lines = reinterpret_cast<const char*>(this);
     __builtin_prefetch(lines);
     __builtin_prefetch(lines + 64);
   }
-
-  // The engine's fetch hint for arrival events (Engine::set_prefetcher):
-  // the ring's head, and the receiver's hint.
-  static void PrefetchArrival(const void* obj, uint64_t arg);
-
- private:
   // The oldest packet of the ring arrives (obj: this sending port).
   static void OnRingArrival(void* obj, uint64_t arg);
   // A packet scheduled on its own arrives (obj: this sending port).
