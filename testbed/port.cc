@@ -1,5 +1,7 @@
 #include "testbed/port.h"
 
+#include <fcntl.h>
+
 #include <boost/asio/ip/address_v4.hpp>
 
 namespace fathom::testbed {
@@ -21,6 +23,12 @@ StatusOr<std::unique_ptr<UdpPort>> UdpPort::Open(asio::io_context& io, std::stri
   boost::system::error_code ec;
   const udp::endpoint local(asio::ip::address_v4::loopback(), local_port);
   port->socket_.open(udp::v4(), ec);
+  // Not inherited by the processes the testbed starts (qemu, shells): a
+  // child holding the switch's port would keep it bound after the switch
+  // closes it. Asio opens sockets without SOCK_CLOEXEC.
+  if (!ec && fcntl(port->socket_.native_handle(), F_SETFD, FD_CLOEXEC) != 0) {
+    ec = boost::system::error_code(errno, boost::system::system_category());
+  }
   if (!ec) port->socket_.bind(local, ec);
   if (ec) {
     return IoError("UdpPort::Open(" + port->name_ +

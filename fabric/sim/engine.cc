@@ -31,10 +31,7 @@ Engine::Engine(uint64_t seed) : seed_(seed) {
   win_cap_ = 1024;
   win_ = std::make_unique<Event[]>(win_cap_);
   blocks_.resize(256);
-  for (uint32_t b = static_cast<uint32_t>(blocks_.size()); b-- > 0;) {
-    blocks_[b].next = free_block_;
-    free_block_ = b;
-  }
+  for (uint32_t b = static_cast<uint32_t>(blocks_.size()); b-- > 0;) ReleaseBlock(b);
 }
 
 void Engine::WindowRoom(size_t n) {
@@ -123,8 +120,7 @@ void Engine::LoadNextBucket() {
     to -= b.count;
     for (uint32_t i = 0; i < b.count; ++i) run[to + i] = b.events[i];
     const uint32_t next = b.next;
-    b.next = free_block_;
-    free_block_ = block;
+    ReleaseBlock(block);
     block = next;
   }
   win_end_ += n;

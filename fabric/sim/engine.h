@@ -214,6 +214,11 @@ class Engine {
     if (fn != nullptr) fn(e.obj, e.arg);
   }
   uint32_t NewBlock(uint32_t next);
+  // Puts block `b` on the free list (its events are gone).
+  void ReleaseBlock(uint32_t b) {
+    blocks_[b].next = free_block_;
+    free_block_ = b;
+  }
   void Insert(const Event& e);
   // Appends the next non-empty wheel bucket to the window, sorted.
   void LoadNextBucket();

@@ -4,6 +4,7 @@
 #include "testbed/host_switch.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "fabric/wire/pcap.h"
@@ -95,6 +97,35 @@ class SwitchTest : public ::testing::Test {
   Switch sw_;
   std::vector<std::unique_ptr<Host>> hosts_;
 };
+
+// The sockets of the switch's ports are closed on exec: qemu and the shells
+// the testbed starts must not inherit (and so keep bound) the switch's ports.
+TEST(UdpPortTest, SocketIsClosedOnExec) {
+  auto sockets = [] {
+    std::set<int> fds;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+      std::error_code ec;
+      const auto target = std::filesystem::read_symlink(e.path(), ec);
+      if (!ec && target.string().rfind("socket:", 0) == 0) {
+        fds.insert(std::stoi(e.path().filename().string()));
+      }
+    }
+    return fds;
+  };
+  const std::set<int> before = sockets();
+  boost::asio::io_context io;
+  auto port = UdpPort::Open(io, "p0");
+  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  int opened = 0;
+  for (int fd : sockets()) {
+    if (before.count(fd) != 0) continue;
+    ++opened;
+    const int flags = fcntl(fd, F_GETFD);
+    ASSERT_GE(flags, 0);
+    EXPECT_NE(flags & FD_CLOEXEC, 0) << "socket fd " << fd;
+  }
+  EXPECT_EQ(opened, 1);
+}
 
 TEST_F(SwitchTest, FloodsBroadcastAndMulticastToAllOtherPorts) {
   Build(3);
