@@ -33,6 +33,8 @@ Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node, 
   // NewPacket reads lines 0 and 2 of a QP (PrefetchQp fetches 0 to 2).
   static_assert(offsetof(Qp, path) + sizeof(Qp::path) <= 192);
   static_assert(offsetof(Qp, ack_deadline_ps) + sizeof(int64_t) <= 128);
+  // The fetch hints' fields are in the NIC's first two lines.
+  static_assert(offsetof(Nic, rr_wqe_) + sizeof(rr_wqe_) <= 128);
 }
 
 void Nic::PrefetchQp(const Qp* qp, bool receive) {
@@ -49,6 +51,11 @@ void Nic::PrefetchPump(const void* nic, uint64_t /*arg*/) {
   if (self->control_head_ != nullptr) __builtin_prefetch(self->control_head_);
   if (self->port_ != nullptr) __builtin_prefetch(self->port_);
   if (qp != nullptr) PrefetchQp(qp, false);
+  if (self->rr_wqe_ != nullptr) {
+    const char* wqe = reinterpret_cast<const char*>(self->rr_wqe_);
+    __builtin_prefetch(wqe);
+    __builtin_prefetch(wqe + sizeof(SendWqe) - 1);
+  }
 }
 
 Nic::~Nic() {
@@ -147,9 +154,8 @@ StatusOr<uint32_t> Nic::CreateQp(CompletionQueue* send_cq, CompletionQueue* recv
                            " max_rd_atomic=" + std::to_string(attr.max_rd_atomic) +
                            ": out of range");
   }
-  if (qp_count_ % kQpChunk == 0) {
+  if (qp_count_ >= kQpChunk && qp_count_ % kQpChunk == 0) {
     qp_chunks_.push_back(std::make_unique<Qp[]>(kQpChunk));
-    if (qp_count_ == 0) first_qps_ = qp_chunks_[0].get();
   }
   Qp* qp = QpAt(qp_count_++);
   qp->qpn = kFirstQpn + qp_count_ - 1;
@@ -445,6 +451,9 @@ void Nic::Pump() {
       }
     }
     SyncFront();
+    rr_wqe_ = from != nullptr && rr_front_ == from && from->send_idx < from->sq.size()
+                  ? from->sq.at_address(from->send_idx)
+                  : nullptr;
   }
   if (p != nullptr) {
     p->wire_bytes = FrameWireBytes(*p);
@@ -485,14 +494,18 @@ void Nic::OnTimer(void* nic, uint64_t arg) {
 
 void Nic::Prefetch(const void* nic, const Packet* p) {
   const Nic* self = static_cast<const Nic*>(nic);
-  // The NIC's own two lines, and the QP's (finding it reads the first).
+  // The NIC's own two lines, and the QP's.
   __builtin_prefetch(nic);
   __builtin_prefetch(static_cast<const char*>(nic) + 64);
   const uint32_t index = p->dest_qpn - kFirstQpn;
-  if (index >= self->qp_count_) return;
-  // A NIC's first QPs need no load to be found; the others go through
-  // their chunk's pointer, a load that may wait (NICs mostly have a few QPs).
-  PrefetchQp(self->QpAt(index), true);
+  if (index < kQpChunk) {
+    // In the NIC: no load to find it (and a slot not yet in use is the
+    // NIC's memory all the same).
+    PrefetchQp(&self->first_qps_[index], true);
+  } else if (index < self->qp_count_) {
+    // Through its chunk's pointer, a load that may wait.
+    PrefetchQp(self->QpAt(index), true);
+  }
 }
 
 void Nic::Receive(void* nic, Packet* p, int32_t /*in_port*/) {

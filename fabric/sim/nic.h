@@ -196,8 +196,13 @@ class Nic {
   };
 
   static constexpr uint32_t kQpChunk = 4;
-  Qp* QpAt(uint32_t index) const {
-    return index < kQpChunk ? first_qps_ + index : &qp_chunks_[index / kQpChunk][index % kQpChunk];
+  Qp* QpAt(uint32_t index) {
+    return index < kQpChunk ? &first_qps_[index]
+                            : &qp_chunks_[index / kQpChunk - 1][index % kQpChunk];
+  }
+  const Qp* QpAt(uint32_t index) const {
+    return index < kQpChunk ? &first_qps_[index]
+                            : &qp_chunks_[index / kQpChunk - 1][index % kQpChunk];
   }
   Qp* FindQp(uint32_t qpn);
   const Qp* FindQp(uint32_t qpn) const;
@@ -260,19 +265,26 @@ class Nic {
   bool crashed_ = false;
   bool ipv6_;
   bool port_active_ = true;
-  // QPs by index (qpn - kFirstQpn), in chunks that never move; QP i lives at
-  // first_qps_ + i when i < kQpChunk, which a fetch hint reaches from this
-  // line alone (NICs mostly have a few QPs).
-  Qp* first_qps_ = nullptr;
   uint32_t qp_count_ = 0;
   Packet* control_tail_ = nullptr;
   DropStats* drops_;
   std::vector<MemoryRegion> mrs_;  // index = key - 1
   Qp* rr_front_ = nullptr;         // active_.front(), kept here for the fetch hint
+  // The send-queue entry the next pump likely reads, for the fetch hint:
+  // the entry of the QP that sent last, when it is also next. A guess (the
+  // QP may send a response first, or go back on a NAK), which costs a
+  // fetch when wrong; finding the entry from the QP takes a load that
+  // waits, at 1024 hosts, the whole hint.
+  const SendWqe* rr_wqe_ = nullptr;
   // Cold.
   PathFn path_fn_ = nullptr;
   void* path_ctx_ = nullptr;
+  // QPs by index (qpn - kFirstQpn), never moved: the first kQpChunk in the
+  // NIC itself, where a fetch hint finds them from the NIC's address
+  // without a load (NICs mostly have a few QPs; at 1024 hosts the load of
+  // a chunk pointer was a wait in every hint), the others in chunks.
   std::vector<std::unique_ptr<Qp[]>> qp_chunks_;  // kQpChunk QPs each
+  Qp first_qps_[kQpChunk];
   std::vector<std::unique_ptr<CompletionQueue>> cqs_;
   std::vector<PortEvent> port_events_;
 };
