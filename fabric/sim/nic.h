@@ -272,9 +272,10 @@ class Nic {
   Qp* rr_front_ = nullptr;         // active_.front(), kept here for the fetch hint
   // The send-queue entry the next pump likely reads, for the fetch hint:
   // the entry of the QP that sent last, when it is also next. A guess (the
-  // QP may send a response first, or go back on a NAK), which costs a
-  // fetch when wrong; finding the entry from the QP takes a load that
-  // waits, at 1024 hosts, the whole hint.
+  // QP may send a response first, or go back on a NAK, or its queue may
+  // have grown and moved since), which costs a fetch when wrong (a fetch
+  // never faults); finding the entry from the QP takes a load that waits,
+  // at 1024 hosts, the whole hint.
   const SendWqe* rr_wqe_ = nullptr;
   // Cold.
   PathFn path_fn_ = nullptr;
