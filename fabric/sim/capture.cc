@@ -22,13 +22,14 @@ wire::MacAddress MacOf(int32_t node) {
 
 wire::RoceFrame FrameFor(const Packet& p, const topo::Topology& topo) {
   wire::RoceFrame f;
-  f.eth.src = MacOf(p.src_host);
-  f.eth.dst = MacOf(p.dst_host);
-  const uint32_t src_rank = static_cast<uint32_t>(topo.HostRank(p.src_host));
-  const uint32_t dst_rank = static_cast<uint32_t>(topo.HostRank(p.dst_host));
-  if (p.ipv6) {
+  const QpFlow& flow = *p.flow;
+  f.eth.src = MacOf(flow.src_host);
+  f.eth.dst = MacOf(flow.dst_host);
+  const uint32_t src_rank = static_cast<uint32_t>(topo.HostRank(flow.src_host));
+  const uint32_t dst_rank = static_cast<uint32_t>(topo.HostRank(flow.dst_host));
+  if (flow.ipv6) {
     f.ip_version = wire::IpVersion::kIpv6;
-    f.ipv6.traffic_class = p.traffic_class;
+    f.ipv6.traffic_class = flow.traffic_class;
     f.ipv6.src = {0xfd,
                   0,
                   0,
@@ -62,14 +63,14 @@ wire::RoceFrame FrameFor(const Packet& p, const topo::Topology& topo) {
                   static_cast<uint8_t>(dst_rank >> 8),
                   static_cast<uint8_t>(dst_rank)};
   } else {
-    f.ipv4.dscp = p.traffic_class >> 2;
-    f.ipv4.ecn = p.traffic_class & 3;
+    f.ipv4.dscp = flow.traffic_class >> 2;
+    f.ipv4.ecn = flow.traffic_class & 3;
     f.ipv4.src = {10, static_cast<uint8_t>(src_rank >> 16), static_cast<uint8_t>(src_rank >> 8),
                   static_cast<uint8_t>(src_rank)};
     f.ipv4.dst = {10, static_cast<uint8_t>(dst_rank >> 16), static_cast<uint8_t>(dst_rank >> 8),
                   static_cast<uint8_t>(dst_rank)};
   }
-  f.udp.src_port = p.udp_sport;
+  f.udp.src_port = flow.udp_sport;
   f.bth.opcode = static_cast<wire::Opcode>(p.opcode);
   f.bth.migration = true;  // rxe sets M
   f.bth.dest_qpn = p.dest_qpn;
@@ -91,14 +92,14 @@ wire::RoceFrame FrameFor(const Packet& p, const topo::Topology& topo) {
   }
   if (ExtHeaderBytes(p.opcode) == 4 + 8 || p.opcode == op::kAck || p.opcode == op::kReadRespFirst ||
       p.opcode == op::kReadRespLast || p.opcode == op::kReadRespOnly) {
-    f.aeth = wire::Aeth{p.aeth_syndrome, p.msn};
+    f.aeth = wire::Aeth{p.aeth_syndrome, p.ext().msn};
   }
   if (p.opcode == op::kAtomicAck) f.atomic_ack_eth = p.ext().swap_add;
   if (p.opcode == op::kSendLastImm || p.opcode == op::kSendOnlyImm ||
       p.opcode == op::kWriteLastImm || p.opcode == op::kWriteOnlyImm) {
     f.immdt = p.ext().imm;
   }
-  const uint8_t* data = p.data != nullptr ? p.data : kZeros;
+  const uint8_t* data = p.has_data ? p.data() : kZeros;
   f.payload = std::span<const uint8_t>(data, std::min<size_t>(p.payload_bytes, sizeof kZeros));
   return f;
 }

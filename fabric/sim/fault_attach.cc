@@ -52,10 +52,10 @@ ImpairmentVerdict FaultAttachment::Decide(void* ctx, const Packet& p, uint32_t w
   f.ip_bytes = IpPacketBytes(p);
   f.dest_qpn = p.dest_qpn;
   f.opcode = p.opcode;
-  f.traffic_class = p.traffic_class;
-  f.udp_sport = p.udp_sport;
-  f.src_host = p.src_host;
-  f.dst_host = p.dst_host;
+  f.traffic_class = p.flow->traffic_class;
+  f.udp_sport = p.flow->udp_sport;
+  f.src_host = p.flow->src_host;
+  f.dst_host = p.flow->dst_host;
   const faults::Verdict v = pf->set.Evaluate(f);
   switch (v.action) {
     case faults::Verdict::Action::kDrop:

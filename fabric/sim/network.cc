@@ -40,7 +40,8 @@ void Switch::Receive(void* sw, Packet* p, int32_t /*in_port*/) {
   // Only packets without a next_out come here (the port hands the others
   // straight to it, Port::Connect): look them up.
   Switch* self = static_cast<Switch*>(sw);
-  Port* out = self->Route(p->dst_host, FlowHash(p->src_host, p->dst_host, p->udp_sport));
+  const QpFlow& f = *p->flow;
+  Port* out = self->Route(f.dst_host, FlowHash(f.src_host, f.dst_host, f.udp_sport));
   if (out == nullptr) {
     self->drops_->Add(DropReason::kNoRoute);
     self->pool_->Free(p);
@@ -49,23 +50,22 @@ void Switch::Receive(void* sw, Packet* p, int32_t /*in_port*/) {
   out->Send(p);
 }
 
-Port* const* Network::PathOf(int32_t src_host, int32_t dst_host, uint32_t flow_hash) {
+void Network::PathOf(int32_t src_host, int32_t dst_host, uint32_t flow_hash, Port** path) const {
+  std::fill(path, path + kPathMax, nullptr);
   if (src_host < 0 || static_cast<size_t>(src_host) >= switch_at_.size() ||
       topo_->PortCount(src_host) == 0) {
-    return nullptr;
+    return;
   }
   Port* hops[kPathMax] = {};
-  hops[0] = &port(src_host, 0);
+  hops[0] = ports_[static_cast<size_t>(port_begin_[static_cast<size_t>(src_host)])];
   for (size_t h = 1;; ++h) {
     const Switch* sw = switch_at_[static_cast<size_t>(hops[h - 1]->peer()->config().node)];
     if (sw == nullptr) break;  // reached a host
-    if (h == kPathMax) return nullptr;
+    if (h == kPathMax) return;
     hops[h] = sw->Route(dst_host, flow_hash);
     if (hops[h] == nullptr) break;  // the packet is dropped there
   }
-  auto* path = static_cast<Port**>(arena_.Allocate(sizeof hops, 64));
   std::copy(hops, hops + kPathMax, path);
-  return path;
 }
 
 Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig& config)
@@ -118,8 +118,8 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
       if (topo->PortCount(node) > 0) nic->AttachPort(&port(node, 0));
       if (config.fixed_paths) {
         nic->set_paths(
-            [](void* net, int32_t src, int32_t dst, uint32_t hash) {
-              return static_cast<Network*>(net)->PathOf(src, dst, hash);
+            [](void* net, int32_t src, int32_t dst, uint32_t hash, Port** path) {
+              static_cast<const Network*>(net)->PathOf(src, dst, hash, path);
             },
             this);
       }

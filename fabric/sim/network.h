@@ -29,7 +29,7 @@ struct NetworkConfig {
   // Per-switch ECMP hash salt; off reproduces polarization.
   bool ecmp_salt = true;
   bool ipv6 = false;
-  // QPs get their fixed path when they connect (packet.h); off, every
+  // QPs get their fixed route when they connect (QpFlow); off, every
   // switch looks each packet up in its table (the same routes, slower).
   bool fixed_paths = true;
 };
@@ -38,8 +38,8 @@ struct NetworkConfig {
 // set as a span of Port pointers. A lookup is one load from the row and one
 // from the (small, hot) pointer array, instead of the topology's shared
 // tables (node x host set ids, sets, port numbers, then this switch's ports).
-// A packet that carries its path (packet.h) is not looked up at all: the
-// path holds what Route() gives, computed once per QP.
+// A packet whose flow carries its route (QpFlow) is not looked up at all:
+// the route holds what Route() gives, computed once per QP.
 class Switch {
  public:
   // `ports` are this switch's egress ports, by port index.
@@ -98,11 +98,11 @@ class Network {
   const DropStats& drops() const { return drops_; }
   // Sum of every NIC's QP counters.
   QpCounters TotalQpCounters() const;
-  // The path (packet.h) of a flow from host node `src_host` to `dst_host`
-  // with `flow_hash`: a kPathMax-entry array in the arena, owned by the
-  // Network. Null when the route is longer than kPathMax links or loops
-  // back (the switches then look each packet up).
-  Port* const* PathOf(int32_t src_host, int32_t dst_host, uint32_t flow_hash);
+  // Writes the route (QpFlow::path) of a flow from host node `src_host` to
+  // `dst_host` with `flow_hash` to path[0..kPathMax). All null when the
+  // route is longer than kPathMax links or loops back (the switches then
+  // look each packet up).
+  void PathOf(int32_t src_host, int32_t dst_host, uint32_t flow_hash, Port** path) const;
 
  private:
   Engine* engine_;

@@ -30,8 +30,10 @@ int CompletionQueue::Poll(std::span<Completion> out) {
 Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node, bool ipv6)
     : engine_(engine), pool_(pool), host_(host_node), ipv6_(ipv6), drops_(drops) {
   engine_->set_prefetcher(EventKind::kNicPump, &Nic::PrefetchPump);
-  // NewPacket reads lines 0 and 2 of a QP (PrefetchQp fetches 0 to 2).
-  static_assert(offsetof(Qp, path) + sizeof(Qp::path) <= 192);
+  // NewPacket reads line 0 of a QP; the requester lines 0 to 2
+  // (PrefetchQp fetches them).
+  static_assert(offsetof(Qp, attr) + sizeof(Qp::attr) <= 192);
+  static_assert(offsetof(Qp, remote_qpn) + sizeof(uint32_t) <= 64);
   static_assert(offsetof(Qp, ack_deadline_ps) + sizeof(int64_t) <= 128);
   // The fetch hints' fields are in the NIC's first two lines.
   static_assert(offsetof(Nic, rr_wqe_) + sizeof(rr_wqe_) <= 128);
@@ -162,8 +164,13 @@ StatusOr<uint32_t> Nic::CreateQp(CompletionQueue* send_cq, CompletionQueue* recv
   qp->attr = attr;
   qp->send_cq = send_cq;
   qp->recv_cq = recv_cq;
+  qp->buffer_class = static_cast<uint8_t>(attr.traffic_class >> 5);
+  qp->flow.src_host = host_;
+  qp->flow.src_qpn = qp->qpn;
+  qp->flow.traffic_class = attr.traffic_class;
+  qp->flow.ipv6 = ipv6_;
   // rxe: source port 0xC000 + hash_32(qpn, 14), so each QP is its own ECMP flow.
-  qp->udp_sport = static_cast<uint16_t>(0xC000u | ((qp->qpn * 0x61C88647u) >> 18));
+  qp->flow.udp_sport = static_cast<uint16_t>(0xC000u | ((qp->qpn * 0x61C88647u) >> 18));
   // The send queue's first storage and the QP's place in the round-robin
   // list are taken now, as ibv_create_qp does, not when the first work
   // request is posted (in the middle of a run, where a fresh page costs a
@@ -194,12 +201,13 @@ Status Nic::ModifyToRtr(uint32_t qpn, int32_t remote_host, uint32_t remote_qpn, 
                            " dest_host=" + std::to_string(remote_host) +
                            " dest_qpn=" + Hex(remote_qpn) + ": invalid destination");
   }
-  qp->remote_host = remote_host;
+  qp->flow.dst_host = remote_host;
   qp->remote_qpn = remote_qpn;
   qp->epsn = rq_psn & wire::kPsnMask;
-  qp->path = path_fn_ != nullptr ? path_fn_(path_ctx_, host_, remote_host,
-                                            FlowHash(host_, remote_host, qp->udp_sport))
-                                 : nullptr;
+  if (path_fn_ != nullptr) {
+    path_fn_(path_ctx_, host_, remote_host, FlowHash(host_, remote_host, qp->flow.udp_sport),
+             qp->flow.path);
+  }
   qp->state = QpState::kRtr;
   return Status::Ok();
 }
@@ -300,15 +308,10 @@ QpCounters Nic::TotalCounters() const {
 
 Packet* Nic::NewPacket(const Qp& qp, uint8_t opcode, uint32_t psn) {
   Packet* p = pool_->Alloc();
-  p->src_host = host_;
-  p->dst_host = qp.remote_host;
-  p->path = qp.path;
-  p->udp_sport = qp.udp_sport;
-  p->traffic_class = qp.attr.traffic_class;
-  p->ipv6 = ipv6_ ? 1 : 0;
+  p->flow = &qp.flow;
+  p->buffer_class = qp.buffer_class & 7;
   p->opcode = opcode;
   p->dest_qpn = qp.remote_qpn;
-  p->src_qpn = qp.qpn;
   p->psn = psn & wire::kPsnMask;
   return p;
 }
@@ -432,7 +435,7 @@ void Nic::Pump() {
     p = control_head_;
     control_head_ = p->next;
     if (control_head_ == nullptr) control_tail_ = nullptr;
-    from = FindQp(p->src_qpn);
+    from = FindQp(p->flow->src_qpn);
     if (from != nullptr && from->pending_ack == p) from->pending_ack = nullptr;
   } else {
     for (size_t tries = active_.size(); tries > 0 && p == nullptr; --tries) {
@@ -456,7 +459,8 @@ void Nic::Pump() {
                   : nullptr;
   }
   if (p != nullptr) {
-    p->wire_bytes = FrameWireBytes(*p);
+    // The NIC's IP version, not the flow's: the same, and no line to read.
+    p->wire_bytes = static_cast<uint16_t>(FrameWireBytes(p->opcode, p->payload_bytes, ipv6_));
     if (from != nullptr) ++from->sent_pkts;
     port_->Send(p);
   }

@@ -45,10 +45,11 @@ class Nic {
   static void Receive(void* nic, Packet* p, int32_t in_port);
   // Fetch hint (ReceivePrefetchFn): the NIC's lines and the QP's.
   static void Prefetch(const void* nic, const Packet* p);
-  // Where the NIC gets the fixed path (packet.h) of a QP's packets when the
-  // QP connects (set by the Network; without it, packets carry none).
-  using PathFn = Port* const* (*)(void* ctx, int32_t src_host, int32_t dst_host,
-                                  uint32_t flow_hash);
+  // Where the NIC gets the fixed route (QpFlow::path) of a QP's packets when
+  // the QP connects: fills all kPathMax entries (set by the Network; without
+  // it, the route stays unknown and each switch looks the packets up).
+  using PathFn = void (*)(void* ctx, int32_t src_host, int32_t dst_host, uint32_t flow_hash,
+                          Port** path);
   void set_paths(PathFn fn, void* ctx) {
     path_fn_ = fn;
     path_ctx_ = ctx;
@@ -147,10 +148,9 @@ class Nic {
     bool write_modelled = true;
     bool retry_pending = false;
     uint8_t deferred_ack_syndrome = 0;
+    uint8_t buffer_class = 0;  // attr.traffic_class >> 5 (Packet::buffer_class)
     uint32_t qpn = 0;
     uint32_t remote_qpn = 0;
-    int32_t remote_host = -1;
-    uint16_t udp_sport = 0;
     uint32_t epsn = 0;  // responder: expected PSN
     uint32_t msn = 0;
     uint32_t pkts_since_ackreq = 0;
@@ -170,7 +170,6 @@ class Nic {
     // Line 2.
     Ring<ReadJob> reads;
     QpAttr attr;
-    Port* const* path = nullptr;  // the packets' path (packet.h), owned by the Network
     // Line 3: the responder.
     Ring<RecvWqe> rq;
     uint64_t write_va = 0;  // WRITE in progress: next address
@@ -187,6 +186,9 @@ class Nic {
     int rnr_retries_left = 0;
     Ring<AtomicResult> atomics;  // for duplicate atomic requests
     QpCounters counters;         // but sent_pkts, rcvd_pkts
+    // What the QP's packets point at (their addressing and route): only
+    // its address is read to send, by the NIC; hops read its route.
+    QpFlow flow;
     QpCounters Counters() const {
       QpCounters c = counters;
       c.sent_pkts = sent_pkts;

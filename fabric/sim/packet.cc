@@ -5,9 +5,8 @@
 
 namespace fathom::sim {
 
-// Every packet's fields in one line; a pool chunk's halves hold whole lines.
-static_assert(offsetof(Packet, hops) < 64 && sizeof(PacketExt) <= sizeof(Packet) &&
-              Packet::kExtOffset % sizeof(Packet) == 0);
+// A QpFlow's route is its first line (a hop fetches only it).
+static_assert(offsetof(QpFlow, src_host) == 64 && sizeof(QpFlow) == 128);
 
 int ExtHeaderBytes(uint8_t opcode) {
   switch (opcode) {
@@ -36,19 +35,30 @@ int ExtHeaderBytes(uint8_t opcode) {
   }
 }
 
+uint32_t IpPacketBytes(uint8_t opcode, uint32_t payload_bytes, bool ipv6) {
+  const uint32_t ip = ipv6 ? 40 : 20;
+  const uint32_t padded = (payload_bytes + 3u) & ~3u;
+  return ip + 8 + 12 + static_cast<uint32_t>(ExtHeaderBytes(opcode)) + padded + 4;
+}
+
 uint32_t IpPacketBytes(const Packet& p) {
-  const uint32_t ip = p.ipv6 ? 40 : 20;
-  const uint32_t padded = (p.payload_bytes + 3u) & ~3u;
-  return ip + 8 + 12 + static_cast<uint32_t>(ExtHeaderBytes(p.opcode)) + padded + 4;
+  return IpPacketBytes(p.opcode, p.payload_bytes, p.flow->ipv6);
+}
+
+uint32_t FrameWireBytes(uint8_t opcode, uint32_t payload_bytes, bool ipv6) {
+  return IpPacketBytes(opcode, payload_bytes, ipv6) + kEthernetWireOverhead;
 }
 
 uint32_t FrameWireBytes(const Packet& p) { return IpPacketBytes(p) + kEthernetWireOverhead; }
 
 void PacketPool::Grow() {
-  // Packets in the first half of the chunk, their extensions in the second
-  // (Packet::kExtOffset).
-  constexpr size_t kCount = Packet::kExtOffset / sizeof(Packet);
-  char* chunk = static_cast<char*>(arena_.Allocate(2 * Packet::kExtOffset, alignof(Packet)));
+  // Packets in the chunk's first region, their extensions after it
+  // (Packet::ext()). A request this large gets blocks of its own, aligned
+  // to a block: the region's alignment.
+  static_assert(Packet::kPacketRegion == HugePageArena::kBlockBytes);
+  constexpr size_t kCount = Packet::kPacketRegion / sizeof(Packet);
+  char* chunk = static_cast<char*>(arena_.Allocate(
+      Packet::kPacketRegion + kCount * Packet::kExtStride, HugePageArena::kBlockBytes));
   Packet* packets = reinterpret_cast<Packet*>(chunk);
   // Linked so that Alloc hands them out in address order.
   for (size_t i = kCount; i-- > 0;) {

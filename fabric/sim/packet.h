@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "fabric/sim/arena.h"
 #include "fabric/sim/engine.h"
@@ -54,81 +55,105 @@ inline constexpr uint16_t kRoceUdpPort = 4791;
 
 class Port;
 
-// A flow's route through the fabric, fixed when its QP connects: entry h is
-// the egress port the packet leaves by after crossing h links (entry 0 is the
-// sending NIC's port). Routing is static (tables and an ECMP hash of the
-// 5-tuple, which is constant per QP), so each switch on the way would pick
-// the same port; with the path in hand, a hop reads one line the QP's
-// packets share instead of the switch's tables, and the engine's fetch hint
-// knows the next egress port ahead of the turn. Paths are at most kPathMax
-// links (a 3-tier fat-tree needs 6) and live in kPathMax-entry arrays, so an
-// entry is always in bounds; null entries past the end are never read, and a
-// null entry on the way means the switch there had no route.
+// Paths are at most kPathMax links (a 3-tier fat-tree needs 6); see QpFlow.
 inline constexpr uint8_t kPathMax = 8;
 
-// The extension headers only some opcodes carry (RETH, ImmDt, AtomicETH,
-// AtomicAckETH): valid only for the opcodes that carry them (ExtHeaderBytes),
-// and read only for those, so a middle packet of a message never touches
-// them. A pool packet's extension lives in a parallel region of its pool
-// chunk (Packet::ext()), not beside the packet: at 1024 hosts the packets
-// in flight are the bulk of the simulator's memory traffic, and a packet of
-// one line keeps its cold neighbour line from being fetched with it.
+// What every packet of one QP shares: its 5-tuple and the rest of the IP
+// and UDP header, the source QPN, and its route. The QP owns it (a NIC's
+// QPs are never destroyed, so a packet in flight never outlives its flow);
+// a packet points at it, which keeps the packet at half a line: at 1024
+// hosts the packets in flight are the bulk of the memory a run streams
+// through, and the fewer lines they take, the more of them stay in cache.
+//
+// The route (line 0) is fixed when the QP connects: entry h is the egress
+// port the packet leaves by after crossing h links (entry 0 is the sending
+// NIC's port). Routing is static (tables and an ECMP hash of the 5-tuple,
+// which is constant per QP), so each switch on the way would pick the same
+// port; with the route in hand, a hop reads one line the QP's packets share
+// instead of the switch's tables, and the engine's fetch hint knows the
+// next egress port ahead of the turn. A null entry means no route is known
+// there: the switch looks the packet up in its table (and drops it when it
+// has no route either). Entries past the last link are null and never read.
+struct alignas(64) QpFlow {
+  // Line 0: what a hop reads.
+  Port* path[kPathMax] = {};
+  // Line 1: the headers (the NIC, captures, fault models, table lookups).
+  int32_t src_host = -1;  // host node ids of the topology
+  int32_t dst_host = -1;
+  uint32_t src_qpn = 0;  // not a header field: the QP that sends (control queue, tracing)
+  uint16_t udp_sport = 0;
+  uint8_t traffic_class = 0;  // IP DSCP/ECN byte as a verbs traffic_class
+  bool ipv6 = false;
+};
+
+// What only some packets carry: the extension headers (RETH, ImmDt,
+// AtomicETH, AtomicAckETH; valid only for the opcodes that carry them,
+// ExtHeaderBytes), AETH's MSN (ACKs and READ responses) and the payload
+// pointer (packets that move real bytes, Packet::has_data). A middle packet
+// of a modelled message never touches it. A pool packet's extension lives in
+// a parallel region of its pool chunk (Packet::ext()), not beside the
+// packet, so that the cold line is not fetched with the hot one.
 struct PacketExt {
   uint64_t va;
   uint32_t rkey;
   uint32_t dma_len;
   uint32_t imm;
+  uint32_t msn;       // AETH
   uint64_t swap_add;  // also AtomicAckETH's original value
   uint64_t compare;
+  const uint8_t* data;  // source of payload bytes (requester or responder memory)
 };
 
-// One cache line: every field each packet needs, what a hop reads (it is
-// fetched ahead of the arrival) and what a NIC reads and writes for any
-// packet, the payload pointer included. Only packets from a PacketPool have
-// an ext(); PacketPool::Alloc clears the line, not the extension.
-struct alignas(64) Packet {
+// Half a cache line: what a hop reads (the engine fetches it ahead of the
+// arrival) and what a NIC reads and writes for every packet. The header
+// fields all of a QP's packets share are in its QpFlow. Only packets from a
+// PacketPool have an ext(); PacketPool::Alloc clears the packet, not the
+// extension.
+struct alignas(32) Packet {
   union {
     Packet* next;    // pool free list / the NIC's control queue
     Port* next_out;  // on the wire: the egress port at the far end, from the
-                     // path (null: none, or the far end looks it up)
+                     // flow's path (null: none, or the far end looks it up)
   };
-  // Not a header field: the sender's fixed route (see kPathMax), or null,
-  // when each switch looks the packet up in its table instead.
-  Port* const* path;
-  // Source of payload bytes (requester or responder memory), null if modelled.
-  const uint8_t* data;
-  // Addressing: host node ids of the topology, IPv4 or IPv6.
-  int32_t src_host;
-  int32_t dst_host;
+  // The sending QP's addressing and route; never null once sent.
+  const QpFlow* flow;
   // BTH.
   uint32_t dest_qpn;
-  uint32_t src_qpn;  // not a BTH field: where the packet came from (for tracing)
   uint32_t psn;
-  uint32_t msn;  // AETH
-  uint32_t payload_bytes;
-  uint32_t wire_bytes;  // cached FrameWireBytes()
-  uint16_t udp_sport;
-  uint8_t traffic_class;  // IP DSCP/ECN byte as a verbs traffic_class
-  uint8_t ipv6 : 1;
-  uint8_t corrupt : 1;  // ICRC will not match: the receiver drops it
-  uint8_t ecn_ce : 1;
+  uint16_t payload_bytes;
+  uint16_t wire_bytes;  // cached FrameWireBytes()
   uint8_t opcode;
-  uint8_t ack_req;
   uint8_t aeth_syndrome;
   uint8_t hops;  // links crossed so far
+  uint8_t ack_req : 1;
+  uint8_t corrupt : 1;  // ICRC will not match: the receiver drops it
+  uint8_t ecn_ce : 1;
+  uint8_t has_data : 1;  // ext().data is the payload (else the bytes are modelled)
+  // The top 3 bits of the flow's traffic_class: the buffer a port holds the
+  // packet in, here so that a hop reads nothing else.
+  uint8_t buffer_class : 3;
 
-  // The extension headers (pool packets only; see PacketExt).
-  PacketExt& ext() {
-    return *reinterpret_cast<PacketExt*>(reinterpret_cast<char*>(this) + kExtOffset);
-  }
+  // The extension (pool packets only; see PacketExt).
+  PacketExt& ext() { return const_cast<PacketExt&>(std::as_const(*this).ext()); }
   const PacketExt& ext() const {
-    return *reinterpret_cast<const PacketExt*>(reinterpret_cast<const char*>(this) + kExtOffset);
+    const uintptr_t at = reinterpret_cast<uintptr_t>(this);
+    const uintptr_t base = at & ~uintptr_t{kPacketRegion - 1};
+    return *reinterpret_cast<const PacketExt*>(base + kPacketRegion +
+                                               (at - base) * (kExtStride / sizeof(Packet)));
   }
-  // A pool chunk holds packets in its first half and their extensions, one
-  // line each, at the same place in its second half.
-  static constexpr size_t kExtOffset = HugePageArena::kBlockBytes;
+  // The payload's source, or null when the bytes are modelled.
+  const uint8_t* data() const { return has_data ? ext().data : nullptr; }
+  void set_data(const uint8_t* d) {
+    has_data = d != nullptr;
+    ext().data = d;
+  }
+
+  // A pool chunk holds packets in its first kPacketRegion bytes (aligned to
+  // them) and then their extensions, kExtStride bytes each, in the same order.
+  static constexpr size_t kPacketRegion = HugePageArena::kBlockBytes;
+  static constexpr size_t kExtStride = 64;
 };
-static_assert(sizeof(Packet) == 64);
+static_assert(sizeof(Packet) == 32 && sizeof(PacketExt) <= Packet::kExtStride);
 
 // The ECMP hash of a RoCEv2 flow's 5-tuple (source and destination host,
 // UDP source port; the destination port 4791 and protocol 17 are fixed):
@@ -143,14 +168,16 @@ constexpr uint32_t FlowHash(int32_t src_host, int32_t dst_host, uint16_t udp_spo
 // Extension header bytes carried by a BTH opcode.
 int ExtHeaderBytes(uint8_t opcode);
 // IP packet length: IP + UDP + BTH + ext + payload + pad + ICRC (what a link
-// MTU limits).
+// MTU limits). The Packet forms read the flow's IP version.
+uint32_t IpPacketBytes(uint8_t opcode, uint32_t payload_bytes, bool ipv6);
 uint32_t IpPacketBytes(const Packet& p);
 // Bytes a frame occupies on the wire, including preamble, SFD, FCS and IFG:
 // what serialization time is computed from.
+uint32_t FrameWireBytes(uint8_t opcode, uint32_t payload_bytes, bool ipv6);
 uint32_t FrameWireBytes(const Packet& p);
 inline constexpr uint32_t kEthernetWireOverhead = 14 + 4 + 8 + 12;
 
-// Free-list packet pool: grows in 4 MiB chunks, 2 MiB of packets and 2 MiB
+// Free-list packet pool: grows in 6 MiB chunks, 2 MiB of packets and 4 MiB
 // of their extensions (huge pages where the kernel offers them: at 1024
 // hosts the packets in flight span tens of MiB, and small pages would cost a
 // TLB miss per hop), never frees until destroyed; Alloc returns a zeroed
@@ -166,7 +193,7 @@ class PacketPool {
     if (free_ == nullptr) Grow();
     Packet* p = free_;
     free_ = p->next;
-    // The packet's line, not its extension (see PacketExt).
+    // The packet, not its extension (see PacketExt).
     std::memset(static_cast<void*>(p), 0, sizeof(Packet));
     ++in_use_;
     if (in_use_ > peak_in_use_) peak_in_use_ = in_use_;

@@ -267,14 +267,14 @@ void Port::PrefetchArrival(const void* obj, uint64_t arg) {
   __builtin_prefetch(&port->ring_[port->head_]);
   __builtin_prefetch(&port->ring_[(port->head_ + 1) & port->ring_mask_]);
   if (port->rx_forwards_) {
-    // A packet with a path goes straight to the egress port it names
-    // (Deliver): that port's lines, and the path's, which tells the next
+    // A packet with a route goes straight to the egress port it names
+    // (Deliver): that port's lines, and the route's, which tells the next
     // switch. A packet without one is looked up by the switch: nothing to
     // fetch ahead.
     const Port* out = p->next_out;
     if (out != nullptr) {
       out->PrefetchSendLines();
-      __builtin_prefetch(p->path);
+      __builtin_prefetch(p->flow->path);
     }
     return;
   }

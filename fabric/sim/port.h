@@ -112,7 +112,7 @@ class Port {
   // The sending port delivers (and counts what its far end receives) by
   // itself, so a hop touches one Port, not two. A far end that `forwards`
   // (a switch) is not called for a packet that carries its egress port
-  // (next_out, from its path): the packet goes straight to that port, the
+  // (next_out, from its flow's route): the packet goes straight to that port, the
   // port the switch would pick; `receive` gets the others.
   void Connect(Port* peer, ReceiveFn receive, void* receiver, ReceivePrefetchFn prefetch = nullptr,
                bool forwards = false) {
@@ -152,8 +152,8 @@ class Port {
 
   // The engine's fetch hint for arrival events (Engine::set_prefetcher):
   // the ring's head, and where the packet goes next: for a packet that
-  // crosses a forwarding far end by its path, the egress port's lines and
-  // the path's (Deliver); otherwise the receiver's hint.
+  // crosses a forwarding far end by its route, the egress port's lines and
+  // the route's (Deliver); otherwise the receiver's hint.
   static void PrefetchArrival(const void* obj, uint64_t arg);
 
  private:
@@ -175,20 +175,18 @@ class Port {
   [[gnu::always_inline]] inline void Deliver(Packet* p);
   [[gnu::always_inline]] inline void SendInline(Packet* p);
   [[gnu::always_inline]] inline void ScheduleOldest();
-  // The packet crosses this link: count the hop and look up, in its path,
-  // where the far end will send it (at a switch, the fetch hint brought the
-  // path's line in; at a NIC, the QP's packets share it). The far end then
-  // reads only the packet.
+  // The packet crosses this link: count the hop and look up, in its flow's
+  // route, where the far end will send it (at a switch, the fetch hint
+  // brought the route's line in; at a NIC, the QP's packets share it). The
+  // far end then reads only the packet.
   [[gnu::always_inline]] static void Leave(Packet* p) {
     ++p->hops;
-    p->next_out = p->path != nullptr ? p->path[p->hops % kPathMax] : nullptr;
+    p->next_out = p->flow->path[p->hops % kPathMax];
   }
   // Appends an entry (a Held's `tagged`) arriving at arrive_ps.
   [[gnu::always_inline]] inline void Hold(uintptr_t tagged, int64_t arrive_ps);
   // The traffic class a packet is buffered in.
-  static uint8_t ClassOf(const Packet& p) {
-    return static_cast<uint8_t>((p.traffic_class >> 5) & 7);
-  }
+  static uint8_t ClassOf(const Packet& p) { return p.buffer_class; }
   // The oldest entry still counted in the buffer (`p` is its packet) has
   // been serialized: its bytes leave the buffer.
   void Release(const Packet& p) {
@@ -209,14 +207,14 @@ class Port {
   // packets) stay small. It is on the cable until arrive_ps and counts
   // against the buffer until its last bit is serialized, latency_ps_
   // earlier; its size and class are the packet's. The low bits of `tagged`
-  // (a Packet*, 64-byte aligned) say when the packet is not delivered from
+  // (a Packet*, 32-byte aligned) say when the packet is not delivered from
   // here: kLost, lost on the wire (freed when its turn comes), or kAlone,
   // delayed by a fault and travelling on its own (SendAlone; it arrives
   // after this entry leaves, so the packet outlives the entry).
   struct Held {
     static constexpr uintptr_t kLost = 1;
     static constexpr uintptr_t kAlone = 2;
-    static constexpr uintptr_t kTags = 63;
+    static constexpr uintptr_t kTags = alignof(Packet) - 1;
     int64_t arrive_ps;
     uintptr_t tagged;
     Packet* packet() const { return reinterpret_cast<Packet*>(tagged & ~kTags); }

@@ -100,9 +100,9 @@ Packet* Nic::RequesterNext(Qp& qp) {
       opcode = write ? op::kWriteMiddle : op::kSendMiddle;
     }
     p = NewPacket(qp, opcode, psn);
-    p->payload_bytes = payload;
+    p->payload_bytes = static_cast<uint16_t>(payload);
     if (wr.sge.lkey != kModelledKey)
-      p->data = reinterpret_cast<const uint8_t*>(wr.sge.addr) + offset;
+      p->set_data(reinterpret_cast<const uint8_t*>(wr.sge.addr) + offset);
     if (write && i == 0) {
       p->ext().va = wr.remote_addr;
       p->ext().rkey = wr.rkey;
@@ -312,8 +312,8 @@ void Nic::OnResponse(Qp& qp, Packet* p) {
     done = true;
     byte_len = 8;
   } else {
-    if (w.wr.sge.lkey != kModelledKey && p->data != nullptr && p->payload_bytes > 0) {
-      std::memcpy(reinterpret_cast<uint8_t*>(w.wr.sge.addr) + uint64_t{index} * mtu, p->data,
+    if (w.wr.sge.lkey != kModelledKey && p->has_data && p->payload_bytes > 0) {
+      std::memcpy(reinterpret_cast<uint8_t*>(w.wr.sge.addr) + uint64_t{index} * mtu, p->data(),
                   p->payload_bytes);
     }
     done = index + 1 == w.npkts;

@@ -97,8 +97,8 @@ void Nic::ExecuteRequest(Qp& qp, const Packet& p) {
       ResponderError(qp, p.psn, kAethNakInvalid);
       return;
     }
-    if (r.wr.sge.lkey != kModelledKey && p.data != nullptr && p.payload_bytes > 0) {
-      std::memcpy(reinterpret_cast<uint8_t*>(r.wr.sge.addr) + qp.recv_offset, p.data,
+    if (r.wr.sge.lkey != kModelledKey && p.has_data && p.payload_bytes > 0) {
+      std::memcpy(reinterpret_cast<uint8_t*>(r.wr.sge.addr) + qp.recv_offset, p.data(),
                   p.payload_bytes);
     }
     qp.recv_offset += p.payload_bytes;
@@ -128,8 +128,8 @@ void Nic::ExecuteRequest(Qp& qp, const Packet& p) {
       qp.write_va = p.ext().va;
       qp.write_len = 0;
     }
-    if (!qp.write_modelled && p.data != nullptr && p.payload_bytes > 0) {
-      std::memcpy(reinterpret_cast<void*>(qp.write_va), p.data, p.payload_bytes);
+    if (!qp.write_modelled && p.has_data && p.payload_bytes > 0) {
+      std::memcpy(reinterpret_cast<void*>(qp.write_va), p.data(), p.payload_bytes);
     }
     qp.write_va += p.payload_bytes;
     qp.write_len += p.payload_bytes;
@@ -250,12 +250,12 @@ void Nic::QueueAck(Qp& qp, uint32_t psn, uint8_t syndrome) {
     // Coalesce with the ACK still waiting for the port.
     ++qp.counters.ack_deferred;
     qp.pending_ack->psn = psn & wire::kPsnMask;
-    qp.pending_ack->msn = qp.msn;
+    qp.pending_ack->ext().msn = qp.msn;
     return;
   }
   Packet* ack = NewPacket(qp, op::kAck, psn);
   ack->aeth_syndrome = syndrome;
-  ack->msn = qp.msn & wire::kPsnMask;
+  ack->ext().msn = qp.msn & wire::kPsnMask;
   if (syndrome == kAethAck) qp.pending_ack = ack;
   SendControl(ack);
 }
@@ -266,7 +266,7 @@ Packet* Nic::ResponderNext(Qp& qp) {
     if (job.atomic) {
       Packet* p = NewPacket(qp, op::kAtomicAck, job.first_psn);
       p->aeth_syndrome = kAethAck;
-      p->msn = qp.msn & wire::kPsnMask;
+      p->ext().msn = qp.msn & wire::kPsnMask;
       p->ext().swap_add = job.orig;
       qp.reads.pop_front();
       return p;
@@ -285,12 +285,12 @@ Packet* Nic::ResponderNext(Qp& qp) {
     }
     Packet* p = NewPacket(qp, opcode, PsnAdd(job.first_psn, i));
     const uint32_t offset = i * mtu;
-    p->payload_bytes = job.len - offset < mtu ? job.len - offset : mtu;
+    p->payload_bytes = static_cast<uint16_t>(job.len - offset < mtu ? job.len - offset : mtu);
     if (opcode != op::kReadRespMiddle) {
       p->aeth_syndrome = kAethAck;
-      p->msn = qp.msn & wire::kPsnMask;
+      p->ext().msn = qp.msn & wire::kPsnMask;
     }
-    if (!job.modelled) p->data = reinterpret_cast<const uint8_t*>(job.va) + offset;
+    if (!job.modelled) p->set_data(reinterpret_cast<const uint8_t*>(job.va) + offset);
     if (++job.next == job.npkts) qp.reads.pop_front();
     return p;
   }
@@ -298,7 +298,7 @@ Packet* Nic::ResponderNext(Qp& qp) {
     qp.has_deferred_ack = false;
     Packet* p = NewPacket(qp, op::kAck, qp.deferred_ack_psn);
     p->aeth_syndrome = qp.deferred_ack_syndrome;
-    p->msn = qp.msn & wire::kPsnMask;
+    p->ext().msn = qp.msn & wire::kPsnMask;
     return p;
   }
   return nullptr;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -31,9 +32,9 @@ TEST(NetworkTest, PathsLeadHopByHopToTheDestinationAsTheTablesDo) {
     for (int32_t dst : hosts) {
       if (src == dst) continue;
       for (uint32_t hash : {0u, 1u, 0x9e3779b9u, 0xdeadbeefu, 0xffffffffu}) {
-        Port* const* path = net.PathOf(src, dst, hash);
-        ASSERT_NE(path, nullptr) << src << " -> " << dst;
-        EXPECT_EQ(path[0], &net.port(src, 0));
+        Port* path[kPathMax];
+        net.PathOf(src, dst, hash, path);
+        ASSERT_EQ(path[0], &net.port(src, 0)) << src << " -> " << dst;
         // Follow the path: each entry leaves from the node the previous one
         // reached, and is what that switch's table picks for the packet.
         size_t h = 1;
@@ -50,12 +51,16 @@ TEST(NetworkTest, PathsLeadHopByHopToTheDestinationAsTheTablesDo) {
     }
   }
   // Hosts in other pods are 6 links apart in a 3-tier fat-tree.
-  Port* const* far = net.PathOf(hosts.front(), hosts.back(), 7);
-  ASSERT_NE(far, nullptr);
+  Port* far[kPathMax];
+  net.PathOf(hosts.front(), hosts.back(), 7, far);
   EXPECT_NE(far[5], nullptr);
   EXPECT_EQ(far[6], nullptr);
-  // A node that is not a host has no path.
-  EXPECT_EQ(net.PathOf(-1, hosts.back(), 7), nullptr);
+  // A node that is not a host has no path: every entry is null (each switch
+  // would look the packet up), whatever the array held before.
+  Port* none[kPathMax];
+  std::fill(none, none + kPathMax, &net.port(hosts.front(), 0));
+  net.PathOf(-1, hosts.back(), 7, none);
+  for (Port* entry : none) EXPECT_EQ(entry, nullptr);
 }
 
 struct RunFacts {

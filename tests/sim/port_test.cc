@@ -50,9 +50,11 @@ struct PortRig {
   }
   void Send() {
     Packet* p = pool.Alloc();
+    p->flow = &flow;
     p->wire_bytes = 1000;
     tx.Send(p);
   }
+  QpFlow flow;  // no route: the far end's receiver gets each packet
 };
 
 TEST(PortTest, BufferAccountCountsOnlyWhatIsNotYetSerialized) {
@@ -191,13 +193,16 @@ TEST(PortTest, PathCarriesPacketsAcrossForwardingEnds) {
   // The reverse directions, which report what their peers delivered.
   back.Connect(&first, &Sink::Receive, &middle);
   second_back.Connect(&second, &Sink::Receive, &last);
-  Port* path[kPathMax] = {&first, &second};
+  QpFlow routed;
+  routed.path[0] = &first;
+  routed.path[1] = &second;
+  QpFlow unrouted;
   for (uint32_t i = 0; i < 2; ++i) {
     Packet* p = pool.Alloc();
-    p->wire_bytes = 1000 + i;
+    p->wire_bytes = static_cast<uint16_t>(1000 + i);
     p->psn = 7 + i;
-    p->traffic_class = 5 << 5;
-    p->path = i == 0 ? path : nullptr;
+    p->buffer_class = 5;
+    p->flow = i == 0 ? &routed : &unrouted;
     first.Send(p);
   }
   // Halfway through its serialization at the second port.
@@ -231,12 +236,14 @@ TEST(PortTest, CorruptedPacketIsNotForwardedByItsPath) {
   ScriptedFaults faults{{{ImpairmentVerdict::kCorrupt, {}}}};
   const Impairment hook = faults.hook();
   rig.tx.set_impairment(&hook);
-  Port* path[kPathMax] = {&rig.tx, &onward};
+  QpFlow routed;
+  routed.path[0] = &rig.tx;
+  routed.path[1] = &onward;
   for (int i = 0; i < 2; ++i) {
     Packet* p = rig.pool.Alloc();
     p->wire_bytes = 1000;
     p->psn = 40 + i;
-    p->path = path;
+    p->flow = &routed;
     rig.tx.Send(p);
   }
   rig.engine.Run();

@@ -1,0 +1,89 @@
+// The packet pool: half-line packets and their extensions in a parallel
+// region (Packet::ext()), across more than one chunk.
+#include "fabric/sim/packet.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace fathom::sim {
+namespace {
+
+// Every packet and every extension written with its own values, over two
+// chunks: nothing one write touches belongs to another packet, extensions
+// never land among the packets, and what comes back after a free is a
+// zeroed packet.
+TEST(PacketPoolTest, ExtensionsAreDistinctAndOutsideThePackets) {
+  PacketPool pool;
+  constexpr size_t kPerChunk = Packet::kPacketRegion / sizeof(Packet);
+  const size_t n = kPerChunk + kPerChunk / 2;
+  std::vector<Packet*> packets;
+  packets.reserve(n);
+  QpFlow flow;
+  for (size_t i = 0; i < n; ++i) {
+    Packet* p = pool.Alloc();
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % alignof(Packet), 0u);
+    p->flow = &flow;
+    p->psn = static_cast<uint32_t>(i);
+    p->dest_qpn = static_cast<uint32_t>(~i);
+    p->ext().va = i * 3;
+    p->ext().msn = static_cast<uint32_t>(i * 5);
+    p->set_data(reinterpret_cast<const uint8_t*>(i * 7 + 1));
+    packets.push_back(p);
+  }
+  EXPECT_EQ(pool.in_use(), n);
+  for (size_t i = 0; i < n; ++i) {
+    const Packet* p = packets[i];
+    ASSERT_EQ(p->psn, static_cast<uint32_t>(i)) << i;
+    ASSERT_EQ(p->dest_qpn, static_cast<uint32_t>(~i)) << i;
+    ASSERT_EQ(p->flow, &flow) << i;
+    ASSERT_EQ(p->ext().va, i * 3) << i;
+    ASSERT_EQ(p->ext().msn, static_cast<uint32_t>(i * 5)) << i;
+    ASSERT_EQ(p->data(), reinterpret_cast<const uint8_t*>(i * 7 + 1)) << i;
+    // The extension is past the packets of its chunk.
+    const uintptr_t ext = reinterpret_cast<uintptr_t>(&p->ext());
+    const uintptr_t base = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{Packet::kPacketRegion - 1};
+    ASSERT_GE(ext, base + Packet::kPacketRegion) << i;
+  }
+  for (Packet* p : packets) pool.Free(p);
+  EXPECT_EQ(pool.in_use(), 0u);
+  EXPECT_EQ(pool.peak_in_use(), n);
+  Packet* again = pool.Alloc();
+  EXPECT_EQ(again->psn, 0u);
+  EXPECT_EQ(again->flow, nullptr);
+  EXPECT_EQ(again->data(), nullptr);  // has_data cleared, whatever the extension holds
+  pool.Free(again);
+}
+
+// A packet without a payload pointer moves modelled bytes.
+TEST(PacketPoolTest, DataIsNullUntilSet) {
+  PacketPool pool;
+  Packet* p = pool.Alloc();
+  EXPECT_FALSE(p->has_data);
+  EXPECT_EQ(p->data(), nullptr);
+  const uint8_t bytes[4] = {1, 2, 3, 4};
+  p->set_data(bytes);
+  EXPECT_TRUE(p->has_data);
+  EXPECT_EQ(p->data(), bytes);
+  pool.Free(p);
+}
+
+TEST(PacketTest, WireBytesCountEveryHeader) {
+  // A 4096-byte WRITE middle over IPv4: Ethernet 14 + FCS 4 + preamble 8 +
+  // IFG 12, IPv4 20, UDP 8, BTH 12, ICRC 4.
+  EXPECT_EQ(FrameWireBytes(op::kWriteMiddle, 4096, false), 4096u + 38 + 20 + 8 + 12 + 4);
+  // WRITE first: RETH 16; IPv6 40.
+  EXPECT_EQ(FrameWireBytes(op::kWriteFirst, 4096, true), 4096u + 38 + 40 + 8 + 12 + 16 + 4);
+  // A packet's form reads its flow's IP version.
+  QpFlow v6;
+  v6.ipv6 = true;
+  Packet p{};
+  p.flow = &v6;
+  p.opcode = op::kAck;
+  EXPECT_EQ(FrameWireBytes(p), 38u + 40 + 8 + 12 + 4 + 4);
+  EXPECT_EQ(IpPacketBytes(p), 40u + 8 + 12 + 4 + 4);
+}
+
+}  // namespace
+}  // namespace fathom::sim
