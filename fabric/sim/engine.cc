@@ -101,8 +101,7 @@ void Engine::LoadNextBucket() {
     bucket_summary_[index >> 12] &= ~(uint64_t{1} << ((index >> 6) & 63));
   }
   // The chain holds its newest block first. Count its events (fetching the
-  // next block as we go), then copy each block to its place counted from the
-  // end, so that the run comes out in schedule order.
+  // next block as we go).
   size_t n = 0;
   for (uint32_t b = block; b != kNone; b = blocks_[b].next) {
     const uint32_t next = blocks_[b].next;
@@ -114,6 +113,18 @@ void Engine::LoadNextBucket() {
   }
   WindowRoom(n);
   Event* run = win_.get() + win_end_;
+  win_end_ += n;
+  wheel_count_ -= n;
+  // Every event here is later than every event already in the window (an
+  // earlier bucket), so only the new run needs sorting, stably (ties keep
+  // their schedule order).
+  if (n > kInsertionSortMax) {
+    SortLargeBucket(block, run);
+    return;
+  }
+  // Small, as it nearly always is: copy each block to its place counted
+  // from the end, so that the run comes out in schedule order (which is
+  // often time order too), then sort by insertion.
   size_t to = n;
   while (block != kNone) {
     Block& b = blocks_[block];
@@ -123,22 +134,48 @@ void Engine::LoadNextBucket() {
     ReleaseBlock(block);
     block = next;
   }
-  win_end_ += n;
-  wheel_count_ -= n;
-  // Every event here is later than every event already in the window (an
-  // earlier bucket), so only the new run needs sorting: by insertion when
-  // small, as it nearly always is. The run is in schedule order, which is
-  // often time order too.
-  if (n < 2) return;
-  if (n <= 32) {
-    for (size_t i = 1; i < n; ++i) SinkInto(run, i, run[i]);
-  } else {
-    // Large buckets come from ranks or links in lockstep: many events at
-    // the same picosecond, which schedule order already sorts. Stably, so
-    // that ties keep their schedule order.
-    auto before = [](const Event& a, const Event& b) { return Before(a, b); };
-    if (!std::is_sorted(run, run + n, before)) std::stable_sort(run, run + n, before);
+  for (size_t i = 1; i < n; ++i) SinkInto(run, i, run[i]);
+}
+
+void Engine::SortLargeBucket(uint32_t block, Event* run) {
+  // Large buckets come from ranks, NICs or links in lockstep: hundreds of
+  // events over a few distinct picoseconds, scheduled in an order that is
+  // not time order. A counting sort on the picosecond within the bucket
+  // puts each event in its place in two passes over the blocks, without
+  // comparisons: count each key, turn the counts into the end of each
+  // key's range, then place the events newest first from those ends down,
+  // which keeps ties in schedule order. Only the keys in use are summed
+  // and cleared.
+  constexpr uint32_t kKeyMask = (1u << kBucketShift) - 1;
+  uint32_t* ends = bucket_keys_;
+  uint32_t lo = kKeyMask;
+  uint32_t hi = 0;
+  for (uint32_t b = block; b != kNone; b = blocks_[b].next) {
+    const Block& k = blocks_[b];
+    for (uint32_t i = 0; i < k.count; ++i) {
+      const uint32_t key = static_cast<uint32_t>(k.events[i].time) & kKeyMask;
+      ++ends[key];
+      lo = key < lo ? key : lo;
+      hi = key > hi ? key : hi;
+    }
   }
+  uint32_t sum = 0;
+  for (uint32_t key = lo; key <= hi; ++key) {
+    sum += ends[key];
+    ends[key] = sum;
+  }
+  while (block != kNone) {
+    Block& b = blocks_[block];
+    for (uint32_t i = b.count; i-- > 0;) {
+      const Event& e = b.events[i];
+      run[--ends[static_cast<uint32_t>(e.time) & kKeyMask]] = e;
+    }
+    const uint32_t next = b.next;
+    ReleaseBlock(block);
+    block = next;
+  }
+  // Each end is now its range's start; the next large bucket counts from 0.
+  std::fill(ends + lo, ends + hi + 1, 0u);
 }
 
 // Places `e` at the hole `i` or above it, moving larger parents down.

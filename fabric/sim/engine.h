@@ -222,6 +222,11 @@ class Engine {
   void Insert(const Event& e);
   // Appends the next non-empty wheel bucket to the window, sorted.
   void LoadNextBucket();
+  // Buckets of more events than this are sorted by SortLargeBucket.
+  static constexpr size_t kInsertionSortMax = 32;
+  // Writes the events of the chain from `block` on to `run`, sorted, and
+  // frees the blocks.
+  void SortLargeBucket(uint32_t block, Event* run);
   void InsertActive(const Event& e);
   // Makes room for `n` more events at the window's end: slides the events
   // still to run to the front, growing the storage if they do not leave room.
@@ -259,6 +264,9 @@ class Engine {
   std::vector<uint64_t> bucket_bits_ = std::vector<uint64_t>(kWheelSize / 64, 0);
   std::vector<uint64_t> bucket_summary_ = std::vector<uint64_t>(kWheelSize / 64 / 64, 0);
   size_t wheel_count_ = 0;  // events in the buckets (not in the window)
+  // SortLargeBucket's counts by picosecond within a bucket: all zero
+  // between calls.
+  uint32_t bucket_keys_[1u << kBucketShift] = {};
   // The window: the events of every bucket up to active_bucket_, sorted;
   // [win_pos_, win_end_) still to run. Events due at or before active_bucket_
   // are inserted here, in order. Plain storage rather than a vector: a

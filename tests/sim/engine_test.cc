@@ -132,6 +132,23 @@ TEST(EngineTest, LockstepBucketsOfManyEventsKeepExactOrder) {
   EXPECT_GT(engine.peak_pending(), 500u);
 }
 
+// Large buckets whose events are spread over every picosecond a bucket
+// spans, and over neighbouring buckets, in no particular schedule order:
+// each is sorted without comparisons, and the order must stay exact,
+// bucket after bucket (the sort leaves nothing behind for the next).
+TEST(EngineTest, LargeBucketsSpreadOverEveryPicosecondKeepExactOrder) {
+  auto step = [](Rng& r) -> int64_t {
+    return 84000 + static_cast<int64_t>(r.Below(r.Below(2) == 0 ? 3 : 1500));
+  };
+  Engine engine;
+  OrderCheck check{&engine, Rng(31, 32), step, 300000};
+  for (int i = 0; i < 2000; ++i) check.Add(static_cast<int64_t>(check.rng.Below(700)));
+  engine.Run();
+  ASSERT_EQ(check.seen.size(), check.reference.size());
+  EXPECT_EQ(check.seen, check.Expected());
+  EXPECT_GT(engine.peak_pending(), 1000u);
+}
+
 // An event scheduled beyond the wheel's reach, and events scheduled later for
 // the same picosecond once it is near (into the wheel, and from a handler
 // running at that picosecond, into the window being run): the far one was
