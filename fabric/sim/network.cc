@@ -57,7 +57,7 @@ void Network::PathOf(int32_t src_host, int32_t dst_host, uint32_t flow_hash, Por
     return;
   }
   Port* hops[kPathMax] = {};
-  hops[0] = ports_[static_cast<size_t>(port_begin_[static_cast<size_t>(src_host)])];
+  hops[0] = &port(src_host, 0);
   for (size_t h = 1;; ++h) {
     const Switch* sw = switch_at_[static_cast<size_t>(hops[h - 1]->peer()->config().node)];
     if (sw == nullptr) break;  // reached a host

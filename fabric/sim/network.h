@@ -90,7 +90,7 @@ class Network {
   Nic& nic(int32_t rank) { return *nics_[static_cast<size_t>(rank)]; }
   int32_t host_count() const { return static_cast<int32_t>(nics_.size()); }
   // Egress port `index` of `node` (one direction of the link on that port).
-  Port& port(int32_t node, int32_t index) {
+  Port& port(int32_t node, int32_t index) const {
     return *ports_[static_cast<size_t>(port_begin_[static_cast<size_t>(node)] + index)];
   }
   std::span<Port* const> ports() const { return ports_; }
