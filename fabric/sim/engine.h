@@ -119,9 +119,11 @@ class Engine {
   Rng MakeRng(uint64_t component) const { return Rng(seed_, component); }
 
   // Schedules fn(obj, arg) at absolute time `at` (>= Now(); earlier times are
-  // clamped to Now(), which keeps causality).
-  void Schedule(Picoseconds at, EventKind kind, uint32_t component, EventFn fn, void* obj,
-                uint64_t arg) {
+  // clamped to Now(), which keeps causality). Forced inline, with Insert:
+  // GCC otherwise outlines them from the larger handlers, and the call costs
+  // more than the common path (3% more instructions at 1024 hosts).
+  [[gnu::always_inline]] void Schedule(Picoseconds at, EventKind kind, uint32_t component,
+                                       EventFn fn, void* obj, uint64_t arg) {
     const int64_t t = at.ps() < now_ps_ ? now_ps_ : at.ps();
     Insert(static_cast<uint64_t>(t), kind, component, fn, obj, arg);
   }
@@ -224,8 +226,8 @@ class Engine {
   // copied was written as scalars and read back as vectors, which the CPU
   // cannot forward from its store buffer, a stall on every insert (14% of
   // an arrival's samples at 1024 hosts).
-  void Insert(uint64_t time, EventKind kind, uint32_t component, EventFn fn, void* obj,
-              uint64_t arg);
+  [[gnu::always_inline]] inline void Insert(uint64_t time, EventKind kind, uint32_t component,
+                                            EventFn fn, void* obj, uint64_t arg);
   // The rare cases: due in the window already, or beyond the wheel.
   [[gnu::noinline]] void InsertNear(const Event& e);
   // Appends the next non-empty wheel bucket to the window, sorted.
@@ -319,7 +321,13 @@ inline void Engine::Insert(uint64_t time, EventKind kind, uint32_t component, Ev
   }
   const uint64_t i = b & kWheelMask;
   uint32_t head = bucket_head_[i];
-  if (head == kNone || blocks_[head].count == kBlockEvents) {
+  if (head == kNone) {
+    // The bucket's first event: it becomes non-empty.
+    head = NewBlock(kNone);
+    bucket_head_[i] = head;
+    bucket_bits_[i >> 6] |= uint64_t{1} << (i & 63);
+    bucket_summary_[i >> 12] |= uint64_t{1} << ((i >> 6) & 63);
+  } else if (blocks_[head].count == kBlockEvents) {
     head = NewBlock(head);
     bucket_head_[i] = head;
   }
@@ -331,8 +339,6 @@ inline void Engine::Insert(uint64_t time, EventKind kind, uint32_t component, Ev
   slot.arg = arg;
   slot.component = component;
   slot.kind = kind;
-  bucket_bits_[i >> 6] |= uint64_t{1} << (i & 63);
-  bucket_summary_[i >> 12] |= uint64_t{1} << ((i >> 6) & 63);
   ++wheel_count_;
 }
 
