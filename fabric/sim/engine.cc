@@ -51,14 +51,6 @@ void Engine::WindowRoom(size_t n) {
   win_end_ = live;
 }
 
-void Engine::InsertNear(const Event& e) {
-  if ((e.time >> kBucketShift) <= active_bucket_) {
-    InsertActive(e);
-  } else {
-    FarPush(e);
-  }
-}
-
 void Engine::InsertActive(const Event& e) {
   // Usually the latest of the window (it has the highest sequence number);
   // otherwise the later ones shift up.

@@ -228,8 +228,6 @@ class Engine {
   // an arrival's samples at 1024 hosts).
   [[gnu::always_inline]] inline void Insert(uint64_t time, EventKind kind, uint32_t component,
                                             EventFn fn, void* obj, uint64_t arg);
-  // The rare cases: due in the window already, or beyond the wheel.
-  [[gnu::noinline]] void InsertNear(const Event& e);
   // Appends the next non-empty wheel bucket to the window, sorted.
   void LoadNextBucket();
   // Buckets of more events than this are sorted by SortLargeBucket.
@@ -315,8 +313,14 @@ inline void Engine::Insert(uint64_t time, EventKind kind, uint32_t component, Ev
     active_bucket_ = static_cast<uint64_t>(now_ps_) >> kBucketShift;
   }
   const uint64_t b = time >> kBucketShift;
-  if (b <= active_bucket_ || b - active_bucket_ >= kWheelSize) {
-    InsertNear(Event{time, fn, obj, arg, component, kind});
+  // The rare cases, out of line: due in the window already, or beyond the
+  // wheel.
+  if (b <= active_bucket_) {
+    InsertActive(Event{time, fn, obj, arg, component, kind});
+    return;
+  }
+  if (b - active_bucket_ >= kWheelSize) {
+    FarPush(Event{time, fn, obj, arg, component, kind});
     return;
   }
   const uint64_t i = b & kWheelMask;
