@@ -179,6 +179,10 @@ StatusOr<uint32_t> Nic::CreateQp(CompletionQueue* send_cq, CompletionQueue* recv
   qp->flow.src_qpn = qp->qpn;
   qp->flow.traffic_class = attr.traffic_class;
   qp->flow.ipv6 = ipv6_;
+  qp->flow.buffer_class = qp->buffer_class & 7;
+  qp->flow.full_payload = static_cast<uint16_t>(attr.path_mtu_bytes) & 0x1FFF;
+  qp->flow.full_wire_bytes = static_cast<uint16_t>(
+      FrameWireBytes(op::kWriteMiddle, static_cast<uint32_t>(attr.path_mtu_bytes), ipv6_));
   // rxe: source port 0xC000 + hash_32(qpn, 14), so each QP is its own ECMP flow.
   qp->flow.udp_sport = static_cast<uint16_t>(0xC000u | ((qp->qpn * 0x61C88647u) >> 18));
   // The send queue's first storage and the QP's place in the round-robin
@@ -212,6 +216,7 @@ Status Nic::ModifyToRtr(uint32_t qpn, int32_t remote_host, uint32_t remote_qpn, 
                            " dest_qpn=" + Hex(remote_qpn) + ": invalid destination");
   }
   qp->flow.dst_host = remote_host;
+  qp->flow.dest_qpn = remote_qpn;
   qp->remote_qpn = remote_qpn;
   qp->epsn = rq_psn & wire::kPsnMask;
   if (path_fn_ != nullptr) {
@@ -506,12 +511,12 @@ void Nic::OnTimer(void* nic, uint64_t arg) {
   self->ArmTimer(*qp, next);
 }
 
-void Nic::Prefetch(const void* nic, const Packet* p) {
+void Nic::Prefetch(const void* nic, uint32_t dest_qpn) {
   const Nic* self = static_cast<const Nic*>(nic);
   // The NIC's own two lines, and the QP's.
   __builtin_prefetch(nic);
   __builtin_prefetch(static_cast<const char*>(nic) + 64);
-  const uint32_t index = p->dest_qpn - kFirstQpn;
+  const uint32_t index = dest_qpn - kFirstQpn;
   if (index < kQpChunk) {
     // In the NIC: no load to find it (and a slot not yet in use is the
     // NIC's memory all the same).

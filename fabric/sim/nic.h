@@ -44,7 +44,7 @@ class Nic {
   // Receive entry for Port::Connect.
   static void Receive(void* nic, Packet* p, int32_t in_port);
   // Fetch hint (ReceivePrefetchFn): the NIC's lines and the QP's.
-  static void Prefetch(const void* nic, const Packet* p);
+  static void Prefetch(const void* nic, uint32_t dest_qpn);
   // Where the NIC gets the fixed route (QpFlow::path) of a QP's packets when
   // the QP connects: fills all kPathMax entries (set by the Network; without
   // it, the route stays unknown and each switch looks the packets up).
@@ -137,8 +137,9 @@ class Nic {
   // packet of either side, line 1 by the requester (sending, ACKs), line 2 by
   // the sender's checks (attributes, READ responses queued), line 3 by the
   // responder; the rest is rare. Every packet's counters are here too; the
-  // others live in `counters` (see Counters()).
-  struct alignas(64) Qp {
+  // others live in `counters` (see Counters()). 128-byte aligned, as its
+  // QpFlow is.
+  struct alignas(128) Qp {
     // Line 0.
     QpState state = QpState::kReset;
     bool active = false;  // in the NIC's round-robin list

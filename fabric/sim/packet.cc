@@ -6,7 +6,8 @@
 namespace fathom::sim {
 
 // A QpFlow's route is its first line (a hop fetches only it).
-static_assert(offsetof(QpFlow, src_host) == 64 && sizeof(QpFlow) == 128);
+static_assert(offsetof(QpFlow, src_host) == 64 && sizeof(QpFlow) == 128 &&
+              offsetof(QpFlow, dest_qpn) == 60);
 
 int ExtHeaderBytes(uint8_t opcode) {
   switch (opcode) {

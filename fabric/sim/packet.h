@@ -56,7 +56,7 @@ inline constexpr uint16_t kRoceUdpPort = 4791;
 class Port;
 
 // Paths are at most kPathMax links (a 3-tier fat-tree needs 6); see QpFlow.
-inline constexpr uint8_t kPathMax = 8;
+inline constexpr uint8_t kPathMax = 7;
 
 // What every packet of one QP shares: its 5-tuple and the rest of the IP
 // and UDP header, the source QPN, and its route. The QP owns it (a NIC's
@@ -73,10 +73,19 @@ inline constexpr uint8_t kPathMax = 8;
 // instead of the switch's tables, and the engine's fetch hint knows the
 // next egress port ahead of the turn. A null entry means no route is known
 // there: the switch looks the packet up in its table (and drops it when it
-// has no route either). Entries past the last link are null and never read.
-struct alignas(64) QpFlow {
+// has no route either). Entries past the last link are null.
+//
+// Line 0 also holds what every full-size packet of the QP has (a payload of
+// the path MTU and no extension header: the middle of a message), so that a
+// port can hold such a packet as its flow, PSN and opcode alone (Port's
+// compact entries) and a hop read nothing else. The QP sets these.
+struct alignas(128) QpFlow {
   // Line 0: what a hop reads.
   Port* path[kPathMax] = {};
+  uint16_t full_wire_bytes = 0;  // FrameWireBytes of a full-size packet; 0: none
+  uint16_t full_payload : 13 = 0;
+  uint16_t buffer_class : 3 = 0;  // Packet::buffer_class
+  uint32_t dest_qpn = 0;          // Packet::dest_qpn (the peer QP)
   // Line 1: the headers (the NIC, captures, fault models, table lookups).
   int32_t src_host = -1;  // host node ids of the topology
   int32_t dst_host = -1;
@@ -104,8 +113,9 @@ struct PacketExt {
   const uint8_t* data;  // source of payload bytes (requester or responder memory)
 };
 
-// Half a cache line: what a hop reads (the engine fetches it ahead of the
-// arrival) and what a NIC reads and writes for every packet. The header
+// Half a cache line: what a NIC reads and writes for every packet, and what
+// a hop reads (the engine fetches it ahead of the arrival) of a packet that
+// is not full-size (a port holds the others without it; see Port). The header
 // fields all of a QP's packets share are in its QpFlow. Only packets from a
 // PacketPool have an ext(); PacketPool::Alloc clears the packet, not the
 // extension.
@@ -167,6 +177,30 @@ constexpr uint32_t FlowHash(int32_t src_host, int32_t dst_host, uint16_t udp_spo
 
 // Extension header bytes carried by a BTH opcode.
 int ExtHeaderBytes(uint8_t opcode);
+
+// The opcodes that carry extension headers (ExtHeaderBytes > 0), a bit each.
+inline constexpr uint32_t kExtHeaderOpcodes =
+    1u << op::kSendLastImm | 1u << op::kSendOnlyImm | 1u << op::kWriteFirst |
+    1u << op::kWriteLastImm | 1u << op::kWriteOnly | 1u << op::kWriteOnlyImm |
+    1u << op::kReadRequest | 1u << op::kReadRespFirst | 1u << op::kReadRespLast |
+    1u << op::kReadRespOnly | 1u << op::kAck | 1u << op::kAtomicAck | 1u << op::kCompareSwap |
+    1u << op::kFetchAdd;
+
+// The egress port a packet that has crossed `hops` links leaves by, from
+// its flow's route; null when the route does not say.
+inline Port* NextHop(const QpFlow& flow, uint32_t hops) {
+  return hops < kPathMax ? flow.path[hops] : nullptr;
+}
+
+// Whether `p` is a full-size packet of its flow (see QpFlow), which carries
+// nothing its flow, PSN, opcode, hop count and flags do not give.
+inline bool IsFullSize(const Packet& p) {
+  const QpFlow& f = *p.flow;
+  return f.full_wire_bytes != 0 && p.wire_bytes == f.full_wire_bytes &&
+         p.payload_bytes == f.full_payload && p.buffer_class == f.buffer_class &&
+         p.dest_qpn == f.dest_qpn && p.psn <= 0xFFFFFF && p.aeth_syndrome == 0 && !p.corrupt &&
+         !p.has_data && (p.opcode >= 32 || ((kExtHeaderOpcodes >> p.opcode) & 1) == 0);
+}
 // IP packet length: IP + UDP + BTH + ext + payload + pad + ICRC (what a link
 // MTU limits). The Packet forms read the flow's IP version.
 uint32_t IpPacketBytes(uint8_t opcode, uint32_t payload_bytes, bool ipv6);
@@ -204,6 +238,22 @@ class PacketPool {
     free_ = p;
     --in_use_;
   }
+  // A packet that lives on without its pool packet (a port's compact
+  // entry; see Port): Compact returns the storage, Expand takes storage for
+  // it again (not cleared: the caller writes every field), DropCompact ends
+  // it. It stays in use throughout, so that in_use() counts every packet in
+  // flight.
+  void Compact(Packet* p) {
+    p->next = free_;
+    free_ = p;
+  }
+  Packet* Expand() {
+    if (free_ == nullptr) Grow();
+    Packet* p = free_;
+    free_ = p->next;
+    return p;
+  }
+  void DropCompact() { --in_use_; }
   size_t in_use() const { return in_use_; }
   size_t peak_in_use() const { return peak_in_use_; }
 

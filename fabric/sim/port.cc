@@ -42,9 +42,9 @@ Port::Port(Engine* engine, PacketPool* pool, HugePageArena* arena, DropStats* dr
       buffer_bytes_(static_cast<int32_t>(std::clamp<int64_t>(config.buffer_bytes, 0, INT32_MAX))),
       mtu_bytes_(config.mtu_bytes > 0 ? static_cast<uint32_t>(config.mtu_bytes) : 0),
       buffered_(config.buffer_bytes > 0),
-      component_(static_cast<uint32_t>(config.node) * 1024u + static_cast<uint32_t>(config.index)),
       pool_(pool),
       drops_(drops),
+      component_(static_cast<uint32_t>(config.node) * 1024u + static_cast<uint32_t>(config.index)),
       config_(config),
       arena_(arena) {
   // The line plan of port.h: a send reads lines 1 and 2, an arrival line 1
@@ -81,9 +81,11 @@ int64_t Port::queued_bytes(int tc) const {
   int64_t bytes = occupancy_[tc & 7];
   for (uint32_t i = count_ - queued_; i < count_; ++i) {
     const Held& h = ring_[(head_ + i) & ring_mask_];
-    if (h.arrive_ps - latency_ps_ > now) break;
-    const Packet* p = h.packet();
-    if (ClassOf(*p) == (tc & 7)) bytes -= p->wire_bytes;
+    if (h.arrive_ps() - latency_ps_ > now) break;
+    uint32_t size;
+    uint8_t cls;
+    SizeOf(h, &size, &cls);
+    if (cls == (tc & 7)) bytes -= size;
   }
   return bytes;
 }
@@ -93,8 +95,8 @@ void Port::Drain(int64_t now_ps) {
   const int64_t by = now_ps + latency_ps_;
   while (queued_ > 0) {
     const Held& h = ring_[(head_ + count_ - queued_) & ring_mask_];
-    if (h.arrive_ps > by) break;
-    Release(*h.packet());
+    if (h.arrive_ps() > by) break;
+    Release(h);
   }
 }
 
@@ -117,7 +119,102 @@ void Port::DropOnSend(Packet* p, DropReason r) {
   Drop(p, r);
 }
 
-void Port::Send(Packet* p) { SendInline(p); }
+void Port::Send(Packet* p) {
+  // A full-size packet travels as a compact entry: its pool packet goes
+  // back now (and is the next one its NIC takes, still in cache).
+  if (!hooked_ && p->hops < kHopsMax && IsFullSize(*p) &&
+      reinterpret_cast<uint64_t>(p->flow) >> 47 == 0) {
+    const uint64_t w0 = uint64_t{p->opcode} << kOpcodeShift | uint64_t{p->hops} << kHopsShift |
+                        (p->ack_req ? kAckReq : 0) | (p->ecn_ce ? kEcnCe : 0);
+    const uint64_t w1 = uint64_t{p->psn} | (reinterpret_cast<uint64_t>(p->flow) >> 7) << 24;
+    pool_->Compact(p);
+    SendCompact(w0, w1);
+    return;
+  }
+  SendInline(p);
+}
+
+Packet* Port::Materialize(uint64_t w0, uint64_t w1) {
+  const QpFlow* flow = FlowOf(w1);
+  // Every field from the entry and its flow, built whole and stored at
+  // once (Expand does not clear the packet).
+  Packet m;
+  m.next = nullptr;
+  m.flow = flow;
+  m.dest_qpn = flow->dest_qpn;
+  m.psn = static_cast<uint32_t>(w1 & kPsnMask);
+  m.payload_bytes = flow->full_payload;
+  m.wire_bytes = flow->full_wire_bytes;
+  m.opcode = static_cast<uint8_t>(w0 >> kOpcodeShift);
+  m.aeth_syndrome = 0;
+  m.hops = static_cast<uint8_t>((w0 >> kHopsShift) & kHopsMax);
+  m.ack_req = (w0 & kAckReq) != 0;
+  m.corrupt = 0;
+  m.ecn_ce = (w0 & kEcnCe) != 0;
+  m.has_data = 0;
+  m.buffer_class = flow->buffer_class;
+  Packet* p = pool_->Expand();
+  *p = m;
+  return p;
+}
+
+bool Port::Admit(uint32_t bytes, uint8_t tc, int64_t now) {
+  if (!buffered_) return true;
+  // Settle what finished serializing only when the buffer looks full:
+  // settling only lowers the count, so the verdict is the same, and the
+  // entries it walks are cold at scale.
+  if (int64_t{occupancy_[tc]} + bytes > buffer_bytes_) {
+    Drain(now);
+    if (int64_t{occupancy_[tc]} + bytes > buffer_bytes_) return false;
+  }
+  occupancy_[tc] += static_cast<int32_t>(bytes);
+  return true;
+}
+
+int64_t Port::Serialize(uint32_t bytes, int64_t now) {
+  const int64_t start = busy_until_ps_ > now ? busy_until_ps_ : now;
+  const int64_t ser =
+      ps_per_byte_ > 0 ? int64_t{ps_per_byte_} * bytes : config_.rate.SerializationTime(bytes).ps();
+  busy_until_ps_ = start + ser;
+  xmit_wait_ps_ += static_cast<uint64_t>(start - now);
+  ++xmit_packets_;
+  xmit_data_ += bytes - 20;  // without preamble/SFD and IFG
+  return start;
+}
+
+void Port::SendCompact(uint64_t w0, uint64_t w1) {
+  const QpFlow& flow = *FlowOf(w1);
+  const int64_t now = engine_->Now().ps();
+  const uint32_t bytes = flow.full_wire_bytes;
+  if (hooked_ || (mtu_bytes_ > 0 && bytes - kEthernetWireOverhead > mtu_bytes_)) {
+    // The rare cases as a pool packet: a fault model or a tap sees it, or
+    // the MTU drops it.
+    SendInline(Materialize(w0, w1));
+    return;
+  }
+  if (!Admit(bytes, flow.buffer_class, now)) {
+    ++counters_.port_xmit_discards;
+    pool_->DropCompact();
+    drops_->Add(DropReason::kTailDrop);
+    engine_->TraceMix(0xd0000000ULL | static_cast<uint64_t>(DropReason::kTailDrop) |
+                      ((w1 & kPsnMask) << 8));
+    return;
+  }
+  Serialize(bytes, now);
+  const uint64_t arrive = static_cast<uint64_t>(busy_until_ps_ + latency_ps_);
+  // The hop count stays within its 3 bits: Send takes only packets that
+  // have crossed fewer than 7 links, and a compact entry that has crossed 7
+  // is not forwarded by its route (NextHop: kPathMax is 7).
+  static_assert(kPathMax <= kHopsMax);
+  if (arrive > kTimeMask) {
+    // Past what a compact entry holds: as a pool packet (counted above).
+    Packet* p = Materialize(w0, w1);
+    Leave(p);
+    Hold(reinterpret_cast<uintptr_t>(p), static_cast<int64_t>(arrive));
+    return;
+  }
+  HoldWords(arrive | ((w0 & ~kTimeMask) + (uint64_t{1} << kHopsShift)), w1);
+}
 
 void Port::SendInline(Packet* p) {
   const int64_t now = engine_->Now().ps();
@@ -126,34 +223,17 @@ void Port::SendInline(Packet* p) {
     DropOnSend(p, DropReason::kMtuExceeded);
     return;
   }
-  const uint8_t tc = ClassOf(*p);
-  if (buffered_) {
-    // Settle what finished serializing only when the buffer looks full:
-    // settling only lowers the count, so the verdict is the same, and the
-    // entries it walks are cold at scale.
-    if (int64_t{occupancy_[tc]} + bytes > buffer_bytes_) {
-      Drain(now);
-      if (int64_t{occupancy_[tc]} + bytes > buffer_bytes_) {
-        DropOnSend(p, DropReason::kTailDrop);
-        return;
-      }
-    }
-    occupancy_[tc] += static_cast<int32_t>(bytes);
+  if (!Admit(bytes, ClassOf(*p), now)) {
+    DropOnSend(p, DropReason::kTailDrop);
+    return;
   }
-  const int64_t start = busy_until_ps_ > now ? busy_until_ps_ : now;
-  const int64_t ser =
-      ps_per_byte_ > 0 ? int64_t{ps_per_byte_} * bytes : config_.rate.SerializationTime(bytes).ps();
-  const int64_t end = start + ser;
-  busy_until_ps_ = end;
-  xmit_wait_ps_ += static_cast<uint64_t>(start - now);
-  ++xmit_packets_;
-  xmit_data_ += bytes - 20;  // without preamble/SFD and IFG
+  const int64_t start = Serialize(bytes, now);
   if (hooked_) {
-    SendImpaired(p, start, end);
+    SendImpaired(p, start, busy_until_ps_);
     return;
   }
   Leave(p);
-  Hold(reinterpret_cast<uintptr_t>(p), end + latency_ps_);
+  Hold(reinterpret_cast<uintptr_t>(p), busy_until_ps_ + latency_ps_);
 }
 
 void Port::SendImpaired(Packet* p, int64_t start, int64_t end) {
@@ -209,44 +289,59 @@ void Port::Grow() {
 }
 
 void Port::Hold(uintptr_t tagged, int64_t arrive_ps) {
+  HoldWords(static_cast<uint64_t>(arrive_ps) | Held::kPooled, tagged);
+}
+
+void Port::HoldWords(uint64_t w0, uint64_t w1) {
   // Every entry arrives at its end of serialization plus the constant
   // latency, and ends only grow: the ring is in arrival order.
   if (count_ == ring_mask_ + 1) Grow();
-  ring_[(head_ + count_) & ring_mask_] = Held{arrive_ps, tagged};
+  ring_[(head_ + count_) & ring_mask_] = Held{w0, w1};
   ++count_;
   if (buffered_) ++queued_;
   if (count_ == 1) ScheduleOldest();
 }
 
 void Port::ScheduleOldest() {
-  // The argument is only a hint: the engine fetches an arrival's packet a
-  // few events ahead; the handler reads the ring.
+  // The argument is only a hint, which the engine fetches a few events
+  // ahead (the handler reads the ring): a pool packet, or a compact entry's
+  // flow, whose first line gives the route.
   const Held& h = ring_[head_];
-  engine_->Schedule(Picoseconds(h.arrive_ps), EventKind::kArrival, rx_component_,
-                    &Port::OnRingArrival, this, (h.tagged & Held::kTags) != 0 ? 0 : h.tagged);
+  uint64_t hint;
+  if (!h.pooled()) {
+    hint =
+        reinterpret_cast<uint64_t>(FlowOf(h.w1)) | kCompactHint | ((h.w0 >> kHopsShift) & kHopsMax);
+  } else {
+    hint = (h.w1 & Held::kTags) != 0 ? 0 : h.w1;
+  }
+  engine_->Schedule(Picoseconds(h.arrive_ps()), EventKind::kArrival, rx_component_,
+                    &Port::OnRingArrival, this, hint);
 }
 
 void Port::OnRingArrival(void* obj, uint64_t /*arg*/) {
   Port* tx = static_cast<Port*>(obj);
-  const int64_t now = tx->engine_->Now().ps();
-  Packet* p = nullptr;
+  // The oldest entry is due: this event was scheduled for its arrival, and
+  // only this handler takes entries off the ring.
+  auto pop = [tx] {
+    const Held h = tx->ring_[tx->head_];
+    // Still counted in the buffer (arrival before Drain saw it end).
+    if (tx->count_ == tx->queued_) tx->Release(h);
+    tx->head_ = (tx->head_ + 1) & tx->ring_mask_;
+    --tx->count_;
+    return h;
+  };
+  Held h = pop();
   // Entries of packets not delivered here (lost on the wire, or gone on
   // their own) leave the ring with the first real packet due at the same
   // time.
-  while (tx->count_ > 0) {
-    const Held& h = tx->ring_[tx->head_];
-    if (h.arrive_ps > now) break;
-    const uintptr_t tag = h.tagged & Held::kTags;
-    Packet* q = h.packet();
-    // Still counted in the buffer (arrival before Drain saw it end).
-    if (tx->count_ == tx->queued_) tx->Release(*q);
-    tx->head_ = (tx->head_ + 1) & tx->ring_mask_;
-    --tx->count_;
-    if (tag == 0) {
-      p = q;
+  bool found = true;
+  while (h.pooled() && (h.w1 & Held::kTags) != 0) {
+    if ((h.w1 & Held::kTags) == Held::kLost) tx->pool_->Free(h.packet());
+    if (tx->count_ == 0 || tx->ring_[tx->head_].arrive_ps() > tx->engine_->Now().ps()) {
+      found = false;
       break;
     }
-    if (tag == Held::kLost) tx->pool_->Free(q);
+    h = pop();
   }
   if (tx->count_ > 0) {
     tx->ScheduleOldest();
@@ -255,17 +350,37 @@ void Port::OnRingArrival(void* obj, uint64_t /*arg*/) {
     // than the next one round the ring.
     tx->head_ = 0;
   }
-  if (p != nullptr) tx->Deliver(p);
+  if (!found) return;
+  if (h.pooled()) {
+    tx->Deliver(h.packet());
+  } else {
+    tx->DeliverCompact(h.w0, h.w1);
+  }
 }
 
 void Port::PrefetchArrival(const void* obj, uint64_t arg) {
   const Port* port = static_cast<const Port*>(obj);
-  const Packet* p = reinterpret_cast<const Packet*>(arg);
-  if (p == nullptr) return;
+  if (arg == 0) return;
   // The ring's oldest entry (this arrival) and the next (its successor's
   // arrival time): written long ago, cold at scale.
   __builtin_prefetch(&port->ring_[port->head_]);
   __builtin_prefetch(&port->ring_[(port->head_ + 1) & port->ring_mask_]);
+  if ((arg & kCompactHint) != 0) {
+    // A compact entry: the engine fetched its flow's first line, which
+    // names the egress port at a forwarding far end, or gives the QP the
+    // receiver's hint wants.
+    const QpFlow& flow = *reinterpret_cast<const QpFlow*>(arg & ~uint64_t{alignof(QpFlow) - 1});
+    if (port->rx_forwards_) {
+      const Port* out = NextHop(flow, static_cast<uint32_t>(arg & kHopsMax));
+      if (out != nullptr) out->PrefetchSendLines();
+      return;
+    }
+    // The receiver gets a pool packet (Materialize, through pool_).
+    __builtin_prefetch(&port->pool_);
+    if (port->rx_prefetch_ != nullptr) port->rx_prefetch_(port->rx_obj_, flow.dest_qpn);
+    return;
+  }
+  const Packet* p = reinterpret_cast<const Packet*>(arg);
   if (port->rx_forwards_) {
     // A packet with a route goes straight to the egress port it names
     // (Deliver): that port's lines, and the route's, which tells the next
@@ -278,7 +393,7 @@ void Port::PrefetchArrival(const void* obj, uint64_t arg) {
     }
     return;
   }
-  if (port->rx_prefetch_ != nullptr) port->rx_prefetch_(port->rx_obj_, p);
+  if (port->rx_prefetch_ != nullptr) port->rx_prefetch_(port->rx_obj_, p->dest_qpn);
 }
 
 void Port::SendAlone(Packet* p, int64_t arrive_ps) {
@@ -307,10 +422,13 @@ Port::Received Port::Delivered() const {
   r.errors = corrupted_ - alone_.errors;
   for (uint32_t i = 0; i < count_; ++i) {
     const Held& h = ring_[(head_ + i) & ring_mask_];
-    if ((h.tagged & Held::kTags) != 0) continue;  // counted in lost_ or alone_
+    if (h.pooled() && (h.w1 & Held::kTags) != 0) continue;  // counted in lost_ or alone_
+    uint32_t bytes;
+    uint8_t tc;
+    SizeOf(h, &bytes, &tc);
     --r.packets;
-    r.data -= h.packet()->wire_bytes - 20;
-    r.errors -= h.packet()->corrupt;
+    r.data -= bytes - 20;
+    if (h.pooled()) r.errors -= h.packet()->corrupt;  // a compact entry is never corrupt
   }
   return r;
 }
@@ -324,10 +442,25 @@ void Port::Deliver(Packet* p) {
     return;
   }
   if (rx_forwards_ && p->next_out != nullptr) {
-    p->next_out->SendInline(p);
+    p->next_out->Send(p);
     return;
   }
   rx_fn_(rx_obj_, p, rx_index_);
+}
+
+void Port::DeliverCompact(uint64_t w0, uint64_t w1) {
+  const QpFlow& flow = *FlowOf(w1);
+  // The same fold as Deliver's: the digest does not see the entry's form.
+  engine_->TraceMix((w1 & kPsnMask) | (((w0 >> kOpcodeShift) & 0xFF) << 24) |
+                    (uint64_t{flow.dest_qpn} << 32));
+  if (rx_forwards_) {
+    Port* out = NextHop(flow, static_cast<uint32_t>((w0 >> kHopsShift) & kHopsMax));
+    if (out != nullptr) {
+      out->SendCompact(w0, w1);
+      return;
+    }
+  }
+  rx_fn_(rx_obj_, Materialize(w0, w1), rx_index_);
 }
 
 }  // namespace fathom::sim

@@ -11,7 +11,9 @@
 // one's arrival sits in the engine's event list. The list then holds one
 // event per busy link rather than one per packet in flight, small enough to
 // stay in cache at 1024 hosts; the ring gives the next arrival time without
-// touching the packet. A packet a fault delays goes through the event list
+// touching the packet. A full-size packet (the middle of a message: most of
+// them) is held as its flow, PSN and opcode alone, with no pool packet (see
+// Held). A packet a fault delays goes through the event list
 // on its own (its entry in the ring only holds its buffer space), so the
 // ring stays in arrival order. Occupancy for tail drop is the bytes not yet
 // fully serialized, per traffic class (buffer_bytes each). Counters carry
@@ -84,11 +86,10 @@ struct PacketTap {
 
 // Who receives at a port: fn(obj, packet, port index at that node).
 using ReceiveFn = void (*)(void* obj, Packet* p, int32_t in_port);
-// The receiver's fetch hint for a packet about to arrive: the first of the
-// lines its ReceiveFn will reach through pointers. Reads only; the packet is
-// the one arriving (held by the sending port), and the engine fetched its
-// line a few events before.
-using ReceivePrefetchFn = void (*)(const void* obj, const Packet* p);
+// The receiver's fetch hint for a packet about to arrive, by the QP it is
+// for: the first of the lines its ReceiveFn will reach through pointers.
+// Reads only.
+using ReceivePrefetchFn = void (*)(const void* obj, uint32_t dest_qpn);
 
 struct PortConfig {
   int32_t node = -1;
@@ -153,7 +154,10 @@ class Port {
   // The engine's fetch hint for arrival events (Engine::set_prefetcher):
   // the ring's head, and where the packet goes next: for a packet that
   // crosses a forwarding far end by its route, the egress port's lines and
-  // the route's (Deliver); otherwise the receiver's hint.
+  // the route's (Deliver); otherwise the receiver's hint. The event's
+  // argument is the arriving packet's pool packet, or for a compact entry
+  // its flow tagged with kCompactHint and the entry's hop count (the
+  // engine fetches either a few events before).
   static void PrefetchArrival(const void* obj, uint64_t arg);
 
  private:
@@ -174,6 +178,19 @@ class Port {
   // and a call costs more than their bodies' common path.
   [[gnu::always_inline]] inline void Deliver(Packet* p);
   [[gnu::always_inline]] inline void SendInline(Packet* p);
+  // The same for a compact entry's packet (see Held): to the egress port its
+  // route names, or to the receiver as a pool packet.
+  [[gnu::always_inline]] inline void DeliverCompact(uint64_t w0, uint64_t w1);
+  // Queues a full-size packet given as a compact entry's words (its hop
+  // count not yet raised for this link).
+  [[gnu::always_inline]] inline void SendCompact(uint64_t w0, uint64_t w1);
+  // A pool packet with a compact entry's fields (hop count as in w0).
+  Packet* Materialize(uint64_t w0, uint64_t w1);
+  // The buffer takes `bytes` of class `tc` (false: it is full).
+  [[gnu::always_inline]] inline bool Admit(uint32_t bytes, uint8_t tc, int64_t now);
+  // The serializer sends `bytes` (counted): returns when they start; they
+  // end at busy_until_ps_.
+  [[gnu::always_inline]] inline int64_t Serialize(uint32_t bytes, int64_t now);
   [[gnu::always_inline]] inline void ScheduleOldest();
   // The packet crosses this link: count the hop and look up, in its flow's
   // route, where the far end will send it (at a switch, the fetch hint
@@ -181,18 +198,14 @@ class Port {
   // far end then reads only the packet.
   [[gnu::always_inline]] static void Leave(Packet* p) {
     ++p->hops;
-    p->next_out = p->flow->path[p->hops % kPathMax];
+    p->next_out = NextHop(*p->flow, p->hops);
   }
-  // Appends an entry (a Held's `tagged`) arriving at arrive_ps.
+  // Appends a pool packet's entry (a Held's `w1`) arriving at arrive_ps.
   [[gnu::always_inline]] inline void Hold(uintptr_t tagged, int64_t arrive_ps);
+  // Appends an entry as it is (Held's words).
+  [[gnu::always_inline]] inline void HoldWords(uint64_t w0, uint64_t w1);
   // The traffic class a packet is buffered in.
   static uint8_t ClassOf(const Packet& p) { return p.buffer_class; }
-  // The oldest entry still counted in the buffer (`p` is its packet) has
-  // been serialized: its bytes leave the buffer.
-  void Release(const Packet& p) {
-    occupancy_[ClassOf(p)] -= static_cast<int32_t>(p.wire_bytes);
-    --queued_;
-  }
   // The rare cases of Send, out of line.
   [[gnu::cold, gnu::noinline]] void SendImpaired(Packet* p, int64_t start, int64_t end);
   [[gnu::cold, gnu::noinline]] void DropOnSend(Packet* p, DropReason r);
@@ -203,23 +216,79 @@ class Port {
   void CountDrop(const Packet& p, DropReason r);
 
   // A packet the port holds, 16 bytes, so that the rings of the packets in
-  // flight (the bulk of the memory a 1024-host run streams through, with the
-  // packets) stay small. It is on the cable until arrive_ps and counts
-  // against the buffer until its last bit is serialized, latency_ps_
-  // earlier; its size and class are the packet's. The low bits of `tagged`
-  // (a Packet*, 32-byte aligned) say when the packet is not delivered from
-  // here: kLost, lost on the wire (freed when its turn comes), or kAlone,
-  // delayed by a fault and travelling on its own (SendAlone; it arrives
-  // after this entry leaves, so the packet outlives the entry).
+  // flight (the bulk of the memory a 1024-host run streams through) stay
+  // small. It is on the cable until its arrival time and counts against
+  // the buffer until its last bit is serialized, latency_ps_ earlier. Two
+  // forms, told apart by w0's top bit:
+  // - a pool packet (kPooled): w0 is the arrival time | kPooled, w1 the
+  //   Packet*, whose size and class are the entry's. The low bits of w1 (a
+  //   Packet* is 32-byte aligned) say when the packet is not delivered from
+  //   here: kLost, lost on the wire (freed when its turn comes), or kAlone,
+  //   delayed by a fault and travelling on its own (SendAlone; it arrives
+  //   after this entry leaves, so the packet outlives the entry);
+  // - compact: a full-size packet of its flow (IsFullSize), which needs no
+  //   pool packet: w0 is the arrival time (48 bits: 281 s of virtual time),
+  //   the opcode, the hop count (3 bits) and the ack_req and ecn_ce flags;
+  //   w1 the PSN (24 bits) and the flow's address (128-byte aligned, below
+  //   2^47: 40 bits). Its size, class, payload and destination QPN are the
+  //   flow's (line 0, which the hop reads for the route anyway), so a hop
+  //   reads no packet and a packet in flight takes 16 bytes, not 48: at
+  //   1024 hosts the bench's 158,632 packets in flight at its peak take
+  //   2.4 MiB, where they took 7.3 of the run's 9 MiB, more than the shared
+  //   L3 leaves a core here (bench/mem_bench). A port with an impairment
+  //   or a tap takes pool packets only (Materialize), and so does an entry
+  //   arriving past 2^48 ps or having crossed more than 7 links.
   struct Held {
+    static constexpr uint64_t kPooled = uint64_t{1} << 63;
     static constexpr uintptr_t kLost = 1;
     static constexpr uintptr_t kAlone = 2;
     static constexpr uintptr_t kTags = alignof(Packet) - 1;
-    int64_t arrive_ps;
-    uintptr_t tagged;
-    Packet* packet() const { return reinterpret_cast<Packet*>(tagged & ~kTags); }
+    uint64_t w0;
+    uint64_t w1;
+    bool pooled() const { return (w0 & kPooled) != 0; }
+    Packet* packet() const { return reinterpret_cast<Packet*>(w1 & ~kTags); }
+    int64_t arrive_ps() const {
+      return static_cast<int64_t>(w0 & (pooled() ? ~kPooled : kTimeMask));
+    }
   };
   static_assert(sizeof(Held) == 16 && alignof(Packet) > Held::kTags);
+  // Compact w0: time | opcode << 48 | hops << 56 | ack_req << 59 | ecn_ce << 60.
+  static constexpr uint64_t kTimeMask = (uint64_t{1} << 48) - 1;
+  static constexpr int kOpcodeShift = 48;
+  static constexpr int kHopsShift = 56;
+  static constexpr uint64_t kHopsMax = 7;
+  static constexpr uint64_t kAckReq = uint64_t{1} << 59;
+  static constexpr uint64_t kEcnCe = uint64_t{1} << 60;
+  // Compact w1: psn | (flow >> 7) << 24.
+  static constexpr uint64_t kPsnMask = (uint64_t{1} << 24) - 1;
+  static const QpFlow* FlowOf(uint64_t w1) {
+    return reinterpret_cast<const QpFlow*>((w1 >> 24) << 7);
+  }
+  // The fetch hint's argument for a compact entry: its flow | kCompactHint
+  // | its hop count (a pool packet's address has this bit clear).
+  static constexpr uint64_t kCompactHint = 8;
+  static_assert(alignof(QpFlow) == 128 && alignof(Packet) > kCompactHint);
+  // An entry's size on the wire and traffic class.
+  static void SizeOf(const Held& h, uint32_t* bytes, uint8_t* tc) {
+    if (h.pooled()) {
+      const Packet& p = *h.packet();
+      *bytes = p.wire_bytes;
+      *tc = ClassOf(p);
+    } else {
+      const QpFlow& f = *FlowOf(h.w1);
+      *bytes = f.full_wire_bytes;
+      *tc = f.buffer_class;
+    }
+  }
+  // The oldest entry still counted in the buffer has been serialized: its
+  // bytes leave the buffer.
+  void Release(const Held& h) {
+    uint32_t bytes;
+    uint8_t tc;
+    SizeOf(h, &bytes, &tc);
+    occupancy_[tc] -= static_cast<int32_t>(bytes);
+    --queued_;
+  }
 
   // Hot fields in three cache lines (the object is 64-byte aligned), so that
   // at 1024 hosts, where every hop finds its ports cold, a hop fetches few
@@ -255,6 +324,10 @@ class Port {
   // 0 and 1 end line 2, the others start line 3, so that the usual run (one
   // class, 0) reads no third line.
   std::array<int32_t, 8> occupancy_{};
+  // Line 3 also holds what a drop and a delivery to a receiver (a compact
+  // entry's pool packet) need.
+  PacketPool* pool_;
+  DropStats* drops_;
   // Cold. What the far end received (the peer's rcv counters) is derived
   // from what was sent (Delivered()), so an arrival writes no counter.
   struct Received {
@@ -270,8 +343,6 @@ class Port {
   const PacketTap* tap_ = nullptr;
   PortCounters counters_;  // the rare counters (discards); see counters()
   uint32_t component_;
-  PacketPool* pool_;
-  DropStats* drops_;
   Port* peer_ = nullptr;
   PortConfig config_;
   HugePageArena* arena_;

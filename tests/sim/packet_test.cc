@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace fathom::sim {
@@ -83,6 +84,58 @@ TEST(PacketTest, WireBytesCountEveryHeader) {
   p.opcode = op::kAck;
   EXPECT_EQ(FrameWireBytes(p), 38u + 40 + 8 + 12 + 4 + 4);
   EXPECT_EQ(IpPacketBytes(p), 40u + 8 + 12 + 4 + 4);
+}
+
+// The opcodes a compact entry may hold are exactly those without extension
+// headers.
+TEST(PacketTest, ExtHeaderOpcodeMaskMatchesExtHeaderBytes) {
+  for (int op = 0; op < 32; ++op) {
+    EXPECT_EQ(((kExtHeaderOpcodes >> op) & 1) != 0, ExtHeaderBytes(static_cast<uint8_t>(op)) > 0)
+        << op;
+  }
+}
+
+// A full-size packet is one its flow, PSN, opcode, hop count and flags
+// describe whole; any other field that differs makes it a pool packet.
+TEST(PacketTest, FullSizeNeedsEveryOtherFieldToBeTheFlows) {
+  QpFlow flow;
+  flow.full_wire_bytes = 4200;
+  flow.full_payload = 4096;
+  flow.buffer_class = 3;
+  flow.dest_qpn = 0x1234;
+  auto full = [&flow] {
+    Packet p{};
+    p.flow = &flow;
+    p.wire_bytes = 4200;
+    p.payload_bytes = 4096;
+    p.buffer_class = 3;
+    p.dest_qpn = 0x1234;
+    p.opcode = op::kWriteMiddle;
+    p.psn = 0xFFFFFF;
+    p.ack_req = 1;
+    p.ecn_ce = 1;
+    p.hops = 5;
+    return p;
+  };
+  EXPECT_TRUE(IsFullSize(full()));
+  const std::vector<std::pair<const char*, void (*)(Packet&)>> changes = {
+      {"opcode with a RETH", [](Packet& p) { p.opcode = op::kWriteFirst; }},
+      {"payload", [](Packet& p) { p.payload_bytes = 4092; }},
+      {"wire bytes", [](Packet& p) { p.wire_bytes = 4196; }},
+      {"buffer class", [](Packet& p) { p.buffer_class = 0; }},
+      {"dest QPN", [](Packet& p) { p.dest_qpn = 0x1235; }},
+      {"PSN past 24 bits", [](Packet& p) { p.psn = 0x1000000; }},
+      {"AETH", [](Packet& p) { p.aeth_syndrome = kAethAck; }},
+      {"corrupt", [](Packet& p) { p.corrupt = 1; }},
+      {"payload bytes", [](Packet& p) { p.has_data = 1; }},
+  };
+  for (const auto& [what, change] : changes) {
+    Packet p = full();
+    change(p);
+    EXPECT_FALSE(IsFullSize(p)) << what;
+  }
+  flow.full_wire_bytes = 0;  // a flow without full-size packets
+  EXPECT_FALSE(IsFullSize(full()));
 }
 
 }  // namespace
