@@ -100,13 +100,13 @@ void Port::Drain(int64_t now_ps) {
   }
 }
 
-void Port::CountDrop(const Packet& p, DropReason r) {
+void Port::CountDrop(uint32_t psn, DropReason r) {
   drops_->Add(r);
-  engine_->TraceMix(0xd0000000ULL | static_cast<uint64_t>(r) | (uint64_t{p.psn} << 8));
+  engine_->TraceMix(0xd0000000ULL | static_cast<uint64_t>(r) | (uint64_t{psn} << 8));
 }
 
 void Port::Drop(Packet* p, DropReason r) {
-  CountDrop(*p, r);
+  CountDrop(p->psn, r);
   pool_->Free(p);
 }
 
@@ -195,9 +195,7 @@ void Port::SendCompact(uint64_t w0, uint64_t w1) {
   if (!Admit(bytes, flow.buffer_class, now)) {
     ++counters_.port_xmit_discards;
     pool_->DropCompact();
-    drops_->Add(DropReason::kTailDrop);
-    engine_->TraceMix(0xd0000000ULL | static_cast<uint64_t>(DropReason::kTailDrop) |
-                      ((w1 & kPsnMask) << 8));
+    CountDrop(static_cast<uint32_t>(w1 & kPsnMask), DropReason::kTailDrop);
     return;
   }
   Serialize(bytes, now);
@@ -254,7 +252,7 @@ void Port::SendImpaired(Packet* p, int64_t start, int64_t end) {
         // is freed when its turn comes, delivered to no one.
         ++lost_.packets;
         lost_.data += bytes - 20;
-        CountDrop(*p, DropReason::kImpairment);
+        CountDrop(p->psn, DropReason::kImpairment);
         Hold(reinterpret_cast<uintptr_t>(p) | Held::kLost, arrival);
         return;
       case ImpairmentVerdict::kCorrupt:
@@ -335,7 +333,7 @@ void Port::OnRingArrival(void* obj, uint64_t /*arg*/) {
   // their own) leave the ring with the first real packet due at the same
   // time.
   bool found = true;
-  while (h.pooled() && (h.w1 & Held::kTags) != 0) {
+  while (h.skipped()) {
     if ((h.w1 & Held::kTags) == Held::kLost) tx->pool_->Free(h.packet());
     if (tx->count_ == 0 || tx->ring_[tx->head_].arrive_ps() > tx->engine_->Now().ps()) {
       found = false;
@@ -422,7 +420,7 @@ Port::Received Port::Delivered() const {
   r.errors = corrupted_ - alone_.errors;
   for (uint32_t i = 0; i < count_; ++i) {
     const Held& h = ring_[(head_ + i) & ring_mask_];
-    if (h.pooled() && (h.w1 & Held::kTags) != 0) continue;  // counted in lost_ or alone_
+    if (h.skipped()) continue;  // counted in lost_ or alone_
     uint32_t bytes;
     uint8_t tc;
     SizeOf(h, &bytes, &tc);
@@ -442,6 +440,8 @@ void Port::Deliver(Packet* p) {
     return;
   }
   if (rx_forwards_ && p->next_out != nullptr) {
+    // Send, which takes a full-size packet (one a fault model or a tap saw
+    // as a pool packet) back into a compact entry.
     p->next_out->Send(p);
     return;
   }

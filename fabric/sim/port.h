@@ -212,8 +212,9 @@ class Port {
   void Grow();
   void Drain(int64_t now_ps);
   [[gnu::cold]] void Drop(Packet* p, DropReason r);
-  // Counts and traces a drop (Drop without freeing the packet).
-  void CountDrop(const Packet& p, DropReason r);
+  // Counts and traces a drop of the packet with this PSN (Drop without
+  // freeing the packet).
+  void CountDrop(uint32_t psn, DropReason r);
 
   // A packet the port holds, 16 bytes, so that the rings of the packets in
   // flight (the bulk of the memory a 1024-host run streams through) stay
@@ -246,6 +247,8 @@ class Port {
     uint64_t w0;
     uint64_t w1;
     bool pooled() const { return (w0 & kPooled) != 0; }
+    // Not delivered from here (kLost or kAlone).
+    bool skipped() const { return pooled() && (w1 & kTags) != 0; }
     Packet* packet() const { return reinterpret_cast<Packet*>(w1 & ~kTags); }
     int64_t arrive_ps() const {
       return static_cast<int64_t>(w0 & (pooled() ? ~kPooled : kTimeMask));
