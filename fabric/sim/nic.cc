@@ -444,6 +444,10 @@ void Nic::Pump() {
     KickPump();
     return;
   }
+  if (control_head_ == nullptr && !active_.empty() && RequesterSendFullSize(*active_.front())) {
+    KickPump();  // the QP stays active
+    return;
+  }
   Packet* p = nullptr;
   Qp* from = nullptr;  // the QP that sends p
   if (control_head_ != nullptr) {

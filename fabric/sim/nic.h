@@ -235,6 +235,16 @@ class Nic {
   bool RequesterHasWork(const Qp& qp) const;
   uint32_t SendPsn(const Qp& qp) const;
   Packet* RequesterNext(Qp& qp);
+  // Pump's common case without a pool packet: when the next packet `qp`
+  // (the round-robin's front, with no control packet queued) sends is a
+  // middle packet of a modelled SEND or WRITE, sends it to the port as a
+  // compact entry, does the round-robin's turn and returns true; returns
+  // false, having changed nothing, for any other packet. Half the cost of
+  // the general path, for nearly every packet of a bulk transfer.
+  bool RequesterSendFullSize(Qp& qp);
+  // What every request packet sent does to the QP: retransmission count,
+  // highest PSN sent, the local ACK timer.
+  void NoteSent(Qp& qp, uint32_t psn, uint32_t psn_end);
   void OnResponse(Qp& qp, Packet* p);
   void AckUpTo(Qp& qp, uint32_t psn);  // every PSN before `psn` is acknowledged
   void GoBackN(Qp& qp, uint32_t psn);

@@ -254,6 +254,12 @@ class PacketPool {
     return p;
   }
   void DropCompact() { --in_use_; }
+  // A packet that starts as a compact entry (Port::SendFullSize): in use,
+  // as if allocated and compacted.
+  void AddCompact() {
+    ++in_use_;
+    if (in_use_ > peak_in_use_) peak_in_use_ = in_use_;
+  }
   size_t in_use() const { return in_use_; }
   size_t peak_in_use() const { return peak_in_use_; }
 

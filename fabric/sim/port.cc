@@ -134,6 +134,12 @@ void Port::Send(Packet* p) {
   SendInline(p);
 }
 
+void Port::SendFullSize(const QpFlow& flow, uint8_t opcode, uint32_t psn, bool ack_req) {
+  pool_->AddCompact();
+  SendCompact(uint64_t{opcode} << kOpcodeShift | (ack_req ? kAckReq : 0),
+              uint64_t{psn & kPsnMask} | (reinterpret_cast<uint64_t>(&flow) >> 7) << 24);
+}
+
 Packet* Port::Materialize(uint64_t w0, uint64_t w1) {
   const QpFlow* flow = FlowOf(w1);
   // Every field from the entry and its flow, built whole and stored at

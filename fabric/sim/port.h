@@ -130,6 +130,15 @@ class Port {
   // it) when the buffer of its traffic class is full or it exceeds the MTU.
   // The packet's wire_bytes must be set (FrameWireBytes).
   void Send(Packet* p);
+  // Whether SendFullSize takes packets of `flow` (no fault model or tap
+  // here, and a flow address a compact entry holds).
+  bool TakesFullSize(const QpFlow& flow) const {
+    return !hooked_ && reinterpret_cast<uint64_t>(&flow) >> 47 == 0;
+  }
+  // Send for a full-size packet of `flow` (IsFullSize) that a NIC has not
+  // built as a pool packet: the same as Send of a pool packet with these
+  // fields, no hops yet and no ECN mark. Needs TakesFullSize(flow).
+  void SendFullSize(const QpFlow& flow, uint8_t opcode, uint32_t psn, bool ack_req);
 
   // Time the serializer is busy until (a NIC sends when this is <= Now()).
   Picoseconds busy_until() const { return Picoseconds(busy_until_ps_); }

@@ -120,12 +120,65 @@ Packet* Nic::RequesterNext(Qp& qp) {
     }
     if (last && write) ++qp.counters.rdma_sends;
   }
+  NoteSent(qp, psn, psn_end);
+  return p;
+}
+
+void Nic::NoteSent(Qp& qp, uint32_t psn, uint32_t psn_end) {
   if (PsnDiff(psn, qp.max_sent_psn) < 0) {
     ++qp.counters.retransmitted_packets;
   }
   if (PsnDiff(psn_end, qp.max_sent_psn) > 0) qp.max_sent_psn = psn_end;
   if (qp.ack_deadline_ps == 0) RestartAckTimer(qp);
-  return p;
+}
+
+bool Nic::RequesterSendFullSize(Qp& qp) {
+  // Exactly the packet RequesterNext would build, and Pump's general path
+  // would send, for this case; anything else goes that way.
+  if (qp.state != QpState::kRts || ResponderHasWork(qp) || qp.rnr_until_ps != 0 ||
+      qp.send_idx >= qp.sq.size()) {
+    return false;
+  }
+  const SendWqe& w = qp.sq[qp.send_idx];
+  const uint32_t i = qp.send_pkt;
+  // Neither the first packet nor the last: a payload of the path MTU and no
+  // extension header.
+  if (w.local_error || i == 0 || i + 1 >= w.npkts || w.wr.sge.lkey != kModelledKey ||
+      !port_->TakesFullSize(qp.flow)) {
+    return false;
+  }
+  uint8_t opcode;
+  switch (w.wr.opcode) {
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm:
+      opcode = op::kWriteMiddle;
+      break;
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm:
+      opcode = op::kSendMiddle;
+      break;
+    default:
+      return false;
+  }
+  const uint32_t psn = PsnAdd(w.first_psn, i);
+  bool ack_req = false;
+  if (++qp.pkts_since_ackreq >= static_cast<uint32_t>(qp.attr.ack_every_packets)) {
+    ack_req = true;
+    qp.pkts_since_ackreq = 0;
+  }
+  ++qp.send_pkt;  // not the WQE's last packet
+  NoteSent(qp, psn, PsnAdd(psn, 1));
+  // The QP still has work: the round-robin moves it to the back (where it
+  // already is when it is alone).
+  if (active_.size() > 1) {
+    active_.pop_front();
+    active_.push_back(&qp);
+    SyncFront();
+  }
+  rr_wqe_ = rr_front_ == &qp ? &w : nullptr;
+  ++qp.sent_pkts;
+  port_->SendFullSize(qp.flow, opcode, psn, ack_req);
+  return true;
 }
 
 // Every PSN before `psn` is acknowledged: complete the SEND/WRITE WRs it

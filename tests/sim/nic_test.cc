@@ -6,6 +6,9 @@
 
 #include <cstring>
 #include <numeric>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "fabric/sim/network.h"
 #include "fabric/wire/psn.h"
@@ -331,6 +334,111 @@ TEST(NicTest, WriteWithImmAtomicsAndAccessError) {
   EXPECT_EQ(result, 42u);
   EXPECT_EQ(wcs[1].status, WcStatus::kRemAccessErr);
   EXPECT_EQ(net.nic(0).GetQpState(qp.a).value(), QpState::kErr);
+}
+
+// What one run of MiddlePacketsWithoutAPoolPacketAreTheGeneralPathsPackets
+// shows: every packet as the switch sends it on, every completion, counters.
+struct PathRun {
+  std::vector<std::tuple<uint8_t, uint32_t, uint32_t, bool, uint16_t, uint16_t, uint8_t, int64_t>>
+      to_host1;  // opcode, psn, dest_qpn, ack_req, payload, wire bytes, hops, at
+  std::vector<std::tuple<uint64_t, WcStatus, uint32_t, int64_t>> completions;
+  std::vector<QpCounters> counters;
+  size_t peak_in_flight = 0;
+  size_t left_in_flight = 0;
+  uint64_t digest = 0;
+};
+
+PathRun RunBulkTraffic(bool nic_port_hooked) {
+  topo::Topology topo = TwoHosts(/*direct=*/false);
+  Engine engine(5);
+  Network net(&engine, &topo, {});
+  QpAttr attr = Attr();
+  attr.ack_every_packets = 3;
+  // Two QPs from host 0 share its port (the round-robin), one from host 1
+  // sends back (ACKs and data both ways).
+  const auto q1 = Connect(net, 0, 1, attr, kPsnA, 300);
+  const auto q2 = Connect(net, 0, 1, attr, 500, 600);
+  const auto q3 = Connect(net, 1, 0, attr, 700, 800);
+  PathRun run;
+  auto record = [](void* ctx, const Packet& p, Picoseconds at) {
+    static_cast<PathRun*>(ctx)->to_host1.emplace_back(
+        p.opcode, p.psn, p.dest_qpn, p.ack_req, p.payload_bytes, p.wire_bytes, p.hops, at.ps());
+  };
+  const PacketTap tap{record, &run};
+  // The switch's port toward host 1: the reverse of host 1's.
+  Port* to_host1 = net.port(topo.hosts()[1], 0).peer();
+  to_host1->set_tap(&tap);
+  // Lose two middle packets of q1 on the way (go-back-N resends them and
+  // what followed, through the same path).
+  DropIf loss{[&, n = 0](const Packet& p) mutable {
+    return p.dest_qpn == q1.b && p.opcode == op::kWriteMiddle && (++n == 5 || n == 40);
+  }};
+  to_host1->set_impairment(&loss.hook);
+  // A fault model that passes everything: host 0's port then sees only pool
+  // packets, the NIC's general path.
+  DropIf pass{[](const Packet&) { return false; }};
+  if (nic_port_hooked) net.port(topo.hosts()[0], 0).set_impairment(&pass.hook);
+  // Receive buffers of modelled bytes for the SENDs and the WRITE with
+  // immediate.
+  const Sge modelled{0, 1u << 20, kModelledKey};
+  EXPECT_TRUE(net.nic(1).PostRecv(q1.b, RecvWr{81, modelled}).ok());
+  EXPECT_TRUE(net.nic(1).PostRecv(q2.b, RecvWr{91, modelled}).ok());
+  EXPECT_TRUE(net.nic(1).PostRecv(q2.b, RecvWr{92, modelled}).ok());
+  EXPECT_TRUE(net.nic(0).PostRecv(q3.b, RecvWr{96, modelled}).ok());
+  auto post = [&](Nic& nic, uint32_t qpn, uint64_t id, WrOpcode opcode, uint32_t bytes) {
+    SendWr wr;
+    wr.wr_id = id;
+    wr.opcode = opcode;
+    wr.sge.length = bytes;
+    wr.imm = static_cast<uint32_t>(id);
+    EXPECT_TRUE(nic.PostSend(qpn, wr).ok());
+  };
+  post(net.nic(0), q1.a, 1, WrOpcode::kRdmaWrite, 40 * 4096 + 100);
+  post(net.nic(0), q1.a, 2, WrOpcode::kRdmaWriteWithImm, 9 * 4096);
+  post(net.nic(0), q2.a, 3, WrOpcode::kSend, 12 * 4096);
+  post(net.nic(0), q2.a, 4, WrOpcode::kSendWithImm, 7 * 4096 + 1);
+  post(net.nic(0), q2.a, 5, WrOpcode::kRdmaRead, 6 * 4096);
+  post(net.nic(1), q3.a, 6, WrOpcode::kSend, 20 * 4096);
+  engine.Run();
+  for (CompletionQueue* cq : {q1.acq, q2.acq, q3.acq, q1.bcq, q2.bcq, q3.bcq}) {
+    for (const Completion& c : Drain(cq)) {
+      run.completions.emplace_back(c.wr_id, c.status, c.byte_len, c.time.ps());
+    }
+  }
+  for (const auto& [nic, qpn] :
+       {std::pair{0, q1.a}, {0, q2.a}, {1, q3.a}, {1, q1.b}, {1, q2.b}, {0, q3.b}}) {
+    run.counters.push_back(net.nic(nic).GetQpCounters(qpn).value());
+  }
+  EXPECT_EQ(loss.dropped, 2u);
+  run.peak_in_flight = net.pool().peak_in_use();
+  run.left_in_flight = net.pool().in_use();
+  run.digest = engine.trace_digest();
+  return run;
+}
+
+TEST(NicTest, MiddlePacketsWithoutAPoolPacketAreTheGeneralPathsPackets) {
+  // The NIC sends a middle packet of a modelled SEND or WRITE to its port
+  // as a compact entry, without building a pool packet
+  // (Nic::RequesterSendFullSize); a port with a fault model takes pool
+  // packets only, so with one that passes everything the NIC takes its
+  // general path. The two runs must be the same, packet for packet.
+  const PathRun cheap = RunBulkTraffic(false);
+  const PathRun general = RunBulkTraffic(true);
+  ASSERT_EQ(cheap.completions.size(), 10u);  // 6 sends, 4 receives
+  for (const auto& c : cheap.completions) EXPECT_EQ(std::get<1>(c), WcStatus::kSuccess);
+  EXPECT_GT(cheap.counters[0].retransmitted_packets, 0u);
+  EXPECT_GT(cheap.to_host1.size(), 100u);
+  EXPECT_EQ(cheap.to_host1, general.to_host1);
+  EXPECT_EQ(cheap.completions, general.completions);
+  ASSERT_EQ(cheap.counters.size(), general.counters.size());
+  for (size_t i = 0; i < cheap.counters.size(); ++i) {
+    EXPECT_EQ(std::memcmp(&cheap.counters[i], &general.counters[i], sizeof(QpCounters)), 0)
+        << "QP counters " << i;
+  }
+  EXPECT_EQ(cheap.peak_in_flight, general.peak_in_flight);
+  EXPECT_EQ(cheap.left_in_flight, 0u);
+  EXPECT_EQ(general.left_in_flight, 0u);
+  EXPECT_EQ(cheap.digest, general.digest);
 }
 
 TEST(NicTest, SetupErrorsNameTheCallAndValues) {
