@@ -35,6 +35,12 @@ Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node, 
   static_assert(offsetof(Qp, attr) + sizeof(Qp::attr) <= 192);
   static_assert(offsetof(Qp, remote_qpn) + sizeof(uint32_t) <= 64);
   static_assert(offsetof(Qp, ack_deadline_ps) + sizeof(int64_t) <= 128);
+  // A middle packet (RequesterSendFullSize) reads lines 0 and 1 only; the
+  // READ responses' count (ResponderHasWork) is in the first 16 bytes of
+  // their ring.
+  static_assert(offsetof(Qp, send_pkt) + sizeof(uint32_t) <= 64);
+  static_assert(offsetof(Qp, rnr_until_ps) + sizeof(int64_t) <= 128);
+  static_assert(offsetof(Qp, reads) + 16 <= 128);
   // The fetch hints' fields are in the NIC's first two lines.
   static_assert(offsetof(Nic, rr_wqe_) + sizeof(rr_wqe_) <= 128);
 }
@@ -56,6 +62,13 @@ void Nic::PrefetchPump(const void* nic, uint64_t /*arg*/) {
     // the second).
     __builtin_prefetch(self->port_);
     __builtin_prefetch(reinterpret_cast<const char*>(self->port_) + 64);
+  }
+  if (qp != nullptr && self->rr_middle_) {
+    // A middle packet (RequesterSendFullSize) reads the QP's first two
+    // lines and nothing else of it.
+    __builtin_prefetch(qp);
+    __builtin_prefetch(reinterpret_cast<const char*>(qp) + 64);
+    return;
   }
   if (qp != nullptr) {
     // The round-robin list's front entry (Pump reads the QP through it, in
@@ -183,6 +196,8 @@ StatusOr<uint32_t> Nic::CreateQp(CompletionQueue* send_cq, CompletionQueue* recv
   qp->flow.full_payload = static_cast<uint16_t>(attr.path_mtu_bytes) & 0x1FFF;
   qp->flow.full_wire_bytes = static_cast<uint16_t>(
       FrameWireBytes(op::kWriteMiddle, static_cast<uint32_t>(attr.path_mtu_bytes), ipv6_));
+  qp->full_wire_bytes = qp->flow.full_wire_bytes;
+  qp->ack_every_packets = static_cast<uint32_t>(attr.ack_every_packets);
   // rxe: source port 0xC000 + hash_32(qpn, 14), so each QP is its own ECMP flow.
   qp->flow.udp_sport = static_cast<uint16_t>(0xC000u | ((qp->qpn * 0x61C88647u) >> 18));
   // The send queue's first storage and the QP's place in the round-robin
@@ -394,8 +409,7 @@ void Nic::EnterError(Qp& qp) {
     Complete(qp, qp.recv_cq,
              Completion{r.wr.wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, false, 0, {}});
   }
-  qp.send_idx = 0;
-  qp.send_pkt = 0;
+  MoveSendCursor(qp, 0, 0);
   qp.outstanding_rd = 0;
   qp.reads.clear();
   qp.has_deferred_ack = false;
@@ -444,7 +458,7 @@ void Nic::Pump() {
     KickPump();
     return;
   }
-  if (control_head_ == nullptr && !active_.empty() && RequesterSendFullSize(*active_.front())) {
+  if (control_head_ == nullptr && rr_front_ != nullptr && RequesterSendFullSize(*rr_front_)) {
     KickPump();  // the QP stays active
     return;
   }
@@ -476,6 +490,7 @@ void Nic::Pump() {
     rr_wqe_ = from != nullptr && rr_front_ == from && from->send_idx < from->sq.size()
                   ? from->sq.at_address(from->send_idx)
                   : nullptr;
+    rr_middle_ = from != nullptr && rr_front_ == from && from->middle_left > 0;
   }
   if (p != nullptr) {
     // The NIC's IP version, not the flow's: the same, and no line to read.

@@ -134,11 +134,12 @@ class Nic {
   };
   // A QP's state, laid out by who touches it: a NIC at 1024 hosts finds its
   // QPs cold, so each packet should fetch few lines. Line 0 is read by every
-  // packet of either side, line 1 by the requester (sending, ACKs), line 2 by
-  // the sender's checks (attributes, READ responses queued), line 3 by the
-  // responder; the rest is rare. Every packet's counters are here too; the
-  // others live in `counters` (see Counters()). 128-byte aligned, as its
-  // QpFlow is.
+  // packet of either side, line 1 by the requester (sending, ACKs): a
+  // middle packet sent by RequesterSendFullSize reads these two and nothing
+  // else of the QP. Line 2 holds the sender's other checks (attributes, READ
+  // responses queued), line 3 the responder; the rest is rare. Every
+  // packet's counters are here too; the others live in `counters` (see
+  // Counters()). 128-byte aligned, as its QpFlow is.
   struct alignas(128) Qp {
     // Line 0.
     QpState state = QpState::kReset;
@@ -149,7 +150,9 @@ class Nic {
     bool write_modelled = true;
     bool retry_pending = false;
     uint8_t deferred_ack_syndrome = 0;
-    uint8_t buffer_class = 0;  // attr.traffic_class >> 5 (Packet::buffer_class)
+    uint8_t buffer_class = 0;      // attr.traffic_class >> 5 (Packet::buffer_class)
+    uint8_t middle_opcode = 0;     // of the middle packets (middle_left)
+    uint16_t full_wire_bytes = 0;  // flow.full_wire_bytes, here for the middle packets
     uint32_t qpn = 0;
     uint32_t remote_qpn = 0;
     uint32_t epsn = 0;  // responder: expected PSN
@@ -157,19 +160,26 @@ class Nic {
     uint32_t pkts_since_ackreq = 0;
     Packet* pending_ack = nullptr;  // queued, unsent ACK (coalescing)
     uint64_t sent_pkts = 0;
-    uint64_t rcvd_pkts = 0;
+    // The next packets to send from the cursor on, when they are middle
+    // packets of a modelled SEND or WRITE (set by RequesterNext, used up by
+    // RequesterSendFullSize, cleared by every other move of the cursor,
+    // MoveSendCursor): how many, and the PSN of the first. 0: none known.
+    uint32_t middle_left = 0;
+    uint32_t middle_psn = 0;
+    uint32_t ack_every_packets = 64;  // attr.ack_every_packets
+    uint32_t send_pkt = 0;            // packet index within the WQE at send_idx
     // Line 1: the requester.
-    Ring<SendWqe> sq;           // front = oldest not completed
-    uint32_t send_idx = 0;      // WQE being transmitted (index into sq)
-    uint32_t send_pkt = 0;      // packet index within it
-    uint32_t next_psn = 0;      // PSN for the next new WQE
-    uint32_t acked_psn = 0;     // oldest PSN not yet acknowledged
-    uint32_t max_sent_psn = 0;  // one past the highest PSN sent (retransmit detection)
-    int outstanding_rd = 0;
+    Ring<SendWqe> sq;             // front = oldest not completed
+    uint32_t send_idx = 0;        // WQE being transmitted (index into sq)
+    uint32_t max_sent_psn = 0;    // one past the highest PSN sent (retransmit detection)
     int64_t ack_deadline_ps = 0;  // 0 = timer stopped
     int64_t rnr_until_ps = 0;     // 0 = not waiting
-    // Line 2.
+    // Its count is in line 1 (ResponderHasWork), its storage pointer in 2.
     Ring<ReadJob> reads;
+    // Line 2.
+    uint32_t next_psn = 0;   // PSN for the next new WQE
+    uint32_t acked_psn = 0;  // oldest PSN not yet acknowledged
+    int outstanding_rd = 0;
     QpAttr attr;
     // Line 3: the responder.
     Ring<RecvWqe> rq;
@@ -180,6 +190,7 @@ class Nic {
     CompletionQueue* send_cq = nullptr;
     uint32_t deferred_ack_psn = 0;
     uint32_t retry_psn = 0;  // PSN of the last go-back-N (dedups implied NAKs)
+    uint64_t rcvd_pkts = 0;
     // Rare.
     int64_t timer_at_ps = 0;  // time of the live timer event, 0 = none
     uint32_t timer_gen = 0;
@@ -245,6 +256,13 @@ class Nic {
   // What every request packet sent does to the QP: retransmission count,
   // highest PSN sent, the local ACK timer.
   void NoteSent(Qp& qp, uint32_t psn, uint32_t psn_end);
+  // Moves the send cursor other than forward by one packet (go-back-N, a
+  // completed WQE, a flush): the middle packets known ahead are no longer.
+  static void MoveSendCursor(Qp& qp, uint32_t idx, uint32_t pkt) {
+    qp.send_idx = idx;
+    qp.send_pkt = pkt;
+    qp.middle_left = 0;
+  }
   void OnResponse(Qp& qp, Packet* p);
   void AckUpTo(Qp& qp, uint32_t psn);  // every PSN before `psn` is acknowledged
   void GoBackN(Qp& qp, uint32_t psn);
@@ -290,6 +308,9 @@ class Nic {
   // never faults); finding the entry from the QP takes a load that waits,
   // at 1024 hosts, the whole hint.
   const SendWqe* rr_wqe_ = nullptr;
+  // The next pump likely sends a middle packet of rr_front_ (it did the
+  // last, and has more): the fetch hint fetches only what that reads.
+  bool rr_middle_ = false;
   // Cold.
   PathFn path_fn_ = nullptr;
   void* path_ctx_ = nullptr;

@@ -134,10 +134,12 @@ void Port::Send(Packet* p) {
   SendInline(p);
 }
 
-void Port::SendFullSize(const QpFlow& flow, uint8_t opcode, uint32_t psn, bool ack_req) {
+void Port::SendFullSize(const QpFlow& flow, uint32_t wire_bytes, uint8_t tc, uint8_t opcode,
+                        uint32_t psn, bool ack_req) {
   pool_->AddCompact();
-  SendCompact(uint64_t{opcode} << kOpcodeShift | (ack_req ? kAckReq : 0),
-              uint64_t{psn & kPsnMask} | (reinterpret_cast<uint64_t>(&flow) >> 7) << 24);
+  SendCompactSized(uint64_t{opcode} << kOpcodeShift | (ack_req ? kAckReq : 0),
+                   uint64_t{psn & kPsnMask} | (reinterpret_cast<uint64_t>(&flow) >> 7) << 24,
+                   wire_bytes, tc);
 }
 
 Packet* Port::Materialize(uint64_t w0, uint64_t w1) {
@@ -190,15 +192,18 @@ int64_t Port::Serialize(uint32_t bytes, int64_t now) {
 
 void Port::SendCompact(uint64_t w0, uint64_t w1) {
   const QpFlow& flow = *FlowOf(w1);
+  SendCompactSized(w0, w1, flow.full_wire_bytes, flow.buffer_class);
+}
+
+void Port::SendCompactSized(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc) {
   const int64_t now = engine_->Now().ps();
-  const uint32_t bytes = flow.full_wire_bytes;
   if (hooked_ || (mtu_bytes_ > 0 && bytes - kEthernetWireOverhead > mtu_bytes_)) {
     // The rare cases as a pool packet: a fault model or a tap sees it, or
     // the MTU drops it.
     SendInline(Materialize(w0, w1));
     return;
   }
-  if (!Admit(bytes, flow.buffer_class, now)) {
+  if (!Admit(bytes, tc, now)) {
     ++counters_.port_xmit_discards;
     pool_->DropCompact();
     CountDrop(static_cast<uint32_t>(w1 & kPsnMask), DropReason::kTailDrop);

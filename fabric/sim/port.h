@@ -137,8 +137,10 @@ class Port {
   }
   // Send for a full-size packet of `flow` (IsFullSize) that a NIC has not
   // built as a pool packet: the same as Send of a pool packet with these
-  // fields, no hops yet and no ECN mark. Needs TakesFullSize(flow).
-  void SendFullSize(const QpFlow& flow, uint8_t opcode, uint32_t psn, bool ack_req);
+  // fields, no hops yet and no ECN mark. Its size and class are the flow's
+  // (given, so that the flow's line is not read). Needs TakesFullSize(flow).
+  void SendFullSize(const QpFlow& flow, uint32_t wire_bytes, uint8_t tc, uint8_t opcode,
+                    uint32_t psn, bool ack_req);
 
   // Time the serializer is busy until (a NIC sends when this is <= Now()).
   Picoseconds busy_until() const { return Picoseconds(busy_until_ps_); }
@@ -193,6 +195,9 @@ class Port {
   // Queues a full-size packet given as a compact entry's words (its hop
   // count not yet raised for this link).
   [[gnu::always_inline]] inline void SendCompact(uint64_t w0, uint64_t w1);
+  // SendCompact with the flow's full-size wire bytes and class given.
+  [[gnu::always_inline]] inline void SendCompactSized(uint64_t w0, uint64_t w1, uint32_t bytes,
+                                                      uint8_t tc);
   // A pool packet with a compact entry's fields (hop count as in w0).
   Packet* Materialize(uint64_t w0, uint64_t w1);
   // The buffer takes `bytes` of class `tc` (false: it is full).

@@ -1,6 +1,7 @@
 // The RC requester: segmentation, PSNs, ACK/NAK processing, go-back-N, the
 // local ACK timer with retry_cnt, RNR waits with rnr_retry, READ and atomic
 // responses (IBTA vol. 1 9.7.4 "requester side", rxe_req.c / rxe_comp.c).
+#include <cassert>
 #include <cstring>
 
 #include "fabric/sim/nic.h"
@@ -45,6 +46,7 @@ void Nic::RestartAckTimer(Qp& qp) {
 }
 
 Packet* Nic::RequesterNext(Qp& qp) {
+  qp.middle_left = 0;  // known again below, when they are
   SendWqe& w = qp.sq[qp.send_idx];
   if (w.local_error) {
     FailFront(qp, WcStatus::kLocProtErr);
@@ -110,13 +112,19 @@ Packet* Nic::RequesterNext(Qp& qp) {
     }
     if (imm) p->ext().imm = wr.imm;
     const bool last = i + 1 == w.npkts;
-    if (last || ++qp.pkts_since_ackreq >= static_cast<uint32_t>(qp.attr.ack_every_packets)) {
+    if (last || ++qp.pkts_since_ackreq >= qp.ack_every_packets) {
       p->ack_req = 1;
       qp.pkts_since_ackreq = 0;
     }
     if (++qp.send_pkt == w.npkts) {
       ++qp.send_idx;
       qp.send_pkt = 0;
+    } else if (wr.sge.lkey == kModelledKey && qp.send_pkt + 1 < w.npkts) {
+      // The packets from the next to the message's last (not included) are
+      // middle packets: RequesterSendFullSize sends them.
+      qp.middle_left = w.npkts - 1 - qp.send_pkt;
+      qp.middle_psn = PsnAdd(psn, 1);
+      qp.middle_opcode = write ? op::kWriteMiddle : op::kSendMiddle;
     }
     if (last && write) ++qp.counters.rdma_sends;
   }
@@ -134,35 +142,21 @@ void Nic::NoteSent(Qp& qp, uint32_t psn, uint32_t psn_end) {
 
 bool Nic::RequesterSendFullSize(Qp& qp) {
   // Exactly the packet RequesterNext would build, and Pump's general path
-  // would send, for this case; anything else goes that way.
-  if (qp.state != QpState::kRts || ResponderHasWork(qp) || qp.rnr_until_ps != 0 ||
-      qp.send_idx >= qp.sq.size()) {
+  // would send, for this case (RequesterNext found the next packets to be
+  // middle packets); anything else goes that way. Reads the QP's lines 0
+  // and 1 only: not the WQE, nor the flow.
+  if (qp.middle_left == 0 || qp.state != QpState::kRts || ResponderHasWork(qp) ||
+      qp.rnr_until_ps != 0 || !port_->TakesFullSize(qp.flow)) {
     return false;
   }
-  const SendWqe& w = qp.sq[qp.send_idx];
-  const uint32_t i = qp.send_pkt;
-  // Neither the first packet nor the last: a payload of the path MTU and no
-  // extension header.
-  if (w.local_error || i == 0 || i + 1 >= w.npkts || w.wr.sge.lkey != kModelledKey ||
-      !port_->TakesFullSize(qp.flow)) {
-    return false;
-  }
-  uint8_t opcode;
-  switch (w.wr.opcode) {
-    case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm:
-      opcode = op::kWriteMiddle;
-      break;
-    case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm:
-      opcode = op::kSendMiddle;
-      break;
-    default:
-      return false;
-  }
-  const uint32_t psn = PsnAdd(w.first_psn, i);
+  assert(qp.send_idx < qp.sq.size() && !qp.sq[qp.send_idx].local_error && qp.send_pkt > 0 &&
+         qp.send_pkt + qp.middle_left + 1 == qp.sq[qp.send_idx].npkts &&
+         qp.middle_psn == PsnAdd(qp.sq[qp.send_idx].first_psn, qp.send_pkt));
+  const uint32_t psn = qp.middle_psn;
+  qp.middle_psn = PsnAdd(psn, 1);
+  --qp.middle_left;
   bool ack_req = false;
-  if (++qp.pkts_since_ackreq >= static_cast<uint32_t>(qp.attr.ack_every_packets)) {
+  if (++qp.pkts_since_ackreq >= qp.ack_every_packets) {
     ack_req = true;
     qp.pkts_since_ackreq = 0;
   }
@@ -175,9 +169,13 @@ bool Nic::RequesterSendFullSize(Qp& qp) {
     active_.push_back(&qp);
     SyncFront();
   }
-  rr_wqe_ = rr_front_ == &qp ? &w : nullptr;
+  // What the next pump likely reads (the fetch hint): this QP's first
+  // lines again, or, after its last middle packet, its WQE.
+  rr_middle_ = rr_front_ == &qp && qp.middle_left > 0;
+  rr_wqe_ = rr_front_ == &qp && !rr_middle_ ? qp.sq.at_address(qp.send_idx) : nullptr;
   ++qp.sent_pkts;
-  port_->SendFullSize(qp.flow, opcode, psn, ack_req);
+  port_->SendFullSize(qp.flow, qp.full_wire_bytes, qp.buffer_class & 7, qp.middle_opcode, psn,
+                      ack_req);
   return true;
 }
 
@@ -203,9 +201,9 @@ void Nic::AckUpTo(Qp& qp, uint32_t psn) {
     const SendWqe done = w;
     qp.sq.pop_front();
     if (qp.send_idx > 0) {
-      --qp.send_idx;
+      --qp.send_idx;  // the same WQE
     } else {
-      qp.send_pkt = 0;
+      MoveSendCursor(qp, 0, 0);
     }
     if (done.wr.signaled) {
       Complete(qp, qp.send_cq,
@@ -226,8 +224,7 @@ void Nic::AckUpTo(Qp& qp, uint32_t psn) {
   qp.retry_pending = false;
   // A go-back-N pointer left behind the acknowledged PSN moves up to it.
   if (!qp.sq.empty() && PsnDiff(SendPsn(qp), qp.acked_psn) < 0) {
-    qp.send_idx = 0;
-    qp.send_pkt = static_cast<uint32_t>(PsnDiff(qp.acked_psn, qp.sq.front().first_psn));
+    MoveSendCursor(qp, 0, static_cast<uint32_t>(PsnDiff(qp.acked_psn, qp.sq.front().first_psn)));
   }
   if (PsnDiff(qp.max_sent_psn, qp.acked_psn) > 0) {
     RestartAckTimer(qp);
@@ -244,9 +241,8 @@ void Nic::AckUpTo(Qp& qp, uint32_t psn) {
 
 void Nic::GoBackN(Qp& qp, uint32_t psn) {
   if (qp.sq.empty()) return;
-  qp.send_idx = 0;
   const int32_t into = PsnDiff(psn, qp.sq.front().first_psn);
-  qp.send_pkt = into > 0 ? static_cast<uint32_t>(into) : 0;
+  MoveSendCursor(qp, 0, into > 0 ? static_cast<uint32_t>(into) : 0);
   qp.outstanding_rd = 0;
   qp.pkts_since_ackreq = 0;
   qp.retry_pending = true;
@@ -379,9 +375,9 @@ void Nic::OnResponse(Qp& qp, Packet* p) {
     const SendWqe finished = w;
     qp.sq.pop_front();
     if (qp.send_idx > 0) {
-      --qp.send_idx;
+      --qp.send_idx;  // the same WQE
     } else {
-      qp.send_pkt = 0;
+      MoveSendCursor(qp, 0, 0);
     }
     if (qp.outstanding_rd > 0) --qp.outstanding_rd;
     if (finished.wr.signaled) {
@@ -398,8 +394,7 @@ void Nic::OnResponse(Qp& qp, Packet* p) {
     if (qp.state != QpState::kRts) return;
   }
   if (!qp.sq.empty() && PsnDiff(SendPsn(qp), qp.acked_psn) < 0) {
-    qp.send_idx = 0;
-    qp.send_pkt = static_cast<uint32_t>(PsnDiff(qp.acked_psn, qp.sq.front().first_psn));
+    MoveSendCursor(qp, 0, static_cast<uint32_t>(PsnDiff(qp.acked_psn, qp.sq.front().first_psn)));
   }
   if (PsnDiff(qp.max_sent_psn, qp.acked_psn) > 0) {
     RestartAckTimer(qp);
