@@ -40,7 +40,9 @@ Port::Port(Engine* engine, PacketPool* pool, HugePageArena* arena, DropStats* dr
     : engine_(engine),
       latency_ps_(config.latency.ps()),
       buffer_bytes_(static_cast<int32_t>(std::clamp<int64_t>(config.buffer_bytes, 0, INT32_MAX))),
-      mtu_bytes_(config.mtu_bytes > 0 ? static_cast<uint32_t>(config.mtu_bytes) : 0),
+      max_frame_bytes_(config.mtu_bytes > 0
+                           ? static_cast<uint32_t>(config.mtu_bytes) + kEthernetWireOverhead
+                           : UINT32_MAX),
       buffered_(config.buffer_bytes > 0),
       pool_(pool),
       drops_(drops),
@@ -197,7 +199,7 @@ void Port::SendCompact(uint64_t w0, uint64_t w1) {
 
 void Port::SendCompactSized(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc) {
   const int64_t now = engine_->Now().ps();
-  if (hooked_ || (mtu_bytes_ > 0 && bytes - kEthernetWireOverhead > mtu_bytes_)) {
+  if (hooked_ || bytes > max_frame_bytes_) {
     // The rare cases as a pool packet: a fault model or a tap sees it, or
     // the MTU drops it.
     SendInline(Materialize(w0, w1));
@@ -228,7 +230,7 @@ void Port::SendCompactSized(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc
 void Port::SendInline(Packet* p) {
   const int64_t now = engine_->Now().ps();
   const uint32_t bytes = p->wire_bytes;
-  if (mtu_bytes_ > 0 && bytes - kEthernetWireOverhead > mtu_bytes_) {
+  if (bytes > max_frame_bytes_) {
     DropOnSend(p, DropReason::kMtuExceeded);
     return;
   }

@@ -334,7 +334,7 @@ class Port {
   uint64_t xmit_wait_ps_ = 0;
   uint32_t ps_per_byte_ = 0;  // exact serialization cost when the rate allows
   int32_t buffer_bytes_;      // per traffic class; 0 = unlimited (2 GiB at most)
-  uint32_t mtu_bytes_;        // IP MTU; 0 = unlimited
+  uint32_t max_frame_bytes_;  // the IP MTU as wire bytes (a frame's); no MTU: UINT32_MAX
   bool buffered_;             // has a buffer limit: occupancy is tracked for tail drop
   bool hooked_ = false;       // an impairment or a tap is set (SendImpaired)
   // Buffer occupancy by traffic class (at most buffer_bytes_ each): classes
