@@ -97,6 +97,16 @@ void Engine::LoadNextBucket() {
   uint32_t block = bucket_head_[index];
   bucket_head_[index] = kNone;
   bucket_bits_[index >> 6] &= ~(uint64_t{1} << (index & 63));
+  // The next bucket's newest block, when this word of the bitmap names it:
+  // the next call reads it first, and it was written a microsecond or more
+  // ago (a few thousand events at 1024 hosts), long enough to leave the
+  // cache (k=16 +1.2%, k=8 even).
+  if (const uint64_t later = bucket_bits_[index >> 6] & (~uint64_t{0} << (index & 63));
+      later != 0) {
+    const uint32_t next = bucket_head_[(index & ~uint64_t{63}) | __builtin_ctzll(later)];
+    __builtin_prefetch(&blocks_[next]);
+    __builtin_prefetch(reinterpret_cast<const char*>(&blocks_[next]) + 64);
+  }
   if (bucket_bits_[index >> 6] == 0) {
     bucket_summary_[index >> 12] &= ~(uint64_t{1} << ((index >> 6) & 63));
   }
