@@ -99,6 +99,7 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
   std::vector<void*> receiver(nodes.size(), nullptr);
   std::vector<ReceiveFn> receive_fn(nodes.size(), nullptr);
   std::vector<ReceivePrefetchFn> prefetch_fn(nodes.size(), nullptr);
+  std::vector<ReceiveFullSizeFn> full_size_fn(nodes.size(), nullptr);
   for (size_t n = 0; n < nodes.size(); ++n) {
     const int32_t node = static_cast<int32_t>(n);
     if (nodes[n].kind == topo::NodeKind::kSwitch) {
@@ -126,6 +127,7 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
       receiver[n] = nic.get();
       receive_fn[n] = &Nic::Receive;
       prefetch_fn[n] = &Nic::Prefetch;
+      full_size_fn[n] = &Nic::ReceiveFullSize;
       nics_[static_cast<size_t>(topo->HostRank(node))] = std::move(nic);
     }
   }
@@ -135,7 +137,7 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
       const topo::PortRef peer = topo->Peer(node, i);
       const size_t far = static_cast<size_t>(peer.node);
       port(node, i).Connect(&port(peer.node, peer.port), receive_fn[far], receiver[far],
-                            prefetch_fn[far], switch_at_[far] != nullptr);
+                            prefetch_fn[far], switch_at_[far] != nullptr, full_size_fn[far]);
     }
   }
 }

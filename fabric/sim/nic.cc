@@ -41,6 +41,8 @@ Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node, 
   static_assert(offsetof(Qp, send_pkt) + sizeof(uint32_t) <= 64);
   static_assert(offsetof(Qp, rnr_until_ps) + sizeof(int64_t) <= 128);
   static_assert(offsetof(Qp, reads) + 16 <= 128);
+  // ... and a WRITE's middle packet received lines 0 and 3.
+  static_assert(offsetof(Qp, rq) == 192 && offsetof(Qp, rcvd_pkts) + sizeof(uint64_t) <= 256);
   // The fetch hints' fields are in the NIC's first two lines.
   static_assert(offsetof(Nic, rr_wqe_) + sizeof(rr_wqe_) <= 128);
 }
@@ -530,7 +532,7 @@ void Nic::OnTimer(void* nic, uint64_t arg) {
   self->ArmTimer(*qp, next);
 }
 
-void Nic::Prefetch(const void* nic, uint32_t dest_qpn) {
+void Nic::Prefetch(const void* nic, uint32_t dest_qpn, bool full_size) {
   const Nic* self = static_cast<const Nic*>(nic);
   // The NIC's own two lines, and the QP's.
   __builtin_prefetch(nic);
@@ -539,10 +541,10 @@ void Nic::Prefetch(const void* nic, uint32_t dest_qpn) {
   if (index < kQpChunk) {
     // In the NIC: no load to find it (and a slot not yet in use is the
     // NIC's memory all the same).
-    PrefetchQp(&self->first_qps_[index], true);
+    PrefetchQpReceive(&self->first_qps_[index], full_size);
   } else if (index < self->qp_count_) {
     // Through its chunk's pointer, a load that may wait.
-    PrefetchQp(self->QpAt(index), true);
+    PrefetchQpReceive(self->QpAt(index), full_size);
   }
 }
 

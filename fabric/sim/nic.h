@@ -43,8 +43,12 @@ class Nic {
   void AttachPort(Port* port) { port_ = port; }
   // Receive entry for Port::Connect.
   static void Receive(void* nic, Packet* p, int32_t in_port);
+  // ReceiveFullSizeFn: what Receive does for the next expected middle
+  // packet of a WRITE, without a pool packet; false for any other.
+  static bool ReceiveFullSize(void* nic, const QpFlow& flow, uint32_t psn, uint8_t opcode,
+                              bool ack_req);
   // Fetch hint (ReceivePrefetchFn): the NIC's lines and the QP's.
-  static void Prefetch(const void* nic, uint32_t dest_qpn);
+  static void Prefetch(const void* nic, uint32_t dest_qpn, bool full_size);
   // Where the NIC gets the fixed route (QpFlow::path) of a QP's packets when
   // the QP connects: fills all kPathMax entries (set by the Network; without
   // it, the route stays unknown and each switch looks the packets up).
@@ -181,15 +185,16 @@ class Nic {
     uint32_t acked_psn = 0;  // oldest PSN not yet acknowledged
     int outstanding_rd = 0;
     QpAttr attr;
-    // Line 3: the responder.
+    uint32_t retry_psn = 0;  // PSN of the last go-back-N (dedups implied NAKs)
+    CompletionQueue* send_cq = nullptr;
+    // Line 3: the responder. A WRITE's middle packet received reads this
+    // line and line 0 only (ReceiveFullSize).
     Ring<RecvWqe> rq;
     uint64_t write_va = 0;  // WRITE in progress: next address
     uint32_t recv_offset = 0;
     uint32_t write_len = 0;  // bytes of the current WRITE so far
     CompletionQueue* recv_cq = nullptr;
-    CompletionQueue* send_cq = nullptr;
     uint32_t deferred_ack_psn = 0;
-    uint32_t retry_psn = 0;  // PSN of the last go-back-N (dedups implied NAKs)
     uint64_t rcvd_pkts = 0;
     // Rare.
     int64_t timer_at_ps = 0;  // time of the live timer event, 0 = none
@@ -236,6 +241,18 @@ class Nic {
   // Fetches the lines of a QP that sending (or receiving) a packet touches:
   // no more, since a burst of prefetches stalls on the CPU's miss buffers.
   static void PrefetchQp(const Qp* qp, bool receive);
+  // Those a received packet touches: lines 0 and 3 for a full-size one
+  // (the middle of a WRITE; that of a SEND or a READ response, rarer, also
+  // reads a line or two unfetched, as does an ACK request), 0 to 3 for
+  // others.
+  static void PrefetchQpReceive(const Qp* qp, bool full_size) {
+    if (!full_size) {
+      PrefetchQp(qp, true);
+      return;
+    }
+    __builtin_prefetch(qp);
+    __builtin_prefetch(reinterpret_cast<const char*>(qp) + 192);
+  }
   void Pump();
   void SyncFront() { rr_front_ = active_.empty() ? nullptr : active_.front(); }
   void SendControl(Packet* p);
@@ -274,6 +291,9 @@ class Nic {
   // Responder (responder.cc).
   void OnRequest(Qp& qp, Packet* p);
   void ExecuteRequest(Qp& qp, const Packet& p);
+  // The end of a request executed: the next PSN expected, and the ACK it
+  // asks for.
+  void RequestDone(Qp& qp, uint32_t psn, bool ends_message, bool ack_req);
   void ResponderError(Qp& qp, uint32_t psn, uint8_t nak);
   void OnDuplicate(Qp& qp, const Packet& p);
   bool QueueResponses(Qp& qp, const Packet& p);  // READ: false on access error

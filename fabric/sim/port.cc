@@ -388,7 +388,7 @@ void Port::PrefetchArrival(const void* obj, uint64_t arg) {
     }
     // The receiver gets a pool packet (Materialize, through pool_).
     __builtin_prefetch(&port->pool_);
-    if (port->rx_prefetch_ != nullptr) port->rx_prefetch_(port->rx_obj_, flow.dest_qpn);
+    if (port->rx_prefetch_ != nullptr) port->rx_prefetch_(port->rx_obj_, flow.dest_qpn, true);
     return;
   }
   const Packet* p = reinterpret_cast<const Packet*>(arg);
@@ -404,7 +404,7 @@ void Port::PrefetchArrival(const void* obj, uint64_t arg) {
     }
     return;
   }
-  if (port->rx_prefetch_ != nullptr) port->rx_prefetch_(port->rx_obj_, p->dest_qpn);
+  if (port->rx_prefetch_ != nullptr) port->rx_prefetch_(port->rx_obj_, p->dest_qpn, false);
 }
 
 void Port::SendAlone(Packet* p, int64_t arrive_ps) {
@@ -472,6 +472,12 @@ void Port::DeliverCompact(uint64_t w0, uint64_t w1) {
       out->SendCompact(w0, w1);
       return;
     }
+  }
+  if (rx_full_size_fn_ != nullptr &&
+      rx_full_size_fn_(rx_obj_, flow, static_cast<uint32_t>(w1 & kPsnMask),
+                       static_cast<uint8_t>(w0 >> kOpcodeShift), (w0 & kAckReq) != 0)) {
+    pool_->DropCompact();  // received: no longer in flight
+    return;
   }
   rx_fn_(rx_obj_, Materialize(w0, w1), rx_index_);
 }

@@ -89,7 +89,14 @@ using ReceiveFn = void (*)(void* obj, Packet* p, int32_t in_port);
 // The receiver's fetch hint for a packet about to arrive, by the QP it is
 // for: the first of the lines its ReceiveFn will reach through pointers.
 // Reads only.
-using ReceivePrefetchFn = void (*)(const void* obj, uint32_t dest_qpn);
+using ReceivePrefetchFn = void (*)(const void* obj, uint32_t dest_qpn, bool full_size);
+// A receiver's entry for a full-size packet (IsFullSize: the middle of a
+// message) that a port holds as a compact entry: its flow, PSN, opcode and
+// AckReq (its payload, size and destination QP are the flow's). Returns
+// false, having done nothing, for a packet it wants whole: the port then
+// builds a pool packet and calls the ReceiveFn.
+using ReceiveFullSizeFn = bool (*)(void* obj, const QpFlow& flow, uint32_t psn, uint8_t opcode,
+                                   bool ack_req);
 
 struct PortConfig {
   int32_t node = -1;
@@ -116,9 +123,10 @@ class Port {
   // (next_out, from its flow's route): the packet goes straight to that port, the
   // port the switch would pick; `receive` gets the others.
   void Connect(Port* peer, ReceiveFn receive, void* receiver, ReceivePrefetchFn prefetch = nullptr,
-               bool forwards = false) {
+               bool forwards = false, ReceiveFullSizeFn receive_full_size = nullptr) {
     peer_ = peer;
     rx_fn_ = receive;
+    rx_full_size_fn_ = receive_full_size;
     rx_obj_ = receiver;
     rx_prefetch_ = prefetch;
     rx_index_ = static_cast<int16_t>(peer->config_.index);
@@ -342,7 +350,8 @@ class Port {
   // class, 0) reads no third line.
   std::array<int32_t, 8> occupancy_{};
   // Line 3 also holds what a drop and a delivery to a receiver (a compact
-  // entry's pool packet) need.
+  // entry, or its pool packet) need.
+  ReceiveFullSizeFn rx_full_size_fn_ = nullptr;
   PacketPool* pool_;
   DropStats* drops_;
   // Cold. What the far end received (the peer's rcv counters) is derived

@@ -152,10 +152,33 @@ void Nic::ExecuteRequest(Qp& qp, const Packet& p) {
     return;
   }
   if (qp.state == QpState::kErr) return;
-  if (EndsMessage(opc)) ++qp.msn;
-  qp.epsn = PsnAdd(p.psn, 1);
+  RequestDone(qp, p.psn, EndsMessage(opc), p.ack_req);
+}
+
+void Nic::RequestDone(Qp& qp, uint32_t psn, bool ends_message, bool ack_req) {
+  if (ends_message) ++qp.msn;
+  qp.epsn = PsnAdd(psn, 1);
   qp.nak_sent = false;
-  if (p.ack_req) QueueAck(qp, p.psn, kAethAck);
+  if (ack_req) QueueAck(qp, psn, kAethAck);
+}
+
+bool Nic::ReceiveFullSize(void* nic, const QpFlow& flow, uint32_t psn, uint8_t opcode,
+                          bool ack_req) {
+  // Receive, OnRequest and ExecuteRequest for this one case (a WRITE's
+  // middle packet, in sequence, of modelled bytes: a compact entry has no
+  // payload bytes), which is most of what a bulk transfer receives.
+  Nic* self = static_cast<Nic*>(nic);
+  if (opcode != op::kWriteMiddle || self->crashed_) return false;
+  Qp* qp = self->FindQp(flow.dest_qpn);
+  if (qp == nullptr || (qp->state != QpState::kRtr && qp->state != QpState::kRts) ||
+      psn != qp->epsn) {
+    return false;
+  }
+  ++qp->rcvd_pkts;
+  qp->write_va += flow.full_payload;
+  qp->write_len += flow.full_payload;
+  self->RequestDone(*qp, psn, false, ack_req);
+  return true;
 }
 
 // READ: queue its responses; atomics: execute now and queue the atomic ACK.

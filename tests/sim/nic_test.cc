@@ -336,8 +336,8 @@ TEST(NicTest, WriteWithImmAtomicsAndAccessError) {
   EXPECT_EQ(net.nic(0).GetQpState(qp.a).value(), QpState::kErr);
 }
 
-// What one run of MiddlePacketsWithoutAPoolPacketAreTheGeneralPathsPackets
-// shows: every packet as the switch sends it on, every completion, counters.
+// What one run of RunBulkTraffic shows: every packet as the switch sends it
+// on to host 1 (when that port has the loss), every completion, counters.
 struct PathRun {
   std::vector<std::tuple<uint8_t, uint32_t, uint32_t, bool, uint16_t, uint16_t, uint8_t, int64_t>>
       to_host1;  // opcode, psn, dest_qpn, ack_req, payload, wire bytes, hops, at
@@ -348,7 +348,14 @@ struct PathRun {
   uint64_t digest = 0;
 };
 
-PathRun RunBulkTraffic(bool nic_port_hooked) {
+// Middle packets go without a pool packet from a NIC to its port
+// (Nic::RequesterSendFullSize), and from the last port to the receiving NIC
+// (Nic::ReceiveFullSize), except where a port has a fault model: there the
+// NICs take their general paths. The loss that makes go-back-N resend is on
+// host 0's port (the sender's general path) or on the switch's port toward
+// host 1 (the receiver's); `pass` puts a fault model that passes everything
+// on the other one, for the other side's general path.
+PathRun RunBulkTraffic(bool loss_at_sender, bool pass) {
   topo::Topology topo = TwoHosts(/*direct=*/false);
   Engine engine(5);
   Network net(&engine, &topo, {});
@@ -365,19 +372,18 @@ PathRun RunBulkTraffic(bool nic_port_hooked) {
         p.opcode, p.psn, p.dest_qpn, p.ack_req, p.payload_bytes, p.wire_bytes, p.hops, at.ps());
   };
   const PacketTap tap{record, &run};
+  Port* from_host0 = &net.port(topo.hosts()[0], 0);
   // The switch's port toward host 1: the reverse of host 1's.
   Port* to_host1 = net.port(topo.hosts()[1], 0).peer();
-  to_host1->set_tap(&tap);
   // Lose two middle packets of q1 on the way (go-back-N resends them and
   // what followed, through the same path).
   DropIf loss{[&, n = 0](const Packet& p) mutable {
     return p.dest_qpn == q1.b && p.opcode == op::kWriteMiddle && (++n == 5 || n == 40);
   }};
-  to_host1->set_impairment(&loss.hook);
-  // A fault model that passes everything: host 0's port then sees only pool
-  // packets, the NIC's general path.
-  DropIf pass{[](const Packet&) { return false; }};
-  if (nic_port_hooked) net.port(topo.hosts()[0], 0).set_impairment(&pass.hook);
+  DropIf pass_all{[](const Packet&) { return false; }};
+  (loss_at_sender ? from_host0 : to_host1)->set_impairment(&loss.hook);
+  if (pass) (loss_at_sender ? to_host1 : from_host0)->set_impairment(&pass_all.hook);
+  if (!loss_at_sender) to_host1->set_tap(&tap);
   // Receive buffers of modelled bytes for the SENDs and the WRITE with
   // immediate.
   const Sge modelled{0, 1u << 20, kModelledKey};
@@ -416,18 +422,10 @@ PathRun RunBulkTraffic(bool nic_port_hooked) {
   return run;
 }
 
-TEST(NicTest, MiddlePacketsWithoutAPoolPacketAreTheGeneralPathsPackets) {
-  // The NIC sends a middle packet of a modelled SEND or WRITE to its port
-  // as a compact entry, without building a pool packet
-  // (Nic::RequesterSendFullSize); a port with a fault model takes pool
-  // packets only, so with one that passes everything the NIC takes its
-  // general path. The two runs must be the same, packet for packet.
-  const PathRun cheap = RunBulkTraffic(false);
-  const PathRun general = RunBulkTraffic(true);
+void ExpectSameRuns(const PathRun& cheap, const PathRun& general) {
   ASSERT_EQ(cheap.completions.size(), 10u);  // 6 sends, 4 receives
   for (const auto& c : cheap.completions) EXPECT_EQ(std::get<1>(c), WcStatus::kSuccess);
   EXPECT_GT(cheap.counters[0].retransmitted_packets, 0u);
-  EXPECT_GT(cheap.to_host1.size(), 100u);
   EXPECT_EQ(cheap.to_host1, general.to_host1);
   EXPECT_EQ(cheap.completions, general.completions);
   ASSERT_EQ(cheap.counters.size(), general.counters.size());
@@ -439,6 +437,20 @@ TEST(NicTest, MiddlePacketsWithoutAPoolPacketAreTheGeneralPathsPackets) {
   EXPECT_EQ(cheap.left_in_flight, 0u);
   EXPECT_EQ(general.left_in_flight, 0u);
   EXPECT_EQ(cheap.digest, general.digest);
+}
+
+TEST(NicTest, MiddlePacketsSentWithoutAPoolPacketAreTheGeneralPathsPackets) {
+  // The two runs must be the same, packet for packet.
+  const PathRun cheap = RunBulkTraffic(/*loss_at_sender=*/false, /*pass=*/false);
+  const PathRun general = RunBulkTraffic(false, true);
+  EXPECT_GT(cheap.to_host1.size(), 100u);
+  ExpectSameRuns(cheap, general);
+}
+
+TEST(NicTest, MiddlePacketsReceivedWithoutAPoolPacketAreTheGeneralPathsPackets) {
+  // The same, for the receiving NIC (the packets are not seen on the way:
+  // a tap would make the port hold pool packets).
+  ExpectSameRuns(RunBulkTraffic(/*loss_at_sender=*/true, false), RunBulkTraffic(true, true));
 }
 
 TEST(NicTest, SetupErrorsNameTheCallAndValues) {
