@@ -138,7 +138,6 @@ void Port::Send(Packet* p) {
 
 void Port::SendFullSize(const QpFlow& flow, uint32_t wire_bytes, uint8_t tc, uint8_t opcode,
                         uint32_t psn, bool ack_req) {
-  pool_->AddCompact();
   SendCompactSized(uint64_t{opcode} << kOpcodeShift | (ack_req ? kAckReq : 0),
                    uint64_t{psn & kPsnMask} | (reinterpret_cast<uint64_t>(&flow) >> 7) << 24,
                    wire_bytes, tc);

@@ -146,7 +146,9 @@ class Port {
   // Send for a full-size packet of `flow` (IsFullSize) that a NIC has not
   // built as a pool packet: the same as Send of a pool packet with these
   // fields, no hops yet and no ECN mark. Its size and class are the flow's
-  // (given, so that the flow's line is not read). Needs TakesFullSize(flow).
+  // (given, so that the flow's line is not read). Needs TakesFullSize(flow),
+  // and the caller to count the packet in the port's pool first
+  // (PacketPool::AddCompact), which the caller's lines reach.
   void SendFullSize(const QpFlow& flow, uint32_t wire_bytes, uint8_t tc, uint8_t opcode,
                     uint32_t psn, bool ack_req);
 
