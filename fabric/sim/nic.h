@@ -267,8 +267,9 @@ class Nic {
   // (the round-robin's front, with no control packet queued) sends is a
   // middle packet of a modelled SEND or WRITE, sends it to the port as a
   // compact entry, does the round-robin's turn and returns true; returns
-  // false, having changed nothing, for any other packet. Half the cost of
-  // the general path, for nearly every packet of a bulk transfer.
+  // false, having changed nothing, for any other packet. About half the
+  // instructions of the general path, for nearly every packet of a bulk
+  // transfer.
   bool RequesterSendFullSize(Qp& qp);
   // What every request packet sent does to the QP: retransmission count,
   // highest PSN sent, the local ACK timer.

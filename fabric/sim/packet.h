@@ -241,8 +241,8 @@ class PacketPool {
   // A packet that lives on without its pool packet (a port's compact
   // entry; see Port): Compact returns the storage, Expand takes storage for
   // it again (not cleared: the caller writes every field), DropCompact ends
-  // it (dropped, or received as it is). It stays in use throughout, so that in_use() counts every
-  // packet in flight.
+  // it (dropped, or received as it is). It stays in use throughout, so
+  // that in_use() counts every packet in flight.
   void Compact(Packet* p) {
     p->next = free_;
     free_ = p;

@@ -385,7 +385,8 @@ void Port::PrefetchArrival(const void* obj, uint64_t arg) {
       if (out != nullptr) out->PrefetchSendLines();
       return;
     }
-    // The receiver gets a pool packet (Materialize, through pool_).
+    // The receiver takes the entry as it is (rx_full_size_fn_) or as a pool
+    // packet (Materialize, through pool_): both on this line.
     __builtin_prefetch(&port->pool_);
     if (port->rx_prefetch_ != nullptr) port->rx_prefetch_(port->rx_obj_, flow.dest_qpn, true);
     return;
