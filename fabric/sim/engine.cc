@@ -110,17 +110,8 @@ void Engine::LoadNextBucket() {
   if (bucket_bits_[index >> 6] == 0) {
     bucket_summary_[index >> 12] &= ~(uint64_t{1} << ((index >> 6) & 63));
   }
-  // The chain holds its newest block first. Count its events (fetching the
-  // next block as we go).
-  size_t n = 0;
-  for (uint32_t b = block; b != kNone; b = blocks_[b].next) {
-    const uint32_t next = blocks_[b].next;
-    if (next != kNone) {
-      __builtin_prefetch(&blocks_[next]);
-      __builtin_prefetch(reinterpret_cast<const char*>(&blocks_[next]) + 128);
-    }
-    n += blocks_[b].count;
-  }
+  // The chain holds its newest block first, which counts the others.
+  const size_t n = size_t{blocks_[block].below} + blocks_[block].count;
   WindowRoom(n);
   Event* run = win_.get() + win_end_;
   win_end_ += n;
@@ -144,7 +135,11 @@ void Engine::LoadNextBucket() {
     ReleaseBlock(block);
     block = next;
   }
-  for (size_t i = 1; i < n; ++i) SinkInto(run, i, run[i]);
+  // Often in time order already: only an event earlier than the one
+  // before it moves.
+  for (size_t i = 1; i < n; ++i) {
+    if (Before(run[i], run[i - 1])) SinkInto(run, i, run[i]);
+  }
 }
 
 void Engine::SortLargeBucket(uint32_t block, Event* run) {
@@ -162,6 +157,11 @@ void Engine::SortLargeBucket(uint32_t block, Event* run) {
   uint32_t hi = 0;
   for (uint32_t b = block; b != kNone; b = blocks_[b].next) {
     const Block& k = blocks_[b];
+    if (k.next != kNone) {
+      // The next block, whole (the chain is the only way to it).
+      const char* next = reinterpret_cast<const char*>(&blocks_[k.next]);
+      for (int line = 0; line < 4; ++line) __builtin_prefetch(next + 64 * line);
+    }
     for (uint32_t i = 0; i < k.count; ++i) {
       const uint32_t key = static_cast<uint32_t>(k.events[i].time) & kKeyMask;
       ++ends[key];

@@ -177,8 +177,10 @@ class Engine {
   struct alignas(64) Block {
     uint32_t count;
     uint32_t next;
+    uint32_t below;  // events in the older blocks of the chain (all full)
     Event events[kBlockEvents];
   };
+  static_assert(sizeof(Block) == 256);
   static constexpr uint32_t kNone = ~uint32_t{0};
   // Wheel geometry: 2^kBucketShift ps per bucket, 2^kWheelBits buckets.
   // 512 ps: the 2 MiB permutation benchmark ran 2.5% faster than with
@@ -215,6 +217,7 @@ class Engine {
     const PrefetchFn fn = prefetchers_[static_cast<size_t>(e.kind) & 7];
     if (fn != nullptr) fn(e.obj, e.arg);
   }
+  // A block for a bucket's chain, in front of `next` (kNone: a new chain).
   uint32_t NewBlock(uint32_t next);
   // Puts block `b` on the free list (its events are gone).
   void ReleaseBlock(uint32_t b) {
@@ -356,6 +359,7 @@ inline uint32_t Engine::NewBlock(uint32_t next) {
   }
   blocks_[b].count = 0;
   blocks_[b].next = next;
+  blocks_[b].below = next == kNone ? 0 : blocks_[next].below + kBlockEvents;
   return b;
 }
 
