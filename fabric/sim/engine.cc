@@ -120,7 +120,7 @@ void Engine::LoadNextBucket() {
   // earlier bucket), so only the new run needs sorting, stably (ties keep
   // their schedule order).
   if (n > kInsertionSortMax) {
-    SortLargeBucket(block, run);
+    SortLargeBucket(block, run, n);
     return;
   }
   // Small, as it nearly always is: copy each block to its place counted
@@ -142,19 +142,30 @@ void Engine::LoadNextBucket() {
   }
 }
 
-void Engine::SortLargeBucket(uint32_t block, Event* run) {
+void Engine::SortLargeBucket(uint32_t block, Event* run, size_t n) {
   // Large buckets come from ranks, NICs or links in lockstep: hundreds of
-  // events over a few distinct picoseconds, scheduled in an order that is
-  // not time order. A counting sort on the picosecond within the bucket
-  // puts each event in its place in two passes over the blocks, without
-  // comparisons: count each key, turn the counts into the end of each
-  // key's range, then place the events newest first from those ends down,
-  // which keeps ties in schedule order. Only the keys in use are summed
-  // and cleared.
+  // events over a few distinct picoseconds (1.8 on average at 1024 hosts),
+  // most often scheduled in time order already (two thirds of them there).
+  // One pass over the blocks counts each key (the picosecond within the
+  // bucket) and checks that order. A bucket in order is copied as it is,
+  // oldest block first. Otherwise a counting sort puts each event in its
+  // place without comparisons: the counts become the end of each key's
+  // range, and the events are placed newest first from those ends down,
+  // which keeps ties in schedule order. Both passes keep the current key's
+  // count or end in a register while the key repeats: a count in memory,
+  // updated event after event, makes each update wait for the last.
+  // Only the keys in use are summed and cleared.
   constexpr uint32_t kKeyMask = (1u << kBucketShift) - 1;
+  constexpr uint32_t kNoKey = ~uint32_t{0};
   uint32_t* ends = bucket_keys_;
   uint32_t lo = kKeyMask;
   uint32_t hi = 0;
+  uint32_t key_now = kNoKey;  // the key being counted, and its count so far
+  uint32_t key_count = 0;
+  // The chain runs newest block first: the sequence is in order when each
+  // block is, and each ends no later than the newer block starts.
+  bool in_order = true;
+  uint64_t newer_first = ~uint64_t{0};
   for (uint32_t b = block; b != kNone; b = blocks_[b].next) {
     const Block& k = blocks_[b];
     if (k.next != kNone) {
@@ -162,23 +173,56 @@ void Engine::SortLargeBucket(uint32_t block, Event* run) {
       const char* next = reinterpret_cast<const char*>(&blocks_[k.next]);
       for (int line = 0; line < 4; ++line) __builtin_prefetch(next + 64 * line);
     }
+    uint64_t prev = 0;
     for (uint32_t i = 0; i < k.count; ++i) {
-      const uint32_t key = static_cast<uint32_t>(k.events[i].time) & kKeyMask;
-      ++ends[key];
+      const uint64_t time = k.events[i].time;
+      in_order &= prev <= time;
+      prev = time;
+      const uint32_t key = static_cast<uint32_t>(time) & kKeyMask;
+      if (key != key_now) {
+        if (key_now != kNoKey) ends[key_now] += key_count;
+        key_now = key;
+        key_count = 0;
+      }
+      ++key_count;
       lo = key < lo ? key : lo;
       hi = key > hi ? key : hi;
     }
+    in_order &= prev <= newer_first;
+    newer_first = k.count > 0 ? k.events[0].time : newer_first;
+  }
+  if (key_now != kNoKey) ends[key_now] += key_count;
+  if (in_order) {
+    size_t to = n;
+    while (block != kNone) {
+      Block& b = blocks_[block];
+      to -= b.count;
+      for (uint32_t i = 0; i < b.count; ++i) run[to + i] = b.events[i];
+      const uint32_t next = b.next;
+      ReleaseBlock(block);
+      block = next;
+    }
+    std::fill(ends + lo, ends + hi + 1, 0u);
+    return;
   }
   uint32_t sum = 0;
   for (uint32_t key = lo; key <= hi; ++key) {
     sum += ends[key];
     ends[key] = sum;
   }
+  key_now = kNoKey;
+  uint32_t end = 0;  // key_now's end
   while (block != kNone) {
     Block& b = blocks_[block];
     for (uint32_t i = b.count; i-- > 0;) {
       const Event& e = b.events[i];
-      run[--ends[static_cast<uint32_t>(e.time) & kKeyMask]] = e;
+      const uint32_t key = static_cast<uint32_t>(e.time) & kKeyMask;
+      if (key != key_now) {
+        if (key_now != kNoKey) ends[key_now] = end;
+        key_now = key;
+        end = ends[key];
+      }
+      run[--end] = e;
     }
     const uint32_t next = b.next;
     ReleaseBlock(block);

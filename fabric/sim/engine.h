@@ -235,9 +235,9 @@ class Engine {
   void LoadNextBucket();
   // Buckets of more events than this are sorted by SortLargeBucket.
   static constexpr size_t kInsertionSortMax = 32;
-  // Writes the events of the chain from `block` on to `run`, sorted, and
-  // frees the blocks.
-  void SortLargeBucket(uint32_t block, Event* run);
+  // Writes the `n` events of the chain from `block` on to `run`, sorted,
+  // and frees the blocks.
+  void SortLargeBucket(uint32_t block, Event* run, size_t n);
   void InsertActive(const Event& e);
   // Makes room for `n` more events at the window's end: slides the events
   // still to run to the front, growing the storage if they do not leave room.

@@ -149,6 +149,30 @@ TEST(EngineTest, LargeBucketsSpreadOverEveryPicosecondKeepExactOrder) {
   EXPECT_GT(engine.peak_pending(), 1000u);
 }
 
+// Large buckets in which every run of consecutively scheduled events is in
+// time order but the runs are not, each run filling the bucket's blocks
+// whole or part (runs of 6, the block size, and of 5 and 7): the sort must
+// see the order across blocks, not only within them. And buckets in order
+// throughout, which it copies as they are.
+TEST(EngineTest, LargeBucketsInOrderWithinBlocksButNotAcrossThemKeepExactOrder) {
+  for (int run_length : {5, 6, 7}) {
+    Engine engine;
+    OrderCheck check{&engine, Rng(41, 42), [](Rng&) -> int64_t { return 0; }, 0};
+    int64_t bucket = 100 * 512;
+    for (int runs = 8; runs <= 12; ++runs, bucket += 4096) {
+      // Descending runs, each ascending: later runs start earlier.
+      for (int r = 0; r < runs; ++r) {
+        for (int i = 0; i < run_length; ++i) check.Add(bucket + (runs - r) * 20 + i);
+      }
+      // The next bucket in order throughout (ties included).
+      for (int i = 0; i < runs * run_length; ++i) check.Add(bucket + 2048 + i / 3);
+    }
+    engine.Run();
+    ASSERT_EQ(check.seen.size(), check.reference.size()) << "runs of " << run_length;
+    EXPECT_EQ(check.seen, check.Expected()) << "runs of " << run_length;
+  }
+}
+
 // An event scheduled beyond the wheel's reach, and events scheduled later for
 // the same picosecond once it is near (into the wheel, and from a handler
 // running at that picosecond, into the window being run): the far one was
