@@ -10,19 +10,34 @@
 # cancels the phase between rounds: a 2% step shows within 4-6 rounds,
 # where medians of separate runs needed 15 or more.
 #
-# usage: bench/sim_ab.sh A B [ROUNDS] [K] [FLOW_BYTES] [CORE]
+# --pairs: the same question in about 15 s. Alternates single runs of A and
+# B, ROUNDS pairs (default 20), and prints each build's best, the mean of
+# its best quarter and its median, then B/A of the best quarters and the
+# median of the pairs' ratios. A pair takes half a second, so a phase spans
+# many pairs and hits both builds alike, and a neighbour only slows a run
+# down: the best quarter is what a build does on a quiet core. 20 pairs
+# told the 1% steps of stop 22 from noise (two builds of the same code gave
+# 0.997 and 0.994); when the two columns disagree by more than 1%, run again.
+#
+# usage: bench/sim_ab.sh [--pairs] A B [ROUNDS] [K] [FLOW_BYTES] [CORE]
 #   A, B        sim_bench binaries (e.g. a worktree's build-release/bench/sim_bench)
-#   ROUNDS      default 5;  K default 16;  FLOW_BYTES default 2097152;  CORE default 0
+#   ROUNDS      default 5 (--pairs: 20);  K default 16;  FLOW_BYTES default 2097152;  CORE default 0
 set -euo pipefail
+shopt -s inherit_errexit  # a failed run inside $(...) stops the script
 
 usage() {
   sed -n '/^# usage:/,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
+PAIRS=false
+if [[ ${1:-} == --pairs ]]; then
+  PAIRS=true
+  shift
+fi
 [[ $# -ge 2 ]] || usage
 A=$1
 B=$2
-ROUNDS=${3:-5}
+ROUNDS=${3:-$($PAIRS && echo 20 || echo 5)}
 K=${4:-16}
 BYTES=${5:-2097152}
 CORE=${6:-0}
@@ -31,15 +46,46 @@ for bin in "$A" "$B"; do
 done
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "sim_ab: ROUNDS must be a positive integer, not '$ROUNDS'" >&2; exit 2; }
 
-# Best M hops/s of one --repeat 3 run; exits when the bench fails.
-best() {
-  local out
-  if ! out=$(taskset -c "$CORE" "$1" --repeat 3 "$K" "$BYTES" 2>&1); then
-    echo "sim_ab: $1 failed:" >&2
+# M hops/s of each run of `$1 ARGS...` (one line each); exits when the
+# bench fails.
+rates() {
+  local bin=$1 out
+  shift
+  if ! out=$(taskset -c "$CORE" "$bin" "$@" "$K" "$BYTES" 2>&1); then
+    echo "sim_ab: $bin failed:" >&2
     echo "$out" >&2
     exit 1
   fi
-  echo "$out" | grep -o '[0-9.]* M hops/s' | awk '{print $1}' | sort -n | tail -1
+  echo "$out" | grep -o '[0-9.]* M hops/s' | awk '{print $1}'
+}
+
+if $PAIRS; then
+  rows=""
+  for ((i = 1; i <= ROUNDS; i++)); do
+    a=$(rates "$A")
+    b=$(rates "$B")
+    rows+="$a $b"$'\n'
+  done
+  awk -v core="$CORE" -v k="$K" '
+    NF == 2 { n++; a[n] = $1; b[n] = $2; r[n] = $2 / $1 }
+    function sort(v, n,   i, j, t) {
+      for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
+    }
+    function median(v, n) { return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
+    function top(v, n,   q, i, s) { q = int(n / 4); if (q < 1) q = 1; for (i = n - q + 1; i <= n; i++) s += v[i]; return s / q }
+    END {
+      sort(a, n); sort(b, n); sort(r, n)
+      printf "k=%d core %d, %d pairs: A best %.1f top quarter %.2f median %.2f | B best %.1f top quarter %.2f median %.2f M hops/s\n", k, core, n, a[n], top(a, n), median(a, n), b[n], top(b, n), median(b, n)
+      printf "B/A: top quarters %.3f, median of the pairs %.3f\n", top(b, n) / top(a, n), median(r, n)
+    }' <<<"$rows"
+  exit 0
+fi
+
+# Best M hops/s of one --repeat 3 run.
+best() {
+  local r
+  r=$(rates "$1" --repeat 3)
+  echo "$r" | sort -n | tail -1
 }
 
 ratios=()

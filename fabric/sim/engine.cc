@@ -123,9 +123,19 @@ void Engine::LoadNextBucket() {
     SortLargeBucket(block, run, n);
     return;
   }
-  // Small, as it nearly always is: copy each block to its place counted
-  // from the end, so that the run comes out in schedule order (which is
-  // often time order too), then sort by insertion.
+  // Small, as it nearly always is: in schedule order (which is often time
+  // order too), then sorted by insertion.
+  CopyInScheduleOrder(block, run, n);
+  // Often in time order already: only an event earlier than the one
+  // before it moves.
+  for (size_t i = 1; i < n; ++i) {
+    if (Before(run[i], run[i - 1])) SinkInto(run, i, run[i]);
+  }
+}
+
+void Engine::CopyInScheduleOrder(uint32_t block, Event* run, size_t n) {
+  // The chain holds its newest block first: each block goes to its place
+  // counted from the end.
   size_t to = n;
   while (block != kNone) {
     Block& b = blocks_[block];
@@ -134,11 +144,6 @@ void Engine::LoadNextBucket() {
     const uint32_t next = b.next;
     ReleaseBlock(block);
     block = next;
-  }
-  // Often in time order already: only an event earlier than the one
-  // before it moves.
-  for (size_t i = 1; i < n; ++i) {
-    if (Before(run[i], run[i - 1])) SinkInto(run, i, run[i]);
   }
 }
 
@@ -193,15 +198,7 @@ void Engine::SortLargeBucket(uint32_t block, Event* run, size_t n) {
   }
   if (key_now != kNoKey) ends[key_now] += key_count;
   if (in_order) {
-    size_t to = n;
-    while (block != kNone) {
-      Block& b = blocks_[block];
-      to -= b.count;
-      for (uint32_t i = 0; i < b.count; ++i) run[to + i] = b.events[i];
-      const uint32_t next = b.next;
-      ReleaseBlock(block);
-      block = next;
-    }
+    CopyInScheduleOrder(block, run, n);
     std::fill(ends + lo, ends + hi + 1, 0u);
     return;
   }

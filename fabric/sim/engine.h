@@ -235,6 +235,9 @@ class Engine {
   void LoadNextBucket();
   // Buckets of more events than this are sorted by SortLargeBucket.
   static constexpr size_t kInsertionSortMax = 32;
+  // Writes the `n` events of the chain from `block` on to `run` in the
+  // order they were scheduled, and frees the blocks.
+  void CopyInScheduleOrder(uint32_t block, Event* run, size_t n);
   // Writes the `n` events of the chain from `block` on to `run`, sorted,
   // and frees the blocks.
   void SortLargeBucket(uint32_t block, Event* run, size_t n);
