@@ -489,10 +489,7 @@ void Nic::Pump() {
       }
     }
     SyncFront();
-    rr_wqe_ = from != nullptr && rr_front_ == from && from->send_idx < from->sq.size()
-                  ? from->sq.at_address(from->send_idx)
-                  : nullptr;
-    rr_middle_ = from != nullptr && rr_front_ == from && from->middle_left > 0;
+    SetPumpHint(from);
   }
   if (p != nullptr) {
     // The NIC's IP version, not the flow's: the same, and no line to read.

@@ -254,6 +254,16 @@ class Nic {
     __builtin_prefetch(reinterpret_cast<const char*>(qp) + 192);
   }
   void Pump();
+  // The fetch hint's fields for the next pump, after `from` (null: none)
+  // sent: when it is the round-robin's front again, its next middle packet
+  // (rr_middle_: the QP's first lines), or else the WQE at its cursor.
+  void SetPumpHint(const Qp* from) {
+    const bool next = from != nullptr && rr_front_ == from;
+    rr_middle_ = next && from->middle_left > 0;
+    rr_wqe_ = next && !rr_middle_ && from->send_idx < from->sq.size()
+                  ? from->sq.at_address(from->send_idx)
+                  : nullptr;
+  }
   void SyncFront() { rr_front_ = active_.empty() ? nullptr : active_.front(); }
   void SendControl(Packet* p);
   static void OnTimer(void* nic, uint64_t arg);

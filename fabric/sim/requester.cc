@@ -169,10 +169,7 @@ bool Nic::RequesterSendFullSize(Qp& qp) {
     active_.push_back(&qp);
     SyncFront();
   }
-  // What the next pump likely reads (the fetch hint): this QP's first
-  // lines again, or, after its last middle packet, its WQE.
-  rr_middle_ = rr_front_ == &qp && qp.middle_left > 0;
-  rr_wqe_ = rr_front_ == &qp && !rr_middle_ ? qp.sq.at_address(qp.send_idx) : nullptr;
+  SetPumpHint(&qp);
   ++qp.sent_pkts;
   pool_->AddCompact();  // the port's pool, the NIC's
   port_->SendFullSize(qp.flow, qp.full_wire_bytes, qp.buffer_class & 7, qp.middle_opcode, psn,
