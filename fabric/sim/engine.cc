@@ -3,8 +3,29 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdlib>
+#include <mutex>
 
 namespace fathom::sim {
+
+EventFn g_event_handlers[kMaxHandlers] = {};
+
+HandlerId RegisterHandler(EventFn fn) {
+  // A function-local mutex and count: handlers register during static
+  // initialization, in no fixed order between files.
+  static std::mutex mu;
+  static size_t count = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  for (size_t i = 0; i < count; ++i) {
+    if (g_event_handlers[i] == fn) return static_cast<HandlerId>(i);
+  }
+  if (count == kMaxHandlers) {
+    std::fprintf(stderr, "fathom::sim::RegisterHandler: more than %zu event handlers\n",
+                 kMaxHandlers);
+    std::abort();
+  }
+  g_event_handlers[count] = fn;
+  return static_cast<HandlerId>(count++);
+}
 
 Rng::Rng(uint64_t seed, uint64_t component) {
   uint64_t x = Mix64(seed ^ Mix64(component + 0x632be59bd9b4e019ULL));
@@ -325,7 +346,7 @@ uint64_t Engine::Run(Picoseconds until) {
       std::fprintf(trace_file_, "%" PRId64 " %u %u\n", now_ps_, static_cast<unsigned>(e.kind),
                    e.component);
     }
-    e.fn(e.obj, e.arg);
+    g_event_handlers[e.handler](e.obj, e.arg);
     ++n;
     ++dispatched_;
     if (observed_ && progress_fn_ != nullptr && --progress_countdown_ == 0) {

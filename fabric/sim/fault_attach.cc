@@ -28,8 +28,8 @@ void FaultAttachment::OnPortTransition(void* obj, uint64_t) {
   // nothing else is pending the run is over, and the feed stops.
   if (feed->engine->pending() == 0) return;
   if (const auto next = feed->schedule.NextTransition(now)) {
-    feed->engine->Schedule(next->at, EventKind::kFault, static_cast<uint32_t>(feed->nic->host()),
-                           &FaultAttachment::OnPortTransition, feed, 0);
+    feed->engine->Schedule<&FaultAttachment::OnPortTransition>(
+        next->at, EventKind::kFault, static_cast<uint32_t>(feed->nic->host()), feed, 0);
   }
 }
 
@@ -167,18 +167,18 @@ StatusOr<std::unique_ptr<FaultAttachment>> FaultAttachment::Attach(
           auto feed = std::make_unique<NicFeed>(NicFeed{&network->engine(),
                                                         &network->nic(topo.HostRank(node)),
                                                         faults::FlapScheduleOf(spec)});
-          network->engine().Schedule(network->engine().Now(), EventKind::kFault,
-                                     static_cast<uint32_t>(node),
-                                     &FaultAttachment::OnPortTransition, feed.get(), 0);
+          network->engine().Schedule<&FaultAttachment::OnPortTransition>(
+              network->engine().Now(), EventKind::kFault, static_cast<uint32_t>(node), feed.get(),
+              0);
           out->feeds_.push_back(std::move(feed));
         }
       }
     }
     if (spec.kind() == "host_crash") {
       Nic* nic = &network->nic(topo.HostRank(place.crashed_host));
-      network->engine().Schedule(faults::WindowOf(spec).start, EventKind::kFault,
-                                 static_cast<uint32_t>(place.crashed_host),
-                                 &FaultAttachment::OnHostCrash, nic, 0);
+      network->engine().Schedule<&FaultAttachment::OnHostCrash>(
+          faults::WindowOf(spec).start, EventKind::kFault,
+          static_cast<uint32_t>(place.crashed_host), nic, 0);
     }
     if (attached == 0) {
       return map.Error(

@@ -433,7 +433,7 @@ void Nic::KickPump() {
   pump_pending_ = true;
   const Picoseconds at =
       port_->busy_until() > engine_->Now() ? port_->busy_until() : engine_->Now();
-  engine_->Schedule(at, EventKind::kNicPump, static_cast<uint32_t>(host_), &Nic::OnPump, this, 0);
+  engine_->Schedule<&Nic::OnPump>(at, EventKind::kNicPump, static_cast<uint32_t>(host_), this, 0);
 }
 
 void Nic::OnPump(void* nic, uint64_t) {
@@ -505,9 +505,9 @@ void Nic::ArmTimer(Qp& qp, int64_t at_ps) {
   if (qp.timer_at_ps != 0 && qp.timer_at_ps <= at_ps) return;  // an earlier event re-arms
   qp.timer_at_ps = at_ps;
   ++qp.timer_gen;
-  engine_->Schedule(Picoseconds(at_ps), EventKind::kQpTimer,
-                    static_cast<uint32_t>(host_) * 65536u + qp.qpn, &Nic::OnTimer, this,
-                    (uint64_t{qp.qpn} << 32) | qp.timer_gen);
+  engine_->Schedule<&Nic::OnTimer>(Picoseconds(at_ps), EventKind::kQpTimer,
+                                   static_cast<uint32_t>(host_) * 65536u + qp.qpn, this,
+                                   (uint64_t{qp.qpn} << 32) | qp.timer_gen);
 }
 
 void Nic::OnTimer(void* nic, uint64_t arg) {

@@ -324,8 +324,8 @@ void Port::ScheduleOldest() {
   } else {
     hint = (h.w1 & Held::kTags) != 0 ? 0 : h.w1;
   }
-  engine_->Schedule(Picoseconds(h.arrive_ps()), EventKind::kArrival, rx_component_,
-                    &Port::OnRingArrival, this, hint);
+  engine_->Schedule<&Port::OnRingArrival>(Picoseconds(h.arrive_ps()), EventKind::kArrival,
+                                          rx_component_, this, hint);
 }
 
 void Port::OnRingArrival(void* obj, uint64_t /*arg*/) {
@@ -411,8 +411,8 @@ void Port::SendAlone(Packet* p, int64_t arrive_ps) {
   ++alone_.packets;
   alone_.data += p->wire_bytes - 20;
   alone_.errors += p->corrupt;
-  engine_->Schedule(Picoseconds(arrive_ps), EventKind::kArrival, rx_component_, &Port::OnArrival,
-                    this, reinterpret_cast<uint64_t>(p));
+  engine_->Schedule<&Port::OnArrival>(Picoseconds(arrive_ps), EventKind::kArrival, rx_component_,
+                                      this, reinterpret_cast<uint64_t>(p));
 }
 
 void Port::OnArrival(void* obj, uint64_t arg) {

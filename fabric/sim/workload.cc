@@ -61,8 +61,8 @@ Status FlowDriver::Setup() {
       flow_conns_[f].push_back(static_cast<int32_t>(conns_.size()));
       conns_.push_back(Conn{static_cast<int32_t>(f), req, resp, aq, bq, share});
     }
-    network_->engine().Schedule(flow.start, EventKind::kFlowStart, static_cast<uint32_t>(f),
-                                &FlowDriver::OnStart, this, f);
+    network_->engine().Schedule<&FlowDriver::OnStart>(flow.start, EventKind::kFlowStart,
+                                                      static_cast<uint32_t>(f), this, f);
   }
   return Status::Ok();
 }

@@ -26,7 +26,7 @@ TEST(EngineTest, DispatchesInTimeOrderAndTiesInScheduleOrder) {
   std::vector<std::pair<int64_t, uint64_t>> expected;
   for (uint64_t i = 0; i < 5000; ++i) {
     const int64_t t = static_cast<int64_t>(rng.Below(100));  // many ties
-    engine.Schedule(Picoseconds(t), EventKind::kUser, 0, &Recorder::On, &rec, i);
+    engine.Schedule<&Recorder::On>(Picoseconds(t), EventKind::kUser, 0, &rec, i);
     expected.emplace_back(t, i);
   }
   std::stable_sort(expected.begin(), expected.end(),
@@ -50,7 +50,7 @@ struct OrderCheck {
   void Add(int64_t at) {
     const uint64_t id = next_id++;
     reference.emplace(at, id);
-    engine->Schedule(Picoseconds(at), EventKind::kUser, 0, &OrderCheck::On, this, id);
+    engine->Schedule<&OrderCheck::On>(Picoseconds(at), EventKind::kUser, 0, this, id);
   }
   static void On(void* obj, uint64_t id) {
     auto* c = static_cast<OrderCheck*>(obj);
@@ -151,11 +151,12 @@ TEST(EngineTest, LargeBucketsSpreadOverEveryPicosecondKeepExactOrder) {
 
 // Large buckets in which every run of consecutively scheduled events is in
 // time order but the runs are not, each run filling the bucket's blocks
-// whole or part (runs of 6, the block size, and of 5 and 7): the sort must
-// see the order across blocks, not only within them. And buckets in order
-// throughout, which it copies as they are.
+// whole or part (runs of the block size, one less and one more): the sort
+// must see the order across blocks, not only within them. And buckets in
+// order throughout, which it copies as they are.
 TEST(EngineTest, LargeBucketsInOrderWithinBlocksButNotAcrossThemKeepExactOrder) {
-  for (int run_length : {5, 6, 7}) {
+  constexpr int kBlock = static_cast<int>(Engine::kBlockEvents);
+  for (int run_length : {kBlock - 1, kBlock, kBlock + 1}) {
     Engine engine;
     OrderCheck check{&engine, Rng(41, 42), [](Rng&) -> int64_t { return 0; }, 0};
     int64_t bucket = 100 * 512;
@@ -173,32 +174,35 @@ TEST(EngineTest, LargeBucketsInOrderWithinBlocksButNotAcrossThemKeepExactOrder) 
   }
 }
 
+// TiesBetweenFarAndNearEventsGoInScheduleOrder's handler (at namespace
+// scope: a handler is a template argument, which needs linkage).
+struct Chain {
+  Engine* engine;
+  Recorder* rec;
+  int64_t t;
+  static void On(void* obj, uint64_t arg) {
+    auto* c = static_cast<Chain*>(obj);
+    Recorder::On(c->rec, arg);
+    if (arg == 0) {  // at 90 us: two for t, now within a wheel turn
+      c->engine->Schedule<&Chain::On>(Picoseconds(c->t), EventKind::kUser, 0, c, 2);
+      c->engine->Schedule<&Chain::On>(Picoseconds(c->t), EventKind::kUser, 0, c, 3);
+    } else if (arg == 2) {  // at t: one more for t itself
+      c->engine->Schedule<&Chain::On>(Picoseconds(c->t), EventKind::kUser, 0, c, 4);
+    }
+  }
+};
+
 // An event scheduled beyond the wheel's reach, and events scheduled later for
 // the same picosecond once it is near (into the wheel, and from a handler
 // running at that picosecond, into the window being run): the far one was
 // scheduled first and runs first, then the others in schedule order.
 TEST(EngineTest, TiesBetweenFarAndNearEventsGoInScheduleOrder) {
-  struct Chain {
-    Engine* engine;
-    Recorder* rec;
-    int64_t t;
-    static void On(void* obj, uint64_t arg) {
-      auto* c = static_cast<Chain*>(obj);
-      Recorder::On(c->rec, arg);
-      if (arg == 0) {  // at 90 us: two for t, now within a wheel turn
-        c->engine->Schedule(Picoseconds(c->t), EventKind::kUser, 0, &Chain::On, c, 2);
-        c->engine->Schedule(Picoseconds(c->t), EventKind::kUser, 0, &Chain::On, c, 3);
-      } else if (arg == 2) {  // at t: one more for t itself
-        c->engine->Schedule(Picoseconds(c->t), EventKind::kUser, 0, &Chain::On, c, 4);
-      }
-    }
-  };
   Engine engine;
   Recorder rec{&engine, {}};
   const int64_t t = 100000000;  // 100 us: beyond the wheel (33.6 us) at time 0
   Chain chain{&engine, &rec, t};
-  engine.Schedule(Picoseconds(t), EventKind::kUser, 0, &Chain::On, &chain, 1);
-  engine.Schedule(Picoseconds(90000000), EventKind::kUser, 0, &Chain::On, &chain, 0);
+  engine.Schedule<&Chain::On>(Picoseconds(t), EventKind::kUser, 0, &chain, 1);
+  engine.Schedule<&Chain::On>(Picoseconds(90000000), EventKind::kUser, 0, &chain, 0);
   EXPECT_EQ(engine.Run(), 5u);
   EXPECT_EQ(rec.seen, (std::vector<std::pair<int64_t, uint64_t>>{
                           {90000000, 0}, {t, 1}, {t, 2}, {t, 3}, {t, 4}}));
@@ -207,8 +211,8 @@ TEST(EngineTest, TiesBetweenFarAndNearEventsGoInScheduleOrder) {
 TEST(EngineTest, RunUntilStopsAndResumes) {
   Engine engine;
   Recorder rec{&engine, {}};
-  engine.Schedule(Picoseconds(10), EventKind::kUser, 0, &Recorder::On, &rec, 1);
-  engine.Schedule(Picoseconds(30), EventKind::kUser, 0, &Recorder::On, &rec, 2);
+  engine.Schedule<&Recorder::On>(Picoseconds(10), EventKind::kUser, 0, &rec, 1);
+  engine.Schedule<&Recorder::On>(Picoseconds(30), EventKind::kUser, 0, &rec, 2);
   EXPECT_EQ(engine.Run(Picoseconds(20)), 1u);
   EXPECT_EQ(engine.Now(), Picoseconds(20));
   EXPECT_EQ(engine.Run(), 1u);
@@ -219,8 +223,8 @@ TEST(EngineTest, DigestDependsOnEventsAndIsReproducible) {
   auto digest = [](int64_t second_time) {
     Engine engine;
     Recorder rec{&engine, {}};
-    engine.Schedule(Picoseconds(5), EventKind::kUser, 1, &Recorder::On, &rec, 0);
-    engine.Schedule(Picoseconds(second_time), EventKind::kUser, 2, &Recorder::On, &rec, 0);
+    engine.Schedule<&Recorder::On>(Picoseconds(5), EventKind::kUser, 1, &rec, 0);
+    engine.Schedule<&Recorder::On>(Picoseconds(second_time), EventKind::kUser, 2, &rec, 0);
     engine.Run();
     return engine.trace_digest();
   };

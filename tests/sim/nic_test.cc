@@ -221,8 +221,8 @@ TEST(NicTest, RnrNakRecoversWhenReceiveIsPostedWithRealData) {
   wr.sge = Sge{smr.addr, 10000, smr.lkey};
   ASSERT_TRUE(net.nic(0).PostSend(qp.a, wr).ok());
   PostRecvLater later{&net, qp.b, RecvWr{22, Sge{dmr.addr, 10000, dmr.lkey}}};
-  engine.Schedule(Picoseconds::FromMicroseconds(25), EventKind::kUser, 0, &PostRecvLater::Fire,
-                  &later, 0);
+  engine.Schedule<&PostRecvLater::Fire>(Picoseconds::FromMicroseconds(25), EventKind::kUser, 0,
+                                        &later, 0);
   engine.Run();
   auto sent = Drain(qp.acq);
   auto recvd = Drain(qp.bcq);
