@@ -30,6 +30,11 @@ int CompletionQueue::Poll(std::span<Completion> out) {
 Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node, bool ipv6)
     : engine_(engine), pool_(pool), host_(host_node), ipv6_(ipv6), drops_(drops) {
   engine_->set_prefetcher(EventKind::kNicPump, &Nic::PrefetchPump);
+  // What the pump's fetch hint reads is in the NIC's first two lines, which
+  // the engine fetched before it.
+  static_assert(offsetof(Nic, rr_middle_) < 128 && offsetof(Nic, rr_wqe_) < 128 &&
+                offsetof(Nic, rr_front_) < 128 && offsetof(Nic, control_head_) < 128 &&
+                offsetof(Nic, port_) < 128 && offsetof(Nic, active_) + sizeof(active_) <= 128);
   // NewPacket reads line 0 of a QP; the requester lines 0 to 2
   // (PrefetchQp fetches them).
   static_assert(offsetof(Qp, attr) + sizeof(Qp::attr) <= 192);

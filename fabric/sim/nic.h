@@ -328,6 +328,11 @@ class Nic {
   bool ipv6_;
   bool port_active_ = true;
   uint32_t qp_count_ = 0;
+  // The next pump likely sends a middle packet of rr_front_ (it did the
+  // last, and has more): the fetch hint fetches only what that reads. In
+  // the second line, which the engine fetches before the hint reads it
+  // (from the third, it was a wait in every pump at 1024 hosts).
+  bool rr_middle_ = false;
   Packet* control_tail_ = nullptr;
   DropStats* drops_;
   std::vector<MemoryRegion> mrs_;  // index = key - 1
@@ -339,9 +344,6 @@ class Nic {
   // never faults); finding the entry from the QP takes a load that waits,
   // at 1024 hosts, the whole hint.
   const SendWqe* rr_wqe_ = nullptr;
-  // The next pump likely sends a middle packet of rr_front_ (it did the
-  // last, and has more): the fetch hint fetches only what that reads.
-  bool rr_middle_ = false;
   // Cold.
   PathFn path_fn_ = nullptr;
   void* path_ctx_ = nullptr;
