@@ -208,6 +208,18 @@ TEST(EngineTest, TiesBetweenFarAndNearEventsGoInScheduleOrder) {
                           {90000000, 0}, {t, 1}, {t, 2}, {t, 3}, {t, 4}}));
 }
 
+// An event names its handler by number: one number per function, the same
+// whichever way it is asked for, and the table gives the function back.
+TEST(EngineTest, HandlersAreNumberedOncePerFunction) {
+  const HandlerId recorder = RegisterHandler(&Recorder::On);
+  EXPECT_EQ(RegisterHandler(&Recorder::On), recorder);
+  EXPECT_EQ(kHandlerOf<&Recorder::On>, recorder);
+  EXPECT_EQ(g_event_handlers[recorder], &Recorder::On);
+  const HandlerId chain = kHandlerOf<&Chain::On>;
+  EXPECT_NE(chain, recorder);
+  EXPECT_EQ(g_event_handlers[chain], &Chain::On);
+}
+
 TEST(EngineTest, RunUntilStopsAndResumes) {
   Engine engine;
   Recorder rec{&engine, {}};
