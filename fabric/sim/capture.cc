@@ -142,13 +142,6 @@ StatusOr<std::unique_ptr<PortCapture>> PortCapture::Open(const topo::Topology& t
   return cap;
 }
 
-StatusOr<std::unique_ptr<PortCapture>> PortCapture::Open(Network* network, const std::string& what,
-                                                         const std::string& path) {
-  FATHOM_ASSIGN_OR_RETURN(auto cap, Open(network->topology(), what, path));
-  cap->Attach(network);
-  return cap;
-}
-
 void PortCapture::Attach(Network* network) {
   Detach();
   network_ = network;

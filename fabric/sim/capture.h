@@ -1,12 +1,13 @@
-// Port capture: writes the packets a link carries to a pcap file as real
-// RoCEv2 frames, built by the wire codec from the packet's header fields
-// (addresses derived from node ids, payload from the source memory or
-// zeros, ICRC computed), so Wireshark, tshark and `fathom decode` read them.
-// Frames are only built when a capture is attached: the normal hot path
-// pays one null check per transmitted packet.
+// Port capture: writes the packets of a set of links (both directions) to
+// one pcap file as real RoCEv2 frames, built by the wire codec from the
+// packet's header fields (addresses derived from node ids, payload from the
+// source memory or zeros, ICRC computed), so Wireshark, tshark and `fathom
+// decode` read them. Frames are only built when a capture is attached: the
+// normal hot path pays one null check per transmitted packet.
 //
 // Ownership: a PortCapture owns its PcapWriter and its taps; the Network
-// must outlive it (or its Detach). Timestamps are virtual time (ns from the start of the run).
+// must outlive it (or its Detach). Timestamps are virtual time (ns from the
+// start of the run).
 #pragma once
 
 #include <cstdint>
@@ -36,9 +37,6 @@ class PortCapture {
   // created. Attach() starts the capture.
   static StatusOr<std::unique_ptr<PortCapture>> Open(const topo::Topology& topology,
                                                      const std::string& what,
-                                                     const std::string& path);
-  // Open on the network's topology, then Attach.
-  static StatusOr<std::unique_ptr<PortCapture>> Open(Network* network, const std::string& what,
                                                      const std::string& path);
   ~PortCapture();
   PortCapture(const PortCapture&) = delete;
