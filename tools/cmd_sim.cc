@@ -193,16 +193,19 @@ FATHOM_REGISTER_COMMAND(
               sub->add_flag("--json", flags->json,
                             "print the report as JSON on stdout instead of the summary");
               sub->add_option("--json-out", flags->json_out,
-                              "also write the report as JSON to this file");
+                              "also write the report as JSON to this file")
+                  ->type_name("FILE");
               sub->add_option("--pcap", flags->pcap,
                               "capture as LINK=FILE, both directions: a link (h0-leaf0), a node "
                               "(leaf0 = all its links, one file), tier:N or a glob, the names "
                               "--fault link= takes")
+                  ->type_name("LINK=FILE")
                   ->expected(1)
                   ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
               sub->add_option("--trace", flags->trace,
                               "write every event to this file as Chrome trace JSON (Perfetto, "
-                              "chrome://tracing): a track per port, NIC, QP timers, faults");
+                              "chrome://tracing): a track per port, NIC, QP timers, faults")
+                  ->type_name("FILE");
               sub->add_flag("--quiet", flags->quiet,
                             "no summary table, no progress (failures still go to stderr)");
               sub->add_option(
