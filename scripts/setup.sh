@@ -12,6 +12,7 @@ PKGS=(
   # libraries
   libboost-dev libprotobuf-dev protobuf-compiler libgtest-dev libgmock-dev
   libbenchmark-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libpcap-dev zlib1g-dev
+  nlohmann-json3-dev
   # capture dissection in tests
   tshark
   # real rxe testbed: qemu VMs with a stock Debian kernel and a busybox initramfs

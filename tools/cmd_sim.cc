@@ -1,13 +1,23 @@
 // `fathom sim SCENARIO.yaml`: run a scenario in virtual time and summarize
-// it; exit 1 when the outcome differs from the scenario's `expect` block, 2
-// for a bad scenario file or flag.
+// it. Exit 1 when the run found a failure: the outcome differs from the
+// scenario's `expect` block, or flows failed or stalled that the block does
+// not expect. Exit 2 for a bad scenario file or flag, or an output (--pcap,
+// --trace, --json-out) that cannot be written; every output is opened before
+// the run, so a bad path costs no run.
 #include <unistd.h>
 
+#include <cerrno>
+#include <charconv>
 #include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "fabric/sim/capture.h"
+#include "fabric/sim/event_trace.h"
 #include "fabric/sim/scenario.h"
 #include "faults/spec.h"
 #include "tools/command.h"
@@ -18,14 +28,75 @@ namespace {
 struct SimFlags {
   std::string scenario;
   std::optional<uint64_t> seed;
-  std::string json;
+  bool json = false;     // the JSON report on stdout, instead of the summary
+  std::string json_out;  // the JSON report to this file
   std::vector<std::string> pcap;
   std::string trace;
   bool quiet = false;
   std::vector<std::string> faults;  // --fault: one-off faults, scenario syntax
 };
 
+// An output file opened before the run; closed (and checked) by Close.
+struct OutFile {
+  std::string flag;  // "--trace out.json", for messages
+  FILE* f = nullptr;
+  ~OutFile() {
+    if (f != nullptr) std::fclose(f);
+  }
+  // False (and a message) when the file cannot be created.
+  bool Open(const std::string& flag_name, const std::string& path) {
+    flag = flag_name + " " + path;
+    f = std::fopen(path.c_str(), "w");
+    if (f == nullptr) {
+      std::fprintf(stderr, "fathom sim: %s: cannot create the file: %s\n", flag.c_str(),
+                   std::strerror(errno));
+      return false;
+    }
+    return true;
+  }
+  // False when anything written did not reach the file; the message unless
+  // one was printed already (`reported`).
+  bool Close(bool reported = false) {
+    const bool ok = std::ferror(f) == 0 && std::fclose(f) == 0;
+    f = nullptr;
+    if (!ok && !reported) std::fprintf(stderr, "fathom sim: %s: write failed\n", flag.c_str());
+    return ok;
+  }
+};
+
+// --seed as the YAML loader reads `seed:` (proto uint64): decimal or 0x hex,
+// no sign, within 0..2^64-1. CLI11 alone wraps "-1" to 2^64-1 and reads
+// "010" as octal; this check rewrites the value in decimal for it.
+std::string CheckSeed(std::string& text) {
+  std::string_view digits(text);
+  if (!digits.empty() && digits[0] == '+') digits.remove_prefix(1);
+  int base = 10;
+  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+    base = 16;
+    digits.remove_prefix(2);
+  }
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v, base);
+  if (digits.empty() || text[0] == '-' || end != digits.data() + digits.size() ||
+      ec != std::errc()) {
+    return text + " is not a seed: expected an integer in [0, " +
+           std::to_string(std::numeric_limits<uint64_t>::max()) + "] (uint64, as in the scenario)";
+  }
+  text = std::to_string(v);
+  return "";
+}
+
 int RunSim(const SimFlags& f) {
+  std::vector<std::pair<std::string, std::string>> pcaps;
+  for (const std::string& p : f.pcap) {
+    const size_t eq = p.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == p.size()) {
+      std::fprintf(stderr, "fathom sim: --pcap %s: expected LINK=FILE (e.g. h0-leaf0=h0.pcap)\n",
+                   p.c_str());
+      return kExitUsage;
+    }
+    pcaps.emplace_back(p.substr(0, eq), p.substr(eq + 1));
+  }
   auto loaded = sim::LoadScenario(f.scenario);
   if (!loaded.ok()) {
     std::fprintf(stderr, "fathom sim: %s\n", loaded.status().message().c_str());
@@ -35,29 +106,35 @@ int RunSim(const SimFlags& f) {
     std::fprintf(stderr, "fathom sim: %s\n", s.message().c_str());
     return kExitUsage;
   }
+
+  // Every output, before the run.
   sim::RunOptions opts;
   opts.seed = f.seed;
-  for (const std::string& p : f.pcap) {
-    const size_t eq = p.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == p.size()) {
-      std::fprintf(stderr, "fathom sim: --pcap %s: expected LINK=FILE (e.g. h0-leaf0=h0.pcap)\n",
-                   p.c_str());
+  std::vector<std::unique_ptr<sim::PortCapture>> captures;
+  for (const auto& [what, path] : pcaps) {
+    auto cap = sim::PortCapture::Open(loaded->topology, what, path);
+    if (!cap.ok()) {
+      std::fprintf(stderr, "fathom sim: %s\n", cap.status().message().c_str());
       return kExitUsage;
     }
-    opts.captures.emplace_back(p.substr(0, eq), p.substr(eq + 1));
+    opts.open_captures.push_back(cap->get());
+    captures.push_back(std::move(cap).value());
   }
-  FILE* trace = nullptr;
+  if (Status s = sim::CheckDisjoint(opts.open_captures, loaded->topology); !s.ok()) {
+    std::fprintf(stderr, "fathom sim: %s\n", s.message().c_str());
+    return kExitUsage;
+  }
+  OutFile trace_file, json_file;
+  std::unique_ptr<sim::EventTraceWriter> trace;
   if (!f.trace.empty()) {
-    trace = std::fopen(f.trace.c_str(), "w");
-    if (trace == nullptr) {
-      std::fprintf(stderr, "fathom sim: --trace %s: cannot create the file\n", f.trace.c_str());
-      return kExitUsage;
-    }
-    opts.trace_file = trace;
+    if (!trace_file.Open("--trace", f.trace)) return kExitUsage;
+    trace = std::make_unique<sim::EventTraceWriter>(trace_file.f, &loaded->topology);
+    opts.trace = trace.get();
   }
+  if (!f.json_out.empty() && !json_file.Open("--json-out", f.json_out)) return kExitUsage;
+
   opts.progress = !f.quiet && isatty(STDERR_FILENO) != 0;
   auto report = sim::RunScenario(*loaded, opts);
-  if (trace != nullptr) std::fclose(trace);
   if (!report.ok()) {
     std::fprintf(stderr, "fathom sim: %s\n", report.status().message().c_str());
     return report.status().code() == StatusCode::kInvalidArgument ||
@@ -65,51 +142,85 @@ int RunSim(const SimFlags& f) {
                ? kExitUsage
                : kExitFailure;
   }
-  if (!f.json.empty()) {
-    FILE* out = f.json == "-" ? stdout : std::fopen(f.json.c_str(), "w");
-    if (out == nullptr) {
-      std::fprintf(stderr, "fathom sim: --json %s: cannot create the file\n", f.json.c_str());
-      return kExitUsage;
+
+  bool outputs_ok = true;
+  if (trace != nullptr) {
+    const Status s = trace->Finish("--trace " + f.trace);
+    if (!s.ok()) std::fprintf(stderr, "fathom sim: %s\n", s.message().c_str());
+    outputs_ok = trace_file.Close(/*reported=*/!s.ok()) && s.ok();
+  }
+  for (const auto& cap : captures) {
+    if (Status s = cap->Flush(); !s.ok()) {
+      std::fprintf(stderr, "fathom sim: --pcap %s: %s\n", cap->label().c_str(),
+                   s.message().c_str());
+      outputs_ok = false;
     }
-    const std::string json = sim::FormatJson(*report);
-    std::fwrite(json.data(), 1, json.size(), out);
-    if (out != stdout) std::fclose(out);
   }
-  if (!f.quiet && f.json != "-") std::fputs(sim::FormatSummary(*report).c_str(), stdout);
-  const std::vector<std::string> mismatches = sim::CheckExpectations(loaded->spec, *report);
-  for (const std::string& m : mismatches) {
-    std::fprintf(stderr, "fathom sim: %s: expectation not met: %s\n", f.scenario.c_str(),
-                 m.c_str());
+  const std::string json = f.json || json_file.f != nullptr ? sim::FormatJson(*report) : "";
+  if (json_file.f != nullptr) {
+    std::fwrite(json.data(), 1, json.size(), json_file.f);
+    outputs_ok = json_file.Close() && outputs_ok;
   }
-  return mismatches.empty() ? kExitOk : kExitFailure;
+  if (f.json) {
+    std::fputs(json.c_str(), stdout);
+  } else if (!f.quiet) {
+    std::fputs(sim::FormatSummary(*report).c_str(), stdout);
+  }
+  std::fflush(stdout);
+  // The reasons the run failed go to stderr, --quiet or not.
+  const std::vector<std::string> failures = sim::CheckExpectations(loaded->spec, *report);
+  for (const std::string& m : failures) {
+    std::fprintf(stderr, "fathom sim: %s: %s\n", f.scenario.c_str(), m.c_str());
+  }
+  if (!outputs_ok) return kExitUsage;
+  return failures.empty() ? kExitOk : kExitFailure;
 }
 
 }  // namespace
 
 FATHOM_REGISTER_COMMAND(
-    sim, Command{"sim", "Run a scenario in the fabric simulator (virtual time) and summarize it",
-                 [](CLI::App* sub) -> std::function<int()> {
-                   auto flags = std::make_shared<SimFlags>();
-                   sub->add_option("scenario", flags->scenario, "scenario file (YAML)")->required();
-                   sub->add_option("--seed", flags->seed, "override the scenario's seed");
-                   sub->add_option("--json", flags->json,
-                                   "write the report as JSON to this file ('-' = stdout)");
-                   sub->add_option(
-                          "--pcap", flags->pcap,
-                          "capture a link (both directions) as LINK=FILE, e.g. h0-leaf0=h0.pcap")
-                       ->expected(1)
-                       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-                   sub->add_option("--trace", flags->trace,
-                                   "write every event (time_ps kind component) here");
-                   sub->add_flag("--quiet", flags->quiet, "no summary table, no progress");
-                   sub->add_option(
-                          "--fault", flags->faults,
-                          "add a fault, scenario syntax: kind=loss,link=leaf0-spine0,rate=0.01 or "
-                          "'{kind: loss, ...}' (see `fathom faults`)")
-                       ->expected(1)
-                       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-                   return [flags] { return RunSim(*flags); };
-                 },
-                 30});
+    sim,
+    Command{"sim", "Run a scenario in the fabric simulator (virtual time) and summarize it",
+            [](CLI::App* sub) -> std::function<int()> {
+              auto flags = std::make_shared<SimFlags>();
+              sub->add_option("scenario", flags->scenario, "scenario file (YAML)")->required();
+              sub->add_option("--seed", flags->seed,
+                              "override the scenario's seed (0..2^64-1, as `seed:` in the file)")
+                  ->type_name("UINT64")
+                  ->check(CLI::Validator(CheckSeed, "", "seed"));
+              // A flag, as in decode, topo, coll, faults: `--json FILE` is
+              // refused (CLI11: FILE is an unexpected argument).
+              sub->add_flag("--json", flags->json,
+                            "print the report as JSON on stdout instead of the summary");
+              sub->add_option("--json-out", flags->json_out,
+                              "also write the report as JSON to this file")
+                  ->type_name("FILE");
+              sub->add_option("--pcap", flags->pcap,
+                              "capture as LINK=FILE, both directions: a link (h0-leaf0), a node "
+                              "(leaf0 = all its links, one file), tier:N or a glob, the names "
+                              "--fault link= takes")
+                  ->type_name("LINK=FILE")
+                  ->expected(1)
+                  ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+              sub->add_option("--trace", flags->trace,
+                              "write every event to this file as Chrome trace JSON (Perfetto, "
+                              "chrome://tracing): a track per port, NIC, QP timers, faults")
+                  ->type_name("FILE");
+              sub->add_flag("--quiet", flags->quiet,
+                            "no summary table, no progress (failures still go to stderr)");
+              sub->add_option(
+                     "--fault", flags->faults,
+                     "add a fault, scenario syntax: kind=loss,link=leaf0-spine0,rate=0.01 or "
+                     "'{kind: loss, ...}' (see `fathom faults`)")
+                  ->expected(1)
+                  ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+              sub->footer(
+                  "Exit codes: 0 the run met its expectations; 1 it did not (an `expect` "
+                  "value differs, or flows failed or stalled that `expect` does not set: "
+                  "flows_failed, flows_stalled); 2 bad scenario, bad flag, or an output that "
+                  "cannot be written (every output is opened before the run).");
+              return [flags] { return RunSim(*flags); };
+            },
+            30});
 
 }  // namespace fathom::tools

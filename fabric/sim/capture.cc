@@ -1,6 +1,7 @@
 #include "fabric/sim/capture.h"
 
 #include <algorithm>
+#include <map>
 
 namespace fathom::sim {
 namespace {
@@ -104,34 +105,83 @@ wire::RoceFrame FrameFor(const Packet& p, const topo::Topology& topo) {
   return f;
 }
 
-StatusOr<std::unique_ptr<PortCapture>> PortCapture::Open(Network* network, const std::string& what,
+StatusOr<std::unique_ptr<PortCapture>> PortCapture::Open(const topo::Topology& topo,
+                                                         const std::string& what,
                                                          const std::string& path) {
-  const topo::Topology& topo = network->topology();
-  int32_t link_id = -1;
-  auto link = topo.FindLink(what);
-  if (link.ok()) {
-    link_id = *link;
+  // The order `--fault link=` resolves a name in (fault_attach.cc).
+  std::vector<int32_t> links;
+  if (auto one = topo.FindLink(what); one.ok()) {
+    links = {*one};
+  } else if (auto some = topo.SelectLinks(what); some.ok()) {
+    links = std::move(some).value();
   } else {
-    auto node = topo.FindNode(what);
-    if (!node.ok() || topo.PortCount(*node) == 0) {
-      return NotFound("--pcap " + what + ": no link or node of that name in topology '" +
-                      topo.name() + "'");
+    std::string examples;
+    const size_t kExamples = 6;
+    for (size_t i = 0; i < topo.links().size() && i < kExamples; ++i) {
+      examples += (i == 0 ? "" : ", ") + topo.links()[i].name;
     }
-    link_id = topo.LinkAt(*node, 0);
+    if (topo.links().size() > kExamples) {
+      examples += ", ... (" + std::to_string(topo.links().size()) + " links)";
+    }
+    return InvalidArgument("--pcap " + what + "=" + path + ": '" + what +
+                           "' names no link or node of topology '" + topo.name() + "'; links are " +
+                           examples +
+                           "; a node name captures all its links, as do tier:N and globs "
+                           "like leaf0-*");
   }
-  FATHOM_ASSIGN_OR_RETURN(auto writer, wire::PcapWriter::Open(path, /*nanosecond=*/true));
+  auto writer = wire::PcapWriter::Open(path, /*nanosecond=*/true);
+  if (!writer.ok()) {
+    return IoError("--pcap " + what + "=" + path + ": cannot create the file (" +
+                   writer.status().message() + ")");
+  }
   std::unique_ptr<PortCapture> cap(new PortCapture());
-  cap->network_ = network;
-  cap->writer_ = std::move(writer);
+  cap->label_ = what + "=" + path;
+  cap->links_ = std::move(links);
+  cap->writer_ = std::move(writer).value();
   cap->buffer_.resize(9216);
-  const topo::Link& l = topo.link(link_id);
-  cap->ports_ = {&network->port(l.a, l.a_port), &network->port(l.b, l.b_port)};
-  for (Port* port : cap->ports_) port->set_tap(&cap->tap_);
   return cap;
 }
 
-PortCapture::~PortCapture() {
+void PortCapture::Attach(Network* network) {
+  Detach();
+  network_ = network;
+  const topo::Topology& topo = network->topology();
+  for (const int32_t id : links_) {
+    const topo::Link& l = topo.link(id);
+    ports_.push_back(&network->port(l.a, l.a_port));
+    ports_.push_back(&network->port(l.b, l.b_port));
+  }
+  for (Port* port : ports_) port->set_tap(&tap_);
+}
+
+void PortCapture::Detach() {
   for (Port* port : ports_) port->set_tap(nullptr);
+  ports_.clear();
+  network_ = nullptr;
+}
+
+Status PortCapture::Flush() {
+  if (status_.ok()) {
+    if (Status s = writer_->Flush(); !s.ok()) status_ = s;
+  }
+  return status_;
+}
+
+PortCapture::~PortCapture() { Detach(); }
+
+Status CheckDisjoint(const std::vector<PortCapture*>& captures, const topo::Topology& topology) {
+  std::map<int32_t, const PortCapture*> owner;
+  for (const PortCapture* cap : captures) {
+    for (const int32_t link : cap->links()) {
+      auto [it, fresh] = owner.emplace(link, cap);
+      if (!fresh && it->second != cap) {
+        return InvalidArgument("--pcap " + cap->label() + " and --pcap " + it->second->label() +
+                               " both capture link " + topology.link(link).name +
+                               "; a link goes to one capture file");
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 void PortCapture::OnPacket(void* ctx, const Packet& p, Picoseconds at) {

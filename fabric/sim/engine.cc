@@ -1,7 +1,7 @@
 #include "fabric/sim/engine.h"
 
 #include <algorithm>
-#include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 
@@ -342,9 +342,8 @@ uint64_t Engine::Run(Picoseconds until) {
     now_ps_ = static_cast<int64_t>(e.time);
     TraceMix(e.time);
     digest_ ^= (static_cast<uint64_t>(e.kind) << 32) | e.component;
-    if (observed_ && trace_file_ != nullptr) {
-      std::fprintf(trace_file_, "%" PRId64 " %u %u\n", now_ps_, static_cast<unsigned>(e.kind),
-                   e.component);
+    if (observed_ && trace_fn_ != nullptr) {
+      trace_fn_(trace_ctx_, Picoseconds(now_ps_), e.kind, e.component);
     }
     g_event_handlers[e.handler](e.obj, e.arg);
     ++n;

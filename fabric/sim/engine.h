@@ -83,6 +83,11 @@ enum class EventKind : uint16_t {
   kFault = 6,      // a fault changes what a NIC sees (port down/up, host crash)
 };
 
+// Sees each dispatched event (Engine::set_tracer): its time, kind and
+// component (what the component number means depends on the kind; see
+// event_trace.h).
+using TraceFn = void (*)(void* ctx, Picoseconds at, EventKind kind, uint32_t component);
+
 // One pending event: when (ties go in schedule order) and what (the
 // handler, by number, and its arguments). The event list moves these
 // whole, 32 bytes each, so dispatching one and fetching ahead read the list
@@ -177,16 +182,18 @@ class Engine {
   size_t pending() const { return pending_; }
   // Largest the event list has been (for memory figures).
   size_t peak_pending() const { return peak_pending_; }
-  // When set, every dispatched event is written as one line
-  // "time_ps kind component" (costly; for --trace only). Not owned.
-  void set_trace_file(FILE* f) {
-    trace_file_ = f;
-    observed_ = trace_file_ != nullptr || progress_fn_ != nullptr;
+  // When set, fn(ctx, time, kind, component) sees every event just before
+  // its handler runs (costly; for --trace only: see event_trace.h); null to
+  // disable. The digest is the same either way.
+  void set_tracer(TraceFn fn, void* ctx) {
+    trace_fn_ = fn;
+    trace_ctx_ = ctx;
+    observed_ = trace_fn_ != nullptr || progress_fn_ != nullptr;
   }
   // Called every `every` events from Run() (progress bars); null to disable.
   void set_progress(void (*fn)(void* ctx, const Engine&), void* ctx, uint64_t every) {
     progress_fn_ = fn;
-    observed_ = trace_file_ != nullptr || progress_fn_ != nullptr;
+    observed_ = trace_fn_ != nullptr || progress_fn_ != nullptr;
     progress_ctx_ = ctx;
     progress_every_ = every == 0 ? 1 : every;
     progress_countdown_ = progress_every_;
@@ -322,12 +329,13 @@ class Engine {
   // fewer per event; on a tie the heap's event goes first).
   static constexpr uint64_t kNoTime = ~uint64_t{0};
   uint64_t far_time_ = kNoTime;
-  // A trace file or a progress callback is set: one branch per event when
+  // A tracer or a progress callback is set: one branch per event when
   // neither is.
   bool observed_ = false;
   PrefetchFn prefetchers_[8] = {};
   uint64_t progress_countdown_ = 0;
-  FILE* trace_file_ = nullptr;
+  TraceFn trace_fn_ = nullptr;
+  void* trace_ctx_ = nullptr;
   void (*progress_fn_)(void*, const Engine&) = nullptr;
   void* progress_ctx_ = nullptr;
   uint64_t progress_every_ = 1u << 20;

@@ -10,6 +10,7 @@
 #include "base/verbs_types.h"
 #include "fabric/sim/capture.h"
 #include "fabric/sim/engine.h"
+#include "fabric/sim/event_trace.h"
 #include "fabric/sim/fault_attach.h"
 #include "fabric/sim/network.h"
 #include "fabric/sim/workload.h"
@@ -189,6 +190,15 @@ StatusOr<LoadedScenario> LoadScenarioString(const std::string& text, const std::
 
 StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& options) {
   const proto::Scenario& s = sc.spec;
+  // Captures first: a bad link name or an unwritable path costs nothing.
+  std::vector<std::unique_ptr<PortCapture>> own_captures;
+  std::vector<PortCapture*> captures = options.open_captures;
+  for (const auto& [what, path] : options.captures) {
+    FATHOM_ASSIGN_OR_RETURN(auto cap, PortCapture::Open(sc.topology, what, path));
+    captures.push_back(cap.get());
+    own_captures.push_back(std::move(cap));
+  }
+  FATHOM_RETURN_IF_ERROR(CheckDisjoint(captures, sc.topology));
   const uint64_t seed = options.seed.value_or(s.seed() == 0 ? 1 : s.seed());
   Engine engine(seed);
   NetworkConfig nc;
@@ -204,6 +214,13 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
     }
   }
   Network net(&engine, &sc.topology, nc);
+  // The captures tap the network's ports: they let go before it goes.
+  struct DetachCaptures {
+    const std::vector<PortCapture*>& captures;
+    ~DetachCaptures() {
+      for (PortCapture* cap : captures) cap->Detach();
+    }
+  } detach_captures{captures};
 
   std::unique_ptr<FaultAttachment> faults;
   if (s.faults_size() > 0) {
@@ -265,15 +282,11 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
   FlowDriver driver(&net, flows, fo);
   FATHOM_RETURN_IF_ERROR(driver.Setup());
 
-  std::vector<std::unique_ptr<PortCapture>> captures;
-  for (const auto& [what, path] : options.captures) {
-    FATHOM_ASSIGN_OR_RETURN(auto cap, PortCapture::Open(&net, what, path));
-    captures.push_back(std::move(cap));
-  }
+  for (PortCapture* cap : captures) cap->Attach(&net);
   const Picoseconds end = Picoseconds::FromSeconds(s.end_time_us() * 1e-6);
   Progress progress{std::chrono::steady_clock::now(), end.ns()};
   if (options.progress) engine.set_progress(&Progress::Print, &progress, 1u << 20);
-  engine.set_trace_file(options.trace_file);
+  if (options.trace != nullptr) options.trace->Attach(&engine);
 
   const auto wall_start = std::chrono::steady_clock::now();
   engine.Run(end);
@@ -349,10 +362,8 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
   r.trace_digest = engine.trace_digest();
   r.peak_packets = net.pool().peak_in_use();
   if (faults != nullptr) r.faults_summary = faults->Summary(engine.Now());
-  for (const auto& cap : captures) {
-    FATHOM_RETURN_IF_ERROR(cap->status());
-    r.captured_frames += cap->frames();
-  }
+  for (const PortCapture* cap : captures) r.captured_frames += cap->frames();
+  for (const auto& cap : own_captures) FATHOM_RETURN_IF_ERROR(cap->Flush());
   return r;
 }
 
@@ -361,20 +372,52 @@ std::vector<std::string> CheckExpectations(const proto::Scenario& spec, const Ru
   const proto::ExpectSpec& e = spec.expect();
   auto check = [&](const char* what, bool has, int64_t want, int64_t got) {
     if (has && want != got) {
-      out.push_back(std::string(what) + ": expected " + std::to_string(want) + ", got " +
-                    std::to_string(got));
+      out.push_back("expectation not met: " + std::string(what) + ": expected " +
+                    std::to_string(want) + ", got " + std::to_string(got));
     }
   };
   check("flows_completed", e.has_flows_completed(), e.flows_completed(), r.flows_completed);
   check("flows_failed", e.has_flows_failed(), e.flows_failed(), r.flows_failed);
   check("flows_stalled", e.has_flows_stalled(), e.flows_stalled(), r.flows_stalled);
+  bool expects_errors = false;
   for (const auto& [name, want] : e.completion_statuses()) {
+    if (name != WcStatusName(WcStatus::kSuccess) && want > 0) expects_errors = true;
     auto it = r.completion_statuses.find(name);
     const uint64_t got = it == r.completion_statuses.end() ? 0 : it->second;
     if (got != want) {
-      out.push_back("completion_statuses." + name + ": expected " + std::to_string(want) +
-                    ", got " + std::to_string(got));
+      out.push_back("expectation not met: completion_statuses." + name + ": expected " +
+                    std::to_string(want) + ", got " + std::to_string(got));
     }
+  }
+  // Failed or stalled flows are what `fathom sim` exists to find: a failure
+  // of the run unless the scenario says it expects them.
+  const bool failed = r.flows_failed > 0 && !e.has_flows_failed() && !expects_errors;
+  const bool stalled = r.flows_stalled > 0 && !e.has_flows_stalled();
+  if (failed || stalled) {
+    const std::string of = " of " + std::to_string(r.flows_total) + " flows ";
+    std::string what;
+    if (failed) {
+      std::string errors;
+      for (const auto& [name, n] : r.completion_statuses) {
+        if (name == WcStatusName(WcStatus::kSuccess)) continue;
+        errors += (errors.empty() ? "" : ", ") + name + "=" + std::to_string(n);
+      }
+      what = std::to_string(r.flows_failed) + of + "failed" +
+             (errors.empty() ? "" : " (" + errors + ")");
+    }
+    if (stalled) {
+      what += (what.empty() ? std::to_string(r.flows_stalled) + of
+                            : " and " + std::to_string(r.flows_stalled) + " ") +
+              "stalled (not done when the run ended)";
+    }
+    const std::string fields = failed && stalled ? "expect.flows_failed and expect.flows_stalled"
+                               : failed          ? "expect.flows_failed"
+                                                 : "expect.flows_stalled";
+    out.push_back(what +
+                  (spec.has_expect()
+                       ? ", which the scenario's expect block does not accept (set "
+                       : ", and the scenario has no expect block to accept it (set ") +
+                  fields + ")");
   }
   return out;
 }

@@ -34,11 +34,22 @@ struct LoadedScenario {
 StatusOr<LoadedScenario> LoadScenario(const std::string& path);
 StatusOr<LoadedScenario> LoadScenarioString(const std::string& text, const std::string& name);
 
+class EventTraceWriter;
+class PortCapture;
+
 struct RunOptions {
   std::optional<uint64_t> seed;  // overrides the scenario's
-  FILE* trace_file = nullptr;    // every event, one line each (not owned)
-  // (link or host name, pcap path) pairs to capture.
+  // Sees every event (Chrome trace JSON; not owned): RunScenario attaches it
+  // to the run's engine, the caller Finish()es it afterwards.
+  EventTraceWriter* trace = nullptr;
+  // (link selector, pcap path) pairs to capture (PortCapture::Open's names):
+  // RunScenario opens them before it builds anything, and reports a write
+  // error as the run's error.
   std::vector<std::pair<std::string, std::string>> captures;
+  // Captures the caller opened (PortCapture::Open on the scenario's
+  // topology; not owned): attached for the run and detached before
+  // RunScenario returns; the caller checks their status().
+  std::vector<PortCapture*> open_captures;
   bool progress = false;  // a progress line on stderr (only for terminals)
 };
 
@@ -75,8 +86,13 @@ struct RunReport {
 
 StatusOr<RunReport> RunScenario(const LoadedScenario& scenario, const RunOptions& options);
 
-// Differences between the scenario's `expect` block and the report, one line
-// each ("flows_failed: expected 1, got 0"); empty when everything matches.
+// Why the run counts as a failure, one line each; empty when it does not.
+// Each difference between the scenario's `expect` block and the report
+// ("expectation not met: flows_failed: expected 1, got 0"), and failed or
+// stalled flows the block does not expect: failed flows are expected when
+// it sets flows_failed or expects an error completion status, stalled flows
+// when it sets flows_stalled. So a scenario without an `expect` block fails
+// when any flow fails or stalls.
 std::vector<std::string> CheckExpectations(const proto::Scenario& spec, const RunReport& report);
 
 std::string FormatSummary(const RunReport& report);

@@ -240,5 +240,68 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"DuplicateKey", Replace("seed: 1", "seed: 1\nseed: 2"), 3, "seed"}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
 
+// Issue 24: a run with failed flows and no `expect` block met its
+// "expectations", so `fathom sim` exited 0. Failed and stalled flows count
+// unless the block expects them.
+TEST(ScenarioTest, FailedFlowsAreAFailureUnlessExpected) {
+  const std::string base =
+      "seed: 5\nend_time_us: 10000\n"
+      "topology: {preset: \"leaf-spine:leaves=2,spines=1,hosts=2,gpus=1\"}\n"
+      "transport: {ib_timeout: 8, retry_cnt: 2, message_bytes: 65536}\n"
+      "workload: {pattern: flows, flows: [{src: h0, dst: h2, bytes: 262144}]}\n"
+      "faults: [{kind: black_hole, link: h0-leaf0, from: h0}]\n";
+  LoadedScenario sc = MustLoad(base);
+  auto r = RunScenario(sc, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->flows_failed, 1);
+  EXPECT_THAT(CheckExpectations(sc.spec, *r),
+              ::testing::ElementsAre(HasSubstr("1 of 1 flows failed (IBV_WC_RETRY_EXC_ERR=1")));
+  EXPECT_THAT(CheckExpectations(MustLoad(base + "expect: {flows_failed: 1}\n").spec, *r),
+              ::testing::IsEmpty());
+  EXPECT_THAT(
+      CheckExpectations(MustLoad(base + "expect: {completion_statuses: {IBV_WC_RETRY_EXC_ERR: 1, "
+                                        "IBV_WC_WR_FLUSH_ERR: 3}}\n")
+                            .spec,
+                        *r),
+      ::testing::IsEmpty());
+  RunReport stalled = *r;
+  stalled.flows_failed = 0;
+  stalled.flows_stalled = 1;
+  EXPECT_THAT(CheckExpectations(MustLoad(base + "expect: {flows_failed: 0}\n").spec, stalled),
+              ::testing::ElementsAre(HasSubstr("1 of 1 flows stalled")));
+}
+
+// Issue 24: a node name captured its first link only; it captures every
+// link of the node now, into one file, as `--fault link=leaf0` selects them.
+TEST(ScenarioTest, CaptureOfASwitchTakesAllItsLinks) {
+  LoadedScenario sc = MustLoad(
+      "seed: 2\nend_time_us: 10000\n"
+      "topology: {preset: \"leaf-spine:leaves=2,spines=1,hosts=2,gpus=1\"}\n"
+      "transport: {opcode: send, message_bytes: 10000}\n"
+      "workload: {pattern: flows, flows: [{src: h0, dst: h2, bytes: 30000}]}\n");
+  const std::string dir = ::testing::TempDir();
+  auto frames = [&](std::vector<std::pair<std::string, std::string>> captures) -> uint64_t {
+    RunOptions opts;
+    opts.captures = std::move(captures);
+    auto r = RunScenario(sc, opts);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? r->captured_frames : 0;
+  };
+  const uint64_t host = frames({{"h0-leaf0", dir + "/cap_a.pcap"}});
+  const uint64_t up = frames({{"leaf0-spine0", dir + "/cap_b.pcap"}});
+  EXPECT_GT(host, 0u);
+  EXPECT_GT(up, 0u);
+  EXPECT_EQ(frames({{"leaf0", dir + "/cap_c.pcap"}}), host + up);
+  EXPECT_EQ(frames({{"leaf0-*", dir + "/cap_d.pcap"}}), up);
+  RunOptions twice;
+  twice.captures = {{"leaf0", dir + "/cap_e.pcap"}, {"h0", dir + "/cap_f.pcap"}};
+  auto r = RunScenario(sc, twice);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("both capture link h0-leaf0"));
+  for (const char* f : {"a", "b", "c", "d", "e", "f"}) {
+    std::remove((dir + "/cap_" + f + ".pcap").c_str());
+  }
+}
+
 }  // namespace
 }  // namespace fathom::sim

@@ -1,0 +1,266 @@
+// `fathom sim` as users run it: exit codes (1 for failed or stalled flows
+// the scenario does not expect, 2 for bad flags and unwritable outputs,
+// checked before the run), --seed's range, --json on stdout and --json-out,
+// --pcap of a whole switch, and --trace as Chrome trace JSON.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "fabric/wire/pcap.h"
+#include "tests/cli_run.h"
+
+namespace fathom::sim {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kFathom = std::string(FATHOM_BINARY_DIR) + "/tools/fathom";
+const std::string kScenarios = std::string(FATHOM_SOURCE_DIR) + "/scenarios/";
+
+test_util::CommandResult Sim(const std::string& args, bool merge_stderr = true) {
+  return test_util::RunCommand(kFathom + " sim " + args, merge_stderr);
+}
+
+std::string Temp(const std::string& name) { return ::testing::TempDir() + "/sim_cli_" + name; }
+
+std::string WriteFile(const std::string& name, const std::string& text) {
+  const std::string path = Temp(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// One flow into a black hole: it fails (retry_cnt exceeded) within 4 ms,
+// or with rxe's infinite retry it never ends (stalled at end_time_us).
+std::string BlackHole(const std::string& transport_extra, const std::string& expect) {
+  return "name: black-hole\nseed: 5\nend_time_us: 10000\n"
+         "topology: {preset: \"leaf-spine:leaves=2,spines=1,hosts=2,gpus=1\"}\n"
+         "transport: {ib_timeout: 8, message_bytes: 65536" +
+         transport_extra +
+         "}\n"
+         "workload: {pattern: flows, flows: [{src: h0, dst: h2, bytes: 262144}]}\n"
+         "faults: [{kind: black_hole, link: h0-leaf0, from: h0}]\n" +
+         expect;
+}
+
+const char* kFails = ", retry_cnt: 2";
+const char* kStalls = ", retry_cnt: 7, rxe_infinite_retry: true";
+
+// A flow that completes, on the same small fabric.
+const char* kOneFlow =
+    "name: one-flow\nseed: 2\nend_time_us: 10000\n"
+    "topology: {preset: \"leaf-spine:leaves=2,spines=1,hosts=2,gpus=1\"}\n"
+    "transport: {opcode: send, message_bytes: 10000}\n"
+    "workload: {pattern: flows, flows: [{src: h0, dst: h2, bytes: 30000}]}\n";
+
+// Issue 24: failed flows and no `expect` block exited 0, silently with --quiet.
+TEST(SimCliTest, FailedFlowsWithoutExpectExitOneWithAReasonEvenQuiet) {
+  const std::string path = WriteFile("failed.yaml", BlackHole(kFails, ""));
+  auto r = Sim(path + " --quiet");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("1 of 1 flows failed (IBV_WC_RETRY_EXC_ERR=1"));
+  EXPECT_THAT(r.out, HasSubstr("the scenario has no expect block to accept it (set "
+                               "expect.flows_failed)"));
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  // The reason is on stderr: stdout stays empty with --quiet.
+  EXPECT_EQ(Sim(path + " --quiet", /*merge_stderr=*/false).out, "");
+}
+
+TEST(SimCliTest, StalledFlowsWithoutExpectExitOne) {
+  const std::string path = WriteFile("stalled.yaml", BlackHole(kStalls, "expect: {}\n"));
+  auto r = Sim(path);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("1 of 1 flows stalled (not done when the run ended)"));
+  EXPECT_THAT(r.out, HasSubstr("set expect.flows_stalled"));
+}
+
+TEST(SimCliTest, FailuresTheExpectBlockExpectsExitZero) {
+  auto failed =
+      Sim(WriteFile("expected_fail.yaml", BlackHole(kFails, "expect: {flows_failed: 1}\n")) +
+          " --quiet");
+  EXPECT_EQ(failed.exit_code, 0) << failed.out;
+  EXPECT_EQ(failed.out, "");
+  auto by_status =
+      Sim(WriteFile("expected_status.yaml", BlackHole(kFails,
+                                                      "expect:\n  completion_statuses:\n"
+                                                      "    IBV_WC_RETRY_EXC_ERR: 1\n"
+                                                      "    IBV_WC_WR_FLUSH_ERR: 3\n")) +
+          " --quiet");
+  EXPECT_EQ(by_status.exit_code, 0) << by_status.out;
+  auto stalled =
+      Sim(WriteFile("expected_stall.yaml", BlackHole(kStalls, "expect: {flows_stalled: 1}\n")) +
+          " --quiet");
+  EXPECT_EQ(stalled.exit_code, 0) << stalled.out;
+  // A mismatch is still a failure.
+  auto wrong = Sim(WriteFile("wrong.yaml", BlackHole(kFails, "expect: {flows_failed: 0}\n")));
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.out;
+  EXPECT_THAT(wrong.out, HasSubstr("expectation not met: flows_failed: expected 0, got 1"));
+}
+
+// The quick examples meet their expectations from the command line too
+// (the fault examples run in tests/faults/scenarios_test).
+class SimCliExampleTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(SimCliExampleTest, ExitsZero) {
+  auto r = Sim(kScenarios + GetParam() + " --quiet");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, SimCliExampleTest,
+                         ::testing::Values("permutation_k4.yaml", "incast.yaml",
+                                           "retry_exceeded.yaml"));
+
+// Issue 24: --pcap to an unwritable path exited 1 (--json, --trace 2), and
+// --json's file was only opened after the whole run. Every output is
+// checked before the run: the trace opened next to it records nothing.
+TEST(SimCliTest, UnwritableOutputsExitTwoBeforeTheRun) {
+  const std::string scenario = WriteFile("one.yaml", kOneFlow);
+  const std::string trace = Temp("before.json");
+  for (const std::string bad :
+       {"--pcap h0-leaf0=/nonexistent/x.pcap", "--json-out /nonexistent/x.json"}) {
+    std::remove(trace.c_str());
+    auto r = Sim(scenario + " --trace " + trace + " " + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.out;
+    EXPECT_THAT(r.out, HasSubstr("/nonexistent/x."));
+    EXPECT_THAT(r.out, HasSubstr("cannot create the file"));
+    EXPECT_THAT(r.out, Not(HasSubstr("digest")));
+    EXPECT_THAT(ReadFile(trace), Not(HasSubstr("arrival"))) << bad;
+  }
+  auto t = Sim(scenario + " --trace /nonexistent/t.json");
+  EXPECT_EQ(t.exit_code, 2) << t.out;
+  EXPECT_THAT(t.out, HasSubstr("--trace /nonexistent/t.json: cannot create the file"));
+  // A write that fails (a full disk) is the output's failure too.
+  auto full = Sim(scenario + " --quiet --pcap h0=/dev/full");
+  EXPECT_EQ(full.exit_code, 2) << full.out;
+  EXPECT_THAT(full.out, HasSubstr("--pcap h0=/dev/full"));
+}
+
+// Issue 24: --seed -1 wrapped to 2^64-1; the YAML loader refuses a negative seed.
+TEST(SimCliTest, SeedOutOfRangeIsAUsageError) {
+  const std::string scenario = WriteFile("one.yaml", kOneFlow);
+  for (const std::string seed : {"-1", "18446744073709551616", "1.5", "x"}) {
+    auto r = Sim(scenario + " --seed " + seed);
+    EXPECT_EQ(r.exit_code, 2) << seed << "\n" << r.out;
+    EXPECT_THAT(r.out, HasSubstr("--seed: " + seed + " is not a seed"));
+    EXPECT_THAT(r.out, HasSubstr("[0, 18446744073709551615]"));
+  }
+  auto top = Sim(scenario + " --seed 18446744073709551615 --json");
+  EXPECT_EQ(top.exit_code, 0) << top.out;
+  EXPECT_THAT(top.out, HasSubstr("\"seed\": 18446744073709551615,"));
+}
+
+// Issue 24: --json took a FILE in sim and was a flag everywhere else.
+TEST(SimCliTest, JsonIsAFlagAndJsonOutTakesTheFile) {
+  const std::string scenario = WriteFile("one.yaml", kOneFlow);
+  auto r = Sim(scenario + " --json", /*merge_stderr=*/false);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);  // stdout is the JSON, nothing else
+  EXPECT_EQ(j.at("flows_completed"), 1);
+  EXPECT_EQ(j.at("name"), "one-flow");
+
+  const std::string out = Temp("report.json");
+  auto both = Sim(scenario + " --json-out " + out, /*merge_stderr=*/false);
+  EXPECT_EQ(both.exit_code, 0) << both.out;
+  EXPECT_THAT(both.out, HasSubstr("flows      1 total: 1 completed"));
+  EXPECT_EQ(nlohmann::json::parse(ReadFile(out)).at("trace_digest"), j.at("trace_digest"));
+
+  auto old = Sim(scenario + " --json " + out);
+  EXPECT_EQ(old.exit_code, 2) << old.out;
+  EXPECT_THAT(old.out, HasSubstr("not expected: " + out));
+}
+
+// Issue 24: --pcap with a switch's name captured only its first link.
+TEST(SimCliTest, PcapOfASwitchCapturesAllItsLinks) {
+  const std::string scenario = WriteFile("one.yaml", kOneFlow);
+  auto frames = [](const std::string& path) {
+    auto reader = wire::PcapReader::Open(path);
+    EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+    if (!reader.ok()) return -1;
+    wire::PcapRecord rec;
+    int n = 0;
+    while (true) {
+      auto more = (*reader)->Next(&rec);
+      if (!more.ok() || !*more) break;
+      ++n;
+    }
+    return n;
+  };
+  const std::string all = Temp("leaf0.pcap"), host = Temp("h0.pcap"), up = Temp("up.pcap");
+  auto r = Sim(scenario + " --quiet --pcap leaf0=" + all);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // The flow crosses leaf0 on h0-leaf0 and leaf0-spine0 (h1-leaf0 is idle).
+  auto parts = Sim(scenario + " --quiet --pcap h0-leaf0=" + host + " --pcap leaf0-spine0=" + up);
+  ASSERT_EQ(parts.exit_code, 0) << parts.out;
+  EXPECT_GT(frames(host), 0);
+  EXPECT_GT(frames(up), 0);
+  EXPECT_EQ(frames(all), frames(host) + frames(up));
+  // A link in two captures, and a name that is no link, are refused.
+  auto twice = Sim(scenario + " --pcap leaf0=" + all + " --pcap h0-leaf0=" + host);
+  EXPECT_EQ(twice.exit_code, 2) << twice.out;
+  EXPECT_THAT(twice.out, HasSubstr("both capture link h0-leaf0"));
+  auto unknown = Sim(scenario + " --pcap leaf9=" + all);
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.out;
+  EXPECT_THAT(unknown.out, HasSubstr("links are h0-leaf0, h1-leaf0, h2-leaf1"));
+}
+
+// Issue 24: --trace wrote "time_ps kind component" lines; now Chrome trace
+// JSON with a named track per component.
+TEST(SimCliTest, TraceIsChromeTraceJson) {
+  const std::string scenario = WriteFile("one.yaml", kOneFlow);
+  const std::string trace = Temp("trace.json");
+  auto r = Sim(scenario + " --json --trace " + trace, /*merge_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto report = nlohmann::json::parse(r.out);
+  const auto doc = nlohmann::json::parse(ReadFile(trace));
+  ASSERT_TRUE(doc.at("traceEvents").is_array());
+  std::set<std::string> kinds, processes, threads;
+  uint64_t instants = 0;
+  double last_ts = 0;
+  for (const auto& e : doc.at("traceEvents")) {
+    const std::string ph = e.at("ph");
+    if (ph == "M") {
+      if (e.at("name") == "process_name") processes.insert(e.at("args").at("name"));
+      if (e.at("name") == "thread_name") threads.insert(e.at("args").at("name"));
+      continue;
+    }
+    ASSERT_EQ(ph, "i");
+    ASSERT_TRUE(e.at("pid").is_number_integer() && e.at("tid").is_number_integer());
+    const double ts = e.at("ts");
+    EXPECT_GE(ts, last_ts);  // dispatch order is time order
+    last_ts = ts;
+    kinds.insert(e.at("name"));
+    ++instants;
+  }
+  EXPECT_EQ(instants, report.at("events").get<uint64_t>());
+  EXPECT_TRUE(kinds.count("arrival") && kinds.count("nic_pump") && kinds.count("flow_start"));
+  for (const std::string& k : kinds) {
+    EXPECT_TRUE(
+        std::set<std::string>({"arrival", "nic_pump", "qp_timer", "flow_start", "fault", "user"})
+            .count(k))
+        << k;
+  }
+  EXPECT_TRUE(processes.count("h0") && processes.count("leaf0") && processes.count("workload"));
+  EXPECT_TRUE(threads.count("NIC")) << doc.dump();
+  EXPECT_TRUE(threads.count("port 0 rx h0-leaf0")) << doc.dump();  // at leaf0, from h0
+  EXPECT_EQ(doc.at("displayTimeUnit"), "ns");
+  EXPECT_GT(last_ts, 0);
+  EXPECT_LE(last_ts, report.at("sim_time_ns").get<double>() / 1e3 + 1e-3);  // JSON: whole ns
+}
+
+}  // namespace
+}  // namespace fathom::sim
