@@ -1,0 +1,200 @@
+#include "transport/collectives/launcher_env.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace fathom::transport::coll {
+namespace {
+
+const std::string* Find(const EnvMap& env, const std::string& name) {
+  auto it = env.find(name);
+  return it == env.end() ? nullptr : &it->second;
+}
+
+// The whole value as a decimal integer in [lo, hi]; the error names the
+// variable, its value and the range.
+StatusOr<int> IntVar(const std::string& name, const std::string& value, int lo, int hi) {
+  int v = 0;
+  const char* end = value.data() + value.size();
+  auto [p, ec] = std::from_chars(value.data(), end, v);
+  if (ec != std::errc() || p != end || v < lo || v > hi) {
+    return InvalidArgument(name + "='" + value + "': expected an integer in " + std::to_string(lo) +
+                           ".." + std::to_string(hi));
+  }
+  return v;
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t at = s.find(sep, start);
+    out.push_back(s.substr(start, at - start));
+    if (at == std::string::npos) break;
+    start = at + 1;
+  }
+  return out;
+}
+
+struct RankSource {
+  const char* rank;
+  const char* size;
+  const char* launcher;
+};
+// The innermost launcher first: torchrun started by srun sees SLURM_PROCID
+// (its node) and RANK (its own).
+constexpr RankSource kRankSources[] = {
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI"},
+    {"RANK", "WORLD_SIZE", "torchrun"},
+    {"PMI_RANK", "PMI_SIZE", "PMI"},
+    {"SLURM_PROCID", "SLURM_NTASKS", "Slurm"},
+};
+
+// NCCL_ALGO: "Ring", "Tree", "ring,tree", "^tree" (all but), any case.
+// NCCL's other algorithms exist only on GPUs; naming only those is an
+// error, as is a per-collective list.
+StatusOr<std::string> AlgoFromNccl(const std::string& value) {
+  const std::string v = Lower(value);
+  if (v.find(':') != std::string::npos || v.find(';') != std::string::npos) {
+    return InvalidArgument("NCCL_ALGO='" + value +
+                           "': per-collective lists are not supported here; use --algo");
+  }
+  const bool exclude = !v.empty() && v[0] == '^';
+  bool ring = false, tree = false;
+  for (const std::string& raw : Split(exclude ? v.substr(1) : v, ',')) {
+    std::string a = raw;
+    a.erase(std::remove_if(a.begin(), a.end(), [](unsigned char c) { return std::isspace(c); }),
+            a.end());
+    if (a == "ring") {
+      ring = true;
+    } else if (a == "tree") {
+      tree = true;
+    } else if (a != "collnetdirect" && a != "collnetchain" && a != "collnet" && a != "nvls" &&
+               a != "nvlstree" && a != "pat") {
+      return InvalidArgument("NCCL_ALGO='" + value + "': unknown algorithm '" + raw +
+                             "' (NCCL's: Ring, Tree, CollnetDirect, CollnetChain, NVLS, "
+                             "NVLSTree, PAT)");
+    }
+  }
+  if (exclude) {
+    ring = !ring;
+    tree = !tree;
+  }
+  if (ring && tree) return std::string("auto");
+  if (ring) return std::string("ring");
+  if (tree) return std::string("tree");
+  return InvalidArgument("NCCL_ALGO='" + value +
+                         "': leaves neither Ring nor Tree, the only algorithms here");
+}
+
+}  // namespace
+
+EnvMap ProcessEnvironment() {
+  EnvMap env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const size_t eq = kv.find('=');
+    if (eq != std::string::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return env;
+}
+
+StatusOr<LaunchSettings> ResolveLaunch(const LaunchSettings& flags,
+                                       const std::set<std::string>& given, const EnvMap& env,
+                                       std::vector<std::string>* notes) {
+  LaunchSettings s = flags;
+  auto typed = [&](const char* flag) { return given.count(flag) > 0; };
+  auto note = [&](const std::string& line) {
+    if (notes != nullptr) notes->push_back(line);
+  };
+
+  if (!typed("--rank") || !typed("--nranks")) {
+    for (const RankSource& src : kRankSources) {
+      const std::string* r = Find(env, src.rank);
+      const std::string* n = Find(env, src.size);
+      if (r == nullptr || n == nullptr) continue;
+      FATHOM_ASSIGN_OR_RETURN(int size, IntVar(src.size, *n, 1, 1 << 20));
+      FATHOM_ASSIGN_OR_RETURN(int rank, IntVar(src.rank, *r, 0, size - 1));
+      if (!typed("--rank")) s.rank = rank;
+      if (!typed("--nranks")) s.nranks = size;
+      note(std::string("rank ") + std::to_string(s.rank) + " of " + std::to_string(s.nranks) +
+           " from " + src.launcher + " (" + src.rank + ", " + src.size + ")");
+      break;
+    }
+  }
+
+  if (!typed("--bootstrap")) {
+    const std::string* addr = Find(env, "MASTER_ADDR");
+    const std::string* port = Find(env, "MASTER_PORT");
+    if (addr != nullptr && port != nullptr) {
+      if (addr->empty()) return InvalidArgument("MASTER_ADDR is set but empty");
+      FATHOM_ASSIGN_OR_RETURN(int p, IntVar("MASTER_PORT", *port, 1, 65535));
+      s.bootstrap = *addr + ":" + std::to_string(p);
+      note("bootstrap " + s.bootstrap + " from MASTER_ADDR, MASTER_PORT");
+    }
+  }
+
+  struct IntKnob {
+    const char* var;
+    const char* flag;
+    int* field;
+    int lo, hi;
+  };
+  const IntKnob knobs[] = {
+      {"NCCL_IB_TIMEOUT", "--ib-timeout", &s.ib_timeout, 0, 31},
+      {"NCCL_IB_RETRY_CNT", "--retry-cnt", &s.retry_cnt, 0, 7},
+      {"NCCL_IB_QPS_PER_CONNECTION", "--channels", &s.channels, 1, 128},
+      {"NCCL_IB_GID_INDEX", "--gid-index", &s.gid_index, -1, 255},
+      {"NCCL_IB_TC", "--tc", &s.traffic_class, 0, 255},
+  };
+  for (const IntKnob& k : knobs) {
+    const std::string* v = Find(env, k.var);
+    if (v == nullptr || typed(k.flag)) continue;
+    FATHOM_ASSIGN_OR_RETURN(*k.field, IntVar(k.var, *v, k.lo, k.hi));
+    note(std::string(k.flag) + " " + std::to_string(*k.field) + " from " + k.var);
+  }
+
+  // NCCL_IB_HCA: "mlx5_0:1,mlx5_1:1", "=mlx5_0" (exact name), "^mlx5_1"
+  // (all but). One device per rank here: the first entry.
+  if (const std::string* hca = Find(env, "NCCL_IB_HCA");
+      hca != nullptr && !hca->empty() && !typed("--ib-dev")) {
+    std::string v = *hca;
+    if (v[0] == '^') {
+      return InvalidArgument("NCCL_IB_HCA='" + *hca +
+                             "': exclusion lists are not supported here (one device per rank); "
+                             "name the device, or use --ib-dev");
+    }
+    if (v[0] == '=') v = v.substr(1);
+    const std::vector<std::string> entries = Split(v, ',');
+    const std::string& first = entries.front();
+    const size_t colon = first.find(':');
+    const std::string dev = first.substr(0, colon);
+    if (dev.empty()) return InvalidArgument("NCCL_IB_HCA='" + *hca + "': no device name");
+    s.ib_dev = dev;
+    if (colon != std::string::npos && !typed("--ib-port")) {
+      FATHOM_ASSIGN_OR_RETURN(s.ib_port,
+                              IntVar("NCCL_IB_HCA's port", first.substr(colon + 1), 1, 255));
+    }
+    note("--ib-dev " + s.ib_dev + (s.ib_port > 0 ? " --ib-port " + std::to_string(s.ib_port) : "") +
+         " from NCCL_IB_HCA" +
+         (entries.size() > 1 ? " (its first entry: one device per rank here)" : ""));
+  }
+
+  if (const std::string* algo = Find(env, "NCCL_ALGO"); algo != nullptr && !typed("--algo")) {
+    FATHOM_ASSIGN_OR_RETURN(s.algo, AlgoFromNccl(*algo));
+    note("--algo " + s.algo + " from NCCL_ALGO");
+  }
+  return s;
+}
+
+}  // namespace fathom::transport::coll
