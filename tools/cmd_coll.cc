@@ -95,15 +95,15 @@ class Progress {
  public:
   explicit Progress(bool enabled) : enabled_(enabled) {}
   ~Progress() { Clear(); }
+  bool enabled() const { return enabled_; }
   void Update(const std::string& text) {
     if (!enabled_) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (shown_ && now - last_ < std::chrono::milliseconds(200)) return;
-    last_ = now;
-    std::fprintf(stderr, "\r[coll] %-70.70s", text.c_str());
-    std::fflush(stderr);
-    shown_ = true;
+    text_ = text;
+    Show(text, false);
   }
+  // Within one long collective (the sim's events): the last text and where
+  // the collective stands.
+  void Tick(const std::string& suffix) { Show(text_ + suffix, true); }
   // Before a line goes to stdout (often the same terminal).
   void Clear() {
     if (!shown_) return;
@@ -113,8 +113,19 @@ class Progress {
   }
 
  private:
+  void Show(const std::string& line, bool throttle_first) {
+    if (!enabled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if ((shown_ || throttle_first) && now - last_ < std::chrono::milliseconds(200)) return;
+    last_ = now;
+    std::fprintf(stderr, "\r[coll] %-70.70s", line.c_str());
+    std::fflush(stderr);
+    shown_ = true;
+  }
+
   bool enabled_;
   bool shown_ = false;
+  std::string text_;
   std::chrono::steady_clock::time_point last_;
 };
 
@@ -145,6 +156,9 @@ class Backend {
   // (-1 stays -1: not checked).
   virtual Status Combine(double* time_us, int64_t* wrong) = 0;
   virtual Status Barrier() = 0;
+  // Reports progress inside one collective where the backend can (the
+  // sim's engine); null stops it.
+  virtual void WatchProgress(Progress*) {}
   // --trace: writes `trace` (this process's ranks' steps) where the backend
   // puts it; `failed` says the run stopped on a failure. Returns an exit
   // code (kExitUsage when a file cannot be written).
@@ -201,6 +215,20 @@ class SimBackend final : public Backend {
   }
   Status Combine(double*, int64_t*) override { return Status::Ok(); }
   Status Barrier() override { return Status::Ok(); }
+  void WatchProgress(Progress* progress) override {
+    if (progress == nullptr || !progress->enabled()) {
+      world_->engine().set_progress(nullptr, nullptr, 0);
+      return;
+    }
+    // Every 64K events: cheap next to the events themselves.
+    world_->engine().set_progress(
+        [](void* ctx, const sim::Engine& e) {
+          char buf[48];
+          std::snprintf(buf, sizeof(buf), ", sim t=%.0fus", e.Now().us());
+          static_cast<Progress*>(ctx)->Tick(buf);
+        },
+        progress, 1u << 16);
+  }
   // Every rank is in this process, on the one virtual clock: one file as is.
   int WriteTrace(const std::string& path, const Trace& trace, bool) override {
     return WriteTextFile(path, trace.ToJson()) ? kExitOk : kExitUsage;
@@ -428,6 +456,10 @@ Status CheckNcclTestsFlags(const Options& o, Parsed* p, std::vector<std::string>
   FATHOM_RETURN_IF_ERROR(range("-N", o.run_cycles, 0, kBig));
   FATHOM_RETURN_IF_ERROR(range("-R", o.local_register, 0, 2));
   FATHOM_RETURN_IF_ERROR(range("-c", o.check, 0, kBig));
+  if (static_cast<int64_t>(o.iters) * o.agg_iters + o.warmup + o.check > kBig) {
+    return InvalidArgument("-n x -m + -w + -c: more than " + std::to_string(kBig) +
+                           " collectives per size");
+  }
   // Ranks: nccl-tests makes nThread x nGpus ranks in each process. The sim
   // holds every rank in this process, so -t/-g give its rank count; over
   // verbs each process is one rank.
@@ -605,6 +637,7 @@ int RunSweep(const Options& o, const Parsed& p, Backend& backend, const CommOpti
     }
   }
   Progress progress(!o.json && isatty(STDERR_FILENO) != 0);
+  backend.WatchProgress(&progress);
   Trace trace;
   std::vector<ReportRow> rows;
   if (!o.json) {
@@ -691,14 +724,14 @@ int RunSweep(const Options& o, const Parsed& p, Backend& backend, const CommOpti
             const bool checking = it >= o.warmup + timed;
             if (checking) fill();
             char what[160];
-            std::snprintf(what, sizeof(what), "%s %s %s %s (%zu/%zu) %s: %s %d/%d",
+            std::snprintf(what, sizeof(what), "%s %s %s %s (%zu/%zu) %s %s %d/%d",
                           std::string(CollKindName(p.kind)).c_str(),
                           std::string(DataTypeName(type)).c_str(), row.redop.c_str(),
                           SizeText(size).c_str(), si + 1, p.sizes.size(),
                           place == 0 ? "out-of-place" : "in-place",
                           it < o.warmup ? "warmup"
                           : checking    ? "check"
-                                        : "iteration",
+                                        : "iter",
                           it < o.warmup ? it + 1
                           : checking    ? it - o.warmup - timed + 1
                                         : it - o.warmup + 1,
@@ -737,6 +770,7 @@ int RunSweep(const Options& o, const Parsed& p, Backend& backend, const CommOpti
       }
     }
   }
+  backend.WatchProgress(nullptr);
   progress.Clear();
   if (!failure.empty()) exit_code = kExitFailure;
   if (!o.trace.empty()) {
