@@ -124,7 +124,10 @@ TEST(CollCliTest, NcclTestsFlagsAreAccepted) {
             "-n 1 -w 0 -d double -o avg 2>&1");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("agg iters: 2"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("double     avg"), std::string::npos) << r.out;
+  // -N 2: the sweep (one size here) twice.
+  const size_t first_row = r.out.find("double     avg");
+  ASSERT_NE(first_row, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("double     avg", first_row + 1), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("# Out of bounds values : 0 OK"), std::string::npos) << r.out;
   for (const char* t : {"int8", "uint8"}) {
     r = Shell(kFathom + " coll allreduce -b 1K -e 1K -n 1 -w 0 -o min -d " + t);

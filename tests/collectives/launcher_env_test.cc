@@ -93,6 +93,25 @@ TEST(LauncherEnvTest, FlagsWinOverTheEnvironment) {
   EXPECT_EQ(s->algo, "tree");
 }
 
+// torchrun's agent can hold MASTER_PORT for its own store: rank 0's
+// bootstrap would fail to bind it.
+TEST(LauncherEnvTest, TorchrunAgentStoreMovesTheBootstrapToTheNextPort) {
+  auto s = Resolve({{"MASTER_ADDR", "10.0.0.5"},
+                    {"MASTER_PORT", "29500"},
+                    {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->bootstrap, "10.0.0.5:29501");
+  s = Resolve({{"MASTER_ADDR", "10.0.0.5"},
+               {"MASTER_PORT", "29500"},
+               {"TORCHELASTIC_USE_AGENT_STORE", "False"}});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->bootstrap, "10.0.0.5:29500");
+  EXPECT_FALSE(Resolve({{"MASTER_ADDR", "10.0.0.5"},
+                        {"MASTER_PORT", "65535"},
+                        {"TORCHELASTIC_USE_AGENT_STORE", "True"}})
+                   .ok());
+}
+
 TEST(LauncherEnvTest, NcclVariablesMapToTheOptions) {
   auto s = Resolve({{"NCCL_IB_TIMEOUT", "20"},
                     {"NCCL_IB_RETRY_CNT", "5"},

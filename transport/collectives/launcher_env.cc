@@ -139,8 +139,20 @@ StatusOr<LaunchSettings> ResolveLaunch(const LaunchSettings& flags,
     if (addr != nullptr && port != nullptr) {
       if (addr->empty()) return InvalidArgument("MASTER_ADDR is set but empty");
       FATHOM_ASSIGN_OR_RETURN(int p, IntVar("MASTER_PORT", *port, 1, 65535));
-      s.bootstrap = *addr + ":" + std::to_string(p);
-      note("bootstrap " + s.bootstrap + " from MASTER_ADDR, MASTER_PORT");
+      // torchrun's agent may serve its own store on MASTER_PORT and hand it
+      // to the workers (it says so in TORCHELASTIC_USE_AGENT_STORE): then
+      // rank 0 could not bind that port; the next one is used.
+      const std::string* agent = Find(env, "TORCHELASTIC_USE_AGENT_STORE");
+      const bool taken = agent != nullptr && Lower(*agent) == "true";
+      if (taken && p == 65535) {
+        return InvalidArgument(
+            "MASTER_PORT='65535': torchrun's agent holds it (TORCHELASTIC_USE_AGENT_STORE) and "
+            "there is no next port for rank 0's bootstrap; use --bootstrap");
+      }
+      s.bootstrap = *addr + ":" + std::to_string(taken ? p + 1 : p);
+      note(
+          "bootstrap " + s.bootstrap + " from MASTER_ADDR, MASTER_PORT" +
+          (taken ? " + 1 (torchrun's agent holds MASTER_PORT: TORCHELASTIC_USE_AGENT_STORE)" : ""));
     }
   }
 

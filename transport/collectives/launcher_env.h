@@ -5,7 +5,9 @@
 //    (RANK/WORLD_SIZE), PMI (PMI_RANK/PMI_SIZE: MPICH's hydra, srun
 //    --mpi=pmi2), Slurm (SLURM_PROCID/SLURM_NTASKS), first found in that
 //    order (the innermost launcher first: torchrun under srun sees both);
-//  - the bootstrap address: MASTER_ADDR:MASTER_PORT (torchrun);
+//  - the bootstrap address: MASTER_ADDR:MASTER_PORT (torchrun; MASTER_PORT+1
+//    when torchrun's agent serves its store there, TORCHELASTIC_USE_AGENT_STORE);
+//    rank 0 binds it, so MASTER_ADDR must be an IP address of rank 0's host;
 //  - NCCL's variables for the same knobs: NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT,
 //    NCCL_IB_QPS_PER_CONNECTION, NCCL_IB_GID_INDEX, NCCL_IB_HCA, NCCL_IB_TC,
 //    NCCL_ALGO.
