@@ -47,6 +47,7 @@
 #include "transport/collectives/report.h"
 #include "transport/collectives/sim_world.h"
 #include "transport/collectives/verbs_world.h"
+#include "transport/verbs/verbs_device.h"
 
 namespace fathom::tools {
 namespace {
@@ -87,6 +88,7 @@ struct Options {
   std::string cq_mode = "poll";
   // The flags the user typed (they win over the environment).
   std::set<std::string> given;
+  HcaSpec hca;  // NCCL_IB_HCA, when --ib-dev is not given
 };
 
 // Progress of a sweep on stderr when it is a terminal (never in pipes or
@@ -882,6 +884,18 @@ int RunVerbs(const Options& o, const Parsed& p) {
   wopt.bootstrap_timeout = Picoseconds::FromSeconds(o.bootstrap_wait_s);
   wopt.device.name = o.ib_dev;
   wopt.device.port = o.ib_port;
+  if (!o.hca.entries.empty()) {
+    // With no device at all, OpenDevice says so below.
+    auto names = transport::verbs::ListDeviceNames();
+    if (names.ok() && !names->empty()) {
+      auto pick = PickDevice(o.hca, *names);
+      if (!pick.ok()) return usage(pick.status().message());
+      wopt.device.name = pick->first;
+      if (o.given.count("--ib-port") == 0 && pick->second > 0) wopt.device.port = pick->second;
+      std::fprintf(stderr, "fathom coll: rank %d: --ib-dev %s from NCCL_IB_HCA='%s'\n", o.rank,
+                   pick->first.c_str(), o.hca.text.c_str());
+    }
+  }
   if (o.gid_index >= 0) wopt.device.gid = {transport::verbs::GidMode::kIndex, o.gid_index};
   if (o.cq_mode == "events") {
     wopt.device.cq_mode = transport::verbs::CqMode::kEvents;
@@ -942,6 +956,7 @@ Status ApplyEnvironment(Options* o) {
   o->ib_dev = s.ib_dev;
   o->ib_port = s.ib_port;
   o->algo = s.algo;
+  o->hca = s.hca;
   for (const std::string& n : notes) std::fprintf(stderr, "fathom coll: %s\n", n.c_str());
   return Status::Ok();
 }

@@ -126,15 +126,48 @@ TEST(LauncherEnvTest, NcclVariablesMapToTheOptions) {
   EXPECT_EQ(s->channels, 4);
   EXPECT_EQ(s->gid_index, 3);
   EXPECT_EQ(s->traffic_class, 106);
-  EXPECT_EQ(s->ib_dev, "mlx5_1");
-  EXPECT_EQ(s->ib_port, 2);
   EXPECT_EQ(s->algo, "auto");
+  EXPECT_TRUE(s->hca.exact);
+  EXPECT_EQ(s->hca.entries.size(), 2u);
+  auto dev = PickDevice(s->hca, {"mlx5_0", "mlx5_1"});
+  ASSERT_TRUE(dev.ok());
+  EXPECT_EQ(dev->first, "mlx5_1");
+  EXPECT_EQ(dev->second, 2);
   s = Resolve({{"NCCL_ALGO", "^Ring"}});
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->algo, "tree");
   s = Resolve({{"NCCL_ALGO", "RING,NVLS"}});
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->algo, "ring");
+}
+
+// NCCL's NCCL_IB_HCA matching: name prefixes, '=' exact names, '^' all but;
+// the first match (one device per rank here).
+TEST(LauncherEnvTest, IbHcaSelectsLikeNccl) {
+  const std::vector<std::string> devs = {"mlx5_0", "mlx5_1", "mlx5_10", "rxe0"};
+  auto pick = [&](const std::string& value) {
+    auto s = Resolve({{"NCCL_IB_HCA", value}});
+    EXPECT_TRUE(s.ok()) << value;
+    return PickDevice(s->hca, devs);
+  };
+  EXPECT_EQ(pick("mlx5")->first, "mlx5_0");  // prefix
+  EXPECT_EQ(pick("mlx5_1:1")->first, "mlx5_1");
+  EXPECT_EQ(pick("mlx5_1:1")->second, 1);
+  EXPECT_EQ(pick("=mlx5_10")->first, "mlx5_10");
+  EXPECT_EQ(pick("^mlx5")->first, "rxe0");
+  EXPECT_EQ(pick("^=mlx5_0")->first, "mlx5_1");
+  EXPECT_EQ(pick("rxe,mlx5_0")->first, "rxe0");  // the list's order
+  auto none = pick("=mlx5");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("NCCL_IB_HCA='=mlx5': selects none of the devices here "
+                                         "(mlx5_0, mlx5_1, mlx5_10, rxe0)"),
+            std::string::npos)
+      << none.status().message();
+  EXPECT_FALSE(pick("^mlx5,rxe").ok());
+  // --ib-dev typed: the variable is not read.
+  auto s = Resolve({{"NCCL_IB_HCA", "mlx5_0"}}, {"--ib-dev"});
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s->hca.entries.empty());
 }
 
 TEST(LauncherEnvTest, InvalidValuesNameTheVariable) {
@@ -145,7 +178,8 @@ TEST(LauncherEnvTest, InvalidValuesNameTheVariable) {
       {{{"NCCL_IB_QPS_PER_CONNECTION", "0"}}, "NCCL_IB_QPS_PER_CONNECTION='0'"},
       {{{"NCCL_IB_GID_INDEX", "x"}}, "NCCL_IB_GID_INDEX='x'"},
       {{{"NCCL_IB_TC", "256"}}, "NCCL_IB_TC='256'"},
-      {{{"NCCL_IB_HCA", "^mlx5_1"}}, "NCCL_IB_HCA='^mlx5_1'"},
+      {{{"NCCL_IB_HCA", "mlx5_0:x"}}, "NCCL_IB_HCA='mlx5_0:x'"},
+      {{{"NCCL_IB_HCA", "mlx5_0,,mlx5_1"}}, "NCCL_IB_HCA='mlx5_0,,mlx5_1'"},
       {{{"NCCL_ALGO", "NVLS"}}, "NCCL_ALGO='NVLS'"},
       {{{"NCCL_ALGO", "Rings"}}, "NCCL_ALGO='Rings'"},
       {{{"OMPI_COMM_WORLD_RANK", "4"}, {"OMPI_COMM_WORLD_SIZE", "4"}}, "OMPI_COMM_WORLD_RANK='4'"},

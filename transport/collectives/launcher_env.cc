@@ -176,30 +176,33 @@ StatusOr<LaunchSettings> ResolveLaunch(const LaunchSettings& flags,
     note(std::string(k.flag) + " " + std::to_string(*k.field) + " from " + k.var);
   }
 
-  // NCCL_IB_HCA: "mlx5_0:1,mlx5_1:1", "=mlx5_0" (exact name), "^mlx5_1"
-  // (all but). One device per rank here: the first entry.
+  // NCCL_IB_HCA: which device is only known against the device list
+  // (PickDevice); here it is parsed, and bad syntax is an error at once.
   if (const std::string* hca = Find(env, "NCCL_IB_HCA");
       hca != nullptr && !hca->empty() && !typed("--ib-dev")) {
+    HcaSpec h;
+    h.text = *hca;
     std::string v = *hca;
     if (v[0] == '^') {
-      return InvalidArgument("NCCL_IB_HCA='" + *hca +
-                             "': exclusion lists are not supported here (one device per rank); "
-                             "name the device, or use --ib-dev");
+      h.exclude = true;
+      v = v.substr(1);
     }
-    if (v[0] == '=') v = v.substr(1);
-    const std::vector<std::string> entries = Split(v, ',');
-    const std::string& first = entries.front();
-    const size_t colon = first.find(':');
-    const std::string dev = first.substr(0, colon);
-    if (dev.empty()) return InvalidArgument("NCCL_IB_HCA='" + *hca + "': no device name");
-    s.ib_dev = dev;
-    if (colon != std::string::npos && !typed("--ib-port")) {
-      FATHOM_ASSIGN_OR_RETURN(s.ib_port,
-                              IntVar("NCCL_IB_HCA's port", first.substr(colon + 1), 1, 255));
+    if (!v.empty() && v[0] == '=') {
+      h.exact = true;
+      v = v.substr(1);
     }
-    note("--ib-dev " + s.ib_dev + (s.ib_port > 0 ? " --ib-port " + std::to_string(s.ib_port) : "") +
-         " from NCCL_IB_HCA" +
-         (entries.size() > 1 ? " (its first entry: one device per rank here)" : ""));
+    for (const std::string& entry : Split(v, ',')) {
+      const size_t colon = entry.find(':');
+      const std::string dev = entry.substr(0, colon);
+      if (dev.empty()) return InvalidArgument("NCCL_IB_HCA='" + *hca + "': an empty device name");
+      int port = 0;
+      if (colon != std::string::npos) {
+        FATHOM_ASSIGN_OR_RETURN(port, IntVar("NCCL_IB_HCA='" + *hca + "': the port of " + dev,
+                                             entry.substr(colon + 1), 1, 255));
+      }
+      h.entries.emplace_back(dev, port);
+    }
+    s.hca = std::move(h);
   }
 
   if (const std::string* algo = Find(env, "NCCL_ALGO"); algo != nullptr && !typed("--algo")) {
@@ -207,6 +210,30 @@ StatusOr<LaunchSettings> ResolveLaunch(const LaunchSettings& flags,
     note("--algo " + s.algo + " from NCCL_ALGO");
   }
   return s;
+}
+
+StatusOr<std::pair<std::string, int>> PickDevice(const HcaSpec& hca,
+                                                 const std::vector<std::string>& devices) {
+  auto matches = [&](const std::string& dev, const std::string& name) {
+    return hca.exact ? dev == name : dev.rfind(name, 0) == 0;  // NCCL: prefix unless '='
+  };
+  if (hca.exclude) {
+    for (const std::string& dev : devices) {
+      bool excluded = false;
+      for (const auto& e : hca.entries) excluded = excluded || matches(dev, e.first);
+      if (!excluded) return std::pair<std::string, int>(dev, 0);
+    }
+  } else {
+    for (const auto& e : hca.entries) {
+      for (const std::string& dev : devices) {
+        if (matches(dev, e.first)) return std::pair<std::string, int>(dev, e.second);
+      }
+    }
+  }
+  std::string names;
+  for (const std::string& d : devices) names += (names.empty() ? "" : ", ") + d;
+  return InvalidArgument("NCCL_IB_HCA='" + hca.text + "': selects none of the devices here (" +
+                         (names.empty() ? std::string("none") : names) + ")");
 }
 
 }  // namespace fathom::transport::coll

@@ -29,6 +29,15 @@ using EnvMap = std::map<std::string, std::string>;
 // This process's environment.
 EnvMap ProcessEnvironment();
 
+// NCCL_IB_HCA as NCCL reads it: "mlx5_0:1,mlx5_1:1" (devices by name prefix,
+// optional port), "=mlx5_0" (exact names), "^mlx5_1" (every device but).
+struct HcaSpec {
+  std::string text;  // the variable's value; empty: not set
+  bool exclude = false;
+  bool exact = false;
+  std::vector<std::pair<std::string, int>> entries;  // name, port (0: any)
+};
+
 // The settings, with the flag defaults of `fathom coll`.
 struct LaunchSettings {
   int rank = -1;   // --rank
@@ -42,6 +51,7 @@ struct LaunchSettings {
   std::string ib_dev;         // --ib-dev ("" = first ACTIVE)
   int ib_port = 0;            // --ib-port (0 = first ACTIVE)
   std::string algo = "auto";  // --algo
+  HcaSpec hca;                // NCCL_IB_HCA when --ib-dev is not given: see PickDevice
 };
 
 // `flags` holds what the command line says; `given` names the flags the
@@ -54,5 +64,13 @@ struct LaunchSettings {
 StatusOr<LaunchSettings> ResolveLaunch(const LaunchSettings& flags,
                                        const std::set<std::string>& given, const EnvMap& env,
                                        std::vector<std::string>* notes);
+
+// The device (and port, 0 = first ACTIVE) NCCL_IB_HCA selects among
+// `devices` (ibv_get_device_list order): the first that its first matching
+// entry names, or the first not excluded. One device per rank here, where
+// NCCL would use every match. INVALID_ARGUMENT naming the variable when
+// nothing matches.
+StatusOr<std::pair<std::string, int>> PickDevice(const HcaSpec& hca,
+                                                 const std::vector<std::string>& devices);
 
 }  // namespace fathom::transport::coll
