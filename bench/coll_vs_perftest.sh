@@ -65,8 +65,8 @@ for vm in 0 1; do echo "rxe counters moved during the collective, vm$vm: $(cat "
 PT_BW=$(awk -v s="$SIZE" '$1 == s && NF >= 5 { print $4; exit }' "$OUT/vm1/pt_bw.txt")
 PT_BW2=$(awk -v s="$SIZE" '$1 == s && NF >= 5 { print $4; exit }' "$OUT/vm1/pt_bw2.txt")
 PT_BIBW=$(awk -v s="$SIZE" '$1 == s && NF >= 5 { print $4; exit }' "$OUT/vm1/pt_bibw.txt")
-CO_BUS=$(awk -v s="$SIZE" '$1 == s && NF == 13 { print $8; exit }' "$OUT/vm0/coll.txt")
-CO_TIME=$(awk -v s="$SIZE" '$1 == s && NF == 13 { print $6; exit }' "$OUT/vm0/coll.txt")
+CO_BUS=$(awk -v s="$SIZE" '$1 == s && NF >= 13 { print $8; exit }' "$OUT/vm0/coll.txt")
+CO_TIME=$(awk -v s="$SIZE" '$1 == s && NF >= 13 { print $6; exit }' "$OUT/vm0/coll.txt")
 if [ -z "$PT_BW" ] || [ -z "$PT_BW2" ] || [ -z "$PT_BIBW" ] || [ -z "$CO_TIME" ]; then
   echo "could not read every result (ib_write_bw '$PT_BW' '$PT_BW2' bidir '$PT_BIBW', coll time '$CO_TIME')" >&2
   exit 1

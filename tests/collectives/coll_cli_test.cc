@@ -72,11 +72,139 @@ TEST(CollCliTest, HelpNamesTheVerbsFlags) {
   }
 }
 
-TEST(CollCliTest, VerbsWithoutADeviceSaysSo) {
+// No device: it cannot run as asked, exit 2 (as `fathom perf` does); it was 1.
+TEST(CollCliTest, VerbsWithoutADeviceSaysSoAndExits2) {
   if (HasDevice()) GTEST_SKIP() << "an RDMA device is present";
   auto r = Shell(kFathom + " coll allreduce --backend verbs --nranks 1 --rank 0 -b 1K -e 1K");
-  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("no RDMA device"), std::string::npos) << r.out;
+}
+
+// Issue 24: these ran nothing and exited 0, or aborted.
+TEST(CollCliTest, SizesAndRanksThatRunNothingAreUsageErrors) {
+  auto r = Shell(kFathom + " coll allreduce -b 4M -e 1K");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("invalid sizes: -b 4194304 > -e 1024"), std::string::npos) << r.out;
+  r = Shell(kFathom + " coll allreduce --ranks 0 -b 1K -e 1K");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--ranks 0: expected at least 1"), std::string::npos) << r.out;
+  // More memory than any test machine has: a usage error naming the limit,
+  // not SIGABRT from a failed allocation.
+  r = Shell(kFathom + " coll allreduce -b 512G -e 512G");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("of memory available here (MemAvailable)"), std::string::npos) << r.out;
+  r = Shell(kFathom + " coll allreduce -e 2000000G");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("-e '2000000G': larger than"), std::string::npos) << r.out;
+}
+
+// A barrier has no data: it reported every element of a 32M buffer wrong.
+TEST(CollCliTest, BarrierIsCorrectAndShowsZeroBytes) {
+  auto r = Shell(kFathom + " coll barrier -n 2 -w 1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("# Out of bounds values : 0 OK"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("           0             0     float    none      -1"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("0.00    0.00       0"), std::string::npos) << r.out;
+}
+
+// The command lines users paste from nccl-tests.
+TEST(CollCliTest, NcclTestsFlagsAreAccepted) {
+  auto r = Shell(kFathom + " coll allreduce -b 8 -e 64K -f 8 -g 1 -n 2");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  for (const char* line :
+       {"# nThread 1 nGpus 1 minBytes 8 maxBytes 65536 step: 8(factor) warmup iters: 5 iters: 2 "
+        "agg iters: 1 validation: 1 graph: 0\n",
+        "#\n# Using devices\n#  Rank  0 Group  0 Pid ", "algo\n",
+        "# Out of bounds values : 0 OK"}) {
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+  }
+  r = Shell(kFathom +
+            " coll allreduce -t 1 -g 1 -a 1 -z 0 -m 2 -T 5 -G 0 -C 0 -p 0 -N 2 -R 0 -b 1K -e 1K "
+            "-n 1 -w 0 -d double -o avg 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("agg iters: 2"), std::string::npos) << r.out;
+  // -N 2: the sweep (one size here) twice.
+  const size_t first_row = r.out.find("double     avg");
+  ASSERT_NE(first_row, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("double     avg", first_row + 1), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# Out of bounds values : 0 OK"), std::string::npos) << r.out;
+  for (const char* t : {"int8", "uint8"}) {
+    r = Shell(kFathom + " coll allreduce -b 1K -e 1K -n 1 -w 0 -o min -d " + t);
+    EXPECT_EQ(r.exit_code, 0) << t << r.out;
+    EXPECT_NE(r.out.find("# Out of bounds values : 0 OK"), std::string::npos) << r.out;
+  }
+  // -d all / -o all sweep types outer, ops inner, as nccl-tests does.
+  r = Shell(kFathom + " coll reduce_scatter -b 1K -e 1K -n 1 -w 0 -d all -o all");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const size_t int8_sum = r.out.find("int8     sum"), int8_avg = r.out.find("int8     avg");
+  const size_t bf16_avg = r.out.find("bfloat16     avg"), uint8_sum = r.out.find("uint8     sum");
+  EXPECT_NE(int8_sum, std::string::npos) << r.out;
+  EXPECT_EQ(int8_avg, std::string::npos) << r.out;  // integer avg: skipped, with a note
+  EXPECT_NE(r.out.find("-o avg skipped for integer types"), std::string::npos) << r.out;
+  EXPECT_NE(bf16_avg, std::string::npos) << r.out;
+  EXPECT_LT(int8_sum, uint8_sum);
+  EXPECT_NE(r.out.find("# Out of bounds values : 0 OK"), std::string::npos) << r.out;
+  // Flags without a meaning here: accepted with a note saying so.
+  r = Shell(kFathom + " coll allreduce -b 1K -e 1K -n 1 -G 4 -R 1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("-G 4 ignored: no CUDA graphs here"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("-R 1 ignored"), std::string::npos) << r.out;
+  // -t x -g ranks in the sim's one process; one rank per process over verbs.
+  r = Shell(kFathom + " coll allreduce --topology fat-tree:k=4 -g 4 -b 1K -e 1K -n 1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("4 ranks on"), std::string::npos) << r.out;
+  r = Shell(kFathom + " coll allreduce --backend verbs -g 2 -b 1K -e 1K");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("one rank per process"), std::string::npos) << r.out;
+  r = Shell(kFathom + " coll allreduce -o avg -d int32 -b 1K -e 1K");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  r = Shell(kFathom + " coll allreduce -a 7 -b 1K -e 1K");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+}
+
+// avg over ranks whose 1/n is inexact, on both algorithms.
+TEST(CollCliTest, AvgIsTheMeanOnRingAndTree) {
+  for (const char* algo : {"ring", "tree"}) {
+    auto r = Shell(kFathom + " coll allreduce --topology fat-tree:k=4 --ranks 5 -o avg -d all " +
+                   "-b 1K -e 64K -f 64 -n 1 -w 0 --algo " + algo);
+    EXPECT_EQ(r.exit_code, 0) << algo << r.out;
+    EXPECT_NE(r.out.find("# Out of bounds values : 0 OK"), std::string::npos) << r.out;
+  }
+}
+
+// mpirun / srun / torchrun set the rank in the environment: no --rank and
+// --nranks needed (here it gets as far as the missing device).
+TEST(CollCliTest, VerbsTakesTheRankFromTheLauncher) {
+  if (HasDevice()) GTEST_SKIP() << "an RDMA device is present";
+  auto r = Shell("OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=1 " + kFathom +
+                 " coll allreduce --backend verbs -b 1K -e 1K");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("rank 0 of 1 from Open MPI"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("needs --nranks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no RDMA device"), std::string::npos) << r.out;
+  r = Shell("NCCL_IB_TIMEOUT=99 " + kFathom + " coll allreduce -b 1K -e 1K -n 1");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("NCCL_IB_TIMEOUT='99'"), std::string::npos) << r.out;
+  // The sim takes NCCL's transport knobs too; flags win.
+  r = Shell("NCCL_ALGO=Tree " + kFathom + " coll allreduce -b 1K -e 1K -n 1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("   tree\n"), std::string::npos) << r.out;
+  r = Shell("NCCL_ALGO=Tree " + kFathom + " coll allreduce -b 1K -e 1K -n 1 --algo ring");
+  EXPECT_NE(r.out.find("   ring\n"), std::string::npos) << r.out;
+}
+
+// Progress on a terminal only: a sweep in a pipe (or a test) shows none.
+TEST(CollCliTest, ProgressOnlyOnATerminal) {
+  const std::string cmd = kFathom + " coll allreduce -b 1K -e 4K -f 2 -n 2";
+  auto piped = Shell(cmd);
+  EXPECT_EQ(piped.exit_code, 0) << piped.out;
+  EXPECT_EQ(piped.out.find("[coll]"), std::string::npos) << piped.out;
+  if (Shell("command -v script").exit_code != 0) GTEST_SKIP() << "no script(1) for a terminal";
+  auto tty = Shell("script -qec '" + cmd + "' /dev/null");
+  EXPECT_EQ(tty.exit_code, 0) << tty.out;
+  EXPECT_NE(tty.out.find("\r[coll] allreduce float sum 1K (1/3) out-of-place"), std::string::npos)
+      << tty.out;
 }
 
 TEST(CollCliTest, TwoVerbsRanksOverTheLoopbackBootstrap) {

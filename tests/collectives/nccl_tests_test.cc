@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <vector>
 
 namespace fathom::transport::coll {
@@ -66,6 +67,81 @@ TEST(NcclTests, AllgatherInPlaceLayout) {
   }
   EXPECT_GT(want, 0);
   EXPECT_EQ(b.CountWrong(count, RedOp::kSum, 0), want);
+}
+
+// `fathom coll ... -b 64G` ended in SIGABRT (a failed allocation): sizes
+// are bounded, and the memory a sweep needs is known before it allocates.
+TEST(NcclTests, HugeSizesAreErrorsAndBufferBytesAreKnownUpFront) {
+  auto huge = ParseBytes("-e", "2048T");
+  EXPECT_FALSE(huge.ok());
+  EXPECT_FALSE(ParseBytes("-e", "1e30G").ok());
+  EXPECT_EQ(RankBuffers::BytesFor(CollKind::kAllReduce, 4, DataType::kFloat32, 1000),
+            2 * (4000u + 8));
+  EXPECT_EQ(RankBuffers::BytesFor(CollKind::kAllGather, 4, DataType::kInt8, 1000),
+            (4000u + 8) + (4000u + 8));
+  EXPECT_GT(AvailableMemoryBytes(), 0u);
+}
+
+// A barrier moves no data: nothing in its buffers is "wrong" (it reported
+// every element of a 32M buffer as wrong).
+TEST(NcclTests, BarrierHasNothingWrong) {
+  RankBuffers b(CollKind::kBarrier, 2, 1, DataType::kFloat32, 0);
+  b.Fill(0, false);
+  EXPECT_EQ(b.CountWrong(0, RedOp::kSum, 0), 0);
+}
+
+// Integer types are checked exactly, wrapping as the type does: -3 is 253
+// in uint8, so the minimum of {253, 0} is 0, not -3.
+TEST(NcclTests, IntegerChecksWrapLikeTheType) {
+  const int n = 2;
+  const uint64_t count = 7;
+  for (DataType t : {DataType::kUint8, DataType::kInt8, DataType::kUint64}) {
+    for (RedOp op : {RedOp::kSum, RedOp::kMin, RedOp::kMax, RedOp::kProd}) {
+      RankBuffers b(CollKind::kAllReduce, n, 0, t, count);
+      b.Fill(count, false);
+      for (uint64_t i = 0; i < count; ++i) {
+        uint8_t x[8], y[8];
+        StoreElement(x, 0, t, InputValue(0, i));
+        StoreElement(y, 0, t, InputValue(1, i));
+        std::memcpy(static_cast<uint8_t*>(b.out()) + i * DataTypeSize(t), x, DataTypeSize(t));
+        ReduceInto(static_cast<uint8_t*>(b.out()) + i * DataTypeSize(t), y, 1, t, op);
+      }
+      EXPECT_EQ(b.CountWrong(count, op, 0), 0) << DataTypeName(t) << " " << RedOpName(op);
+      StoreInteger(b.out(), 3, t, LoadInteger(b.out(), 3, t) + 1);
+      EXPECT_EQ(b.CountWrong(count, op, 0), 1) << DataTypeName(t) << " " << RedOpName(op);
+    }
+  }
+}
+
+// avg's reference is the mean; the sum is wrong.
+TEST(NcclTests, AvgCheckWantsTheMeanNotTheSum) {
+  const int n = 3;
+  const uint64_t count = 5;
+  RankBuffers b(CollKind::kAllReduce, n, 0, DataType::kFloat64, count);
+  b.Fill(count, false);
+  for (uint64_t i = 0; i < count; ++i) {
+    const double sum = InputValue(0, i) + InputValue(1, i) + InputValue(2, i);
+    StoreElement(b.out(), i, DataType::kFloat64, sum);
+  }
+  EXPECT_GT(b.CountWrong(count, RedOp::kAvg, 0), 0);
+  for (uint64_t i = 0; i < count; ++i) {
+    const double sum = InputValue(0, i) + InputValue(1, i) + InputValue(2, i);
+    StoreElement(b.out(), i, DataType::kFloat64, sum / 3);
+  }
+  EXPECT_EQ(b.CountWrong(count, RedOp::kAvg, 0), 0);
+}
+
+// -d all reuses one set of buffers: built for int8 (the largest count), it
+// holds every type's count for the same size in bytes.
+TEST(NcclTests, BuffersBuiltForInt8HoldEveryType) {
+  const uint64_t size = 1000;
+  RankBuffers b(CollKind::kAllGather, 3, 1, DataType::kInt8, size / 3);
+  for (DataType t : kAllDataTypes) {
+    b.SetType(t);
+    const uint64_t count = size / CountUnitBytes(CollKind::kAllGather, 3, t);
+    b.Fill(count, true);
+    EXPECT_EQ(b.type(), t);
+  }
 }
 
 }  // namespace

@@ -64,9 +64,39 @@ TEST_P(ReduceTest, MatchesScalarReference) {
   ReduceInto(a.data(), b.data(), n, type, op);
   for (size_t i = 0; i < n; ++i) {
     const double x = static_cast<int>(i % 7) - 3, y = static_cast<int>(i % 5) - 1;
+    if (!IsFloatingType(type)) {
+      // Exactly, in the type: -3 in uint8 is 253, so its min is not -3.
+      const int64_t xi = static_cast<int64_t>(x), yi = static_cast<int64_t>(y);
+      uint8_t xs[8], ys[8], ws[8];
+      StoreInteger(xs, 0, type, static_cast<uint64_t>(xi));
+      StoreInteger(ys, 0, type, static_cast<uint64_t>(yi));
+      const uint64_t xb = LoadInteger(xs, 0, type), yb = LoadInteger(ys, 0, type);
+      const bool less =
+          IsSignedInteger(type) ? static_cast<int64_t>(yb) < static_cast<int64_t>(xb) : yb < xb;
+      uint64_t want = 0;
+      switch (op) {
+        case RedOp::kSum:
+        case RedOp::kAvg:
+          want = xb + yb;
+          break;
+        case RedOp::kProd:
+          want = xb * yb;
+          break;
+        case RedOp::kMin:
+          want = less ? yb : xb;
+          break;
+        case RedOp::kMax:
+          want = less ? xb : yb;
+          break;
+      }
+      StoreInteger(ws, 0, type, want);
+      EXPECT_EQ(LoadInteger(a.data(), i, type), LoadInteger(ws, 0, type)) << i;
+      continue;
+    }
     double want = 0;
     switch (op) {
       case RedOp::kSum:
+      case RedOp::kAvg:  // a sum here; the collective scales the inputs
         want = x + y;
         break;
       case RedOp::kProd:
@@ -93,11 +123,37 @@ TEST(ReduceTest, IntegerSumWrapsLikeTwosComplement) {
   EXPECT_EQ(a, INT32_MIN);
 }
 
+TEST(ReduceTest, NarrowUnsignedSumsWrap) {
+  uint8_t a = 250, b = 10;
+  ReduceInto(&a, &b, 1, DataType::kUint8, RedOp::kSum);
+  EXPECT_EQ(a, 4);
+  int8_t c = 127, d = 1;
+  ReduceInto(&c, &d, 1, DataType::kInt8, RedOp::kSum);
+  EXPECT_EQ(c, -128);
+}
+
+TEST(ReduceTest, ScaleRoundsTheFactorToTheType) {
+  std::vector<uint8_t> buf(4 * 8);
+  for (DataType t :
+       {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBfloat16}) {
+    for (size_t i = 0; i < 4; ++i) StoreElement(buf.data(), i, t, 3.0 * static_cast<double>(i));
+    ScaleElements(buf.data(), 4, t, 1.0 / 3);
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_NEAR(LoadElement(buf.data(), i, t), static_cast<double>(i), 0.02) << DataTypeName(t);
+    }
+  }
+}
+
 TEST(ParseTest, NamesRoundTripAndBadNamesAreErrors) {
   for (DataType t : kAllDataTypes) EXPECT_EQ(ParseDataType(DataTypeName(t)).value(), t);
   for (RedOp op : kAllRedOps) EXPECT_EQ(ParseRedOp(RedOpName(op)).value(), op);
-  EXPECT_FALSE(ParseDataType("double").ok());
-  EXPECT_FALSE(ParseRedOp("avg").ok());
+  // nccl-tests' names, which users paste.
+  for (const char* name : {"double", "int8", "uint8", "uint32", "uint64"}) {
+    EXPECT_TRUE(ParseDataType(name).ok()) << name;
+  }
+  EXPECT_TRUE(ParseRedOp("avg").ok());
+  EXPECT_FALSE(ParseDataType("float128").ok());
+  EXPECT_FALSE(ParseRedOp("mean").ok());
 }
 
 }  // namespace

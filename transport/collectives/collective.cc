@@ -14,9 +14,17 @@ RankCollective::RankCollective(Communicator* comm, const CollSpec& spec, DataTyp
       in_(static_cast<const uint8_t*>(in)),
       out_(static_cast<uint8_t*>(out)),
       trace_(trace),
-      elem_(DataTypeSize(type)) {}
+      elem_(DataTypeSize(type)),
+      premul_(op == RedOp::kAvg && IsFloatingType(type) && spec.nranks > 1 &&
+              (spec.kind == CollKind::kAllReduce || spec.kind == CollKind::kReduceScatter)) {}
 
 Status RankCollective::Start(Picoseconds now) {
+  if (op_ == RedOp::kAvg && !IsFloatingType(type_) &&
+      (spec_.kind == CollKind::kAllReduce || spec_.kind == CollKind::kReduceScatter)) {
+    return InvalidArgument("avg on " + std::string(DataTypeName(type_)) +
+                           ": integer avg (NCCL: sum, then divide) is not implemented; floating "
+                           "types only");
+  }
   spec_.chunk_elems = comm_->options().chunk_bytes / elem_;
   if (spec_.kind != CollKind::kAllReduce || spec_.algorithm == Algorithm::kRing) {
     spec_.channels = comm_->options().channels;
@@ -104,10 +112,13 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
   uint32_t lkey = 0;
   if (!modelled && s.count > 0) {
     uint8_t* dst = nullptr;
+    // avg: this rank's input enters the sum scaled by 1/nranks (NCCL's
+    // pre-multiplied sum), so a step reading it never sends it as it is.
+    const bool scale = premul_ && s.in_offset >= 0;
     if (s.out_offset >= 0) {
       dst = out_ + static_cast<uint64_t>(s.out_offset) * elem_;
       lkey = out_mr_->lkey();
-    } else if (recv[0] != nullptr) {
+    } else if (recv[0] != nullptr || (scale && send[0] != nullptr)) {
       FATHOM_ASSIGN_OR_RETURN(dst, comm_->OutStaging(*send[0], &lkey));
     }
     if (dst != nullptr) {
@@ -115,6 +126,7 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
       if (s.in_offset >= 0) {
         const uint8_t* local = in_ + static_cast<uint64_t>(s.in_offset) * elem_;
         if (local != dst) std::memcpy(dst, local, bytes);
+        if (scale) ScaleElements(dst, s.count, type_, 1.0 / spec_.nranks);
       } else if (recv[0] != nullptr) {
         std::memcpy(dst, comm_->SlotData(*recv[0], recv[0]->consumed), bytes);
         first = 1;

@@ -1,8 +1,11 @@
 #include "transport/collectives/nccl_tests.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -10,13 +13,69 @@ namespace fathom::transport::coll {
 namespace {
 
 // Half-precision types round each partial sum; allow a few ulps per rank
-// and step.
-double Tolerance(DataType t, int n) {
-  const double eps = t == DataType::kFloat16 ? 0x1.0p-10 : t == DataType::kBfloat16 ? 0x1.0p-7 : 0;
+// and step. avg scales each input by a rounded 1/n first, so float and
+// double round too.
+double Tolerance(DataType t, int n, RedOp op) {
+  double eps = t == DataType::kFloat16 ? 0x1.0p-10 : t == DataType::kBfloat16 ? 0x1.0p-7 : 0;
+  if (op == RedOp::kAvg && eps == 0) {
+    eps = t == DataType::kFloat32 ? 0x1.0p-23 : t == DataType::kFloat64 ? 0x1.0p-52 : 0;
+  }
   return eps * 3.0 * n * n;
 }
 
+// The rank inputs' reduction for an integer type, exactly: sums and
+// products modulo 2^64 (the type keeps the low bits, as its wrap does),
+// minima and maxima in the type's own order.
+uint64_t IntegerReference(DataType t, RedOp op, int n, uint64_t j) {
+  uint8_t tmp[8];
+  auto value = [&](int q) {
+    StoreElement(tmp, 0, t, InputValue(q, j));
+    return LoadInteger(tmp, 0, t);
+  };
+  const bool is_signed = IsSignedInteger(t);
+  uint64_t acc = value(0);
+  for (int q = 1; q < n; ++q) {
+    const uint64_t v = value(q);
+    const bool less = is_signed ? static_cast<int64_t>(v) < static_cast<int64_t>(acc) : v < acc;
+    switch (op) {
+      case RedOp::kSum:
+      case RedOp::kAvg:
+        acc += v;
+        break;
+      case RedOp::kProd:
+        acc *= v;
+        break;
+      case RedOp::kMin:
+        if (less) acc = v;
+        break;
+      case RedOp::kMax:
+        if (!less && v != acc) acc = v;
+        break;
+    }
+  }
+  StoreInteger(tmp, 0, t, acc);
+  return LoadInteger(tmp, 0, t);
+}
+
 }  // namespace
+
+uint64_t AvailableMemoryBytes() {
+  if (FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+      if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+        found = true;
+        break;
+      }
+    }
+    std::fclose(f);
+    if (found) return static_cast<uint64_t>(kib) * 1024;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
 
 StatusOr<uint64_t> ParseBytes(const std::string& flag, const std::string& text) {
   char* end = nullptr;
@@ -29,10 +88,15 @@ StatusOr<uint64_t> ParseBytes(const std::string& flag, const std::string& text) 
       return InvalidArgument(flag + " '" + text + "': expected a size like 8, 64K, 32M, 1G");
     }
   }
-  if (end == text.c_str() || v < 0) {
+  if (end == text.c_str() || !(v >= 0)) {
     return InvalidArgument(flag + " '" + text + "': expected a size like 8, 64K, 32M, 1G");
   }
-  return static_cast<uint64_t>(v * static_cast<double>(mult));
+  const double bytes = v * static_cast<double>(mult);
+  if (bytes > static_cast<double>(kMaxSweepBytes)) {
+    return InvalidArgument(flag + " '" + text +
+                           "': larger than the 1P (2^50 bytes) this tool takes");
+  }
+  return static_cast<uint64_t>(bytes);
 }
 
 std::vector<uint64_t> SizeSweep(uint64_t min_bytes, uint64_t max_bytes, uint64_t step_bytes,
@@ -57,6 +121,14 @@ double InputValue(int rank, uint64_t i) {
   return static_cast<double>(static_cast<int64_t>((rank * 3 + i * 5) % 7) - 3);
 }
 
+uint64_t RankBuffers::BytesFor(CollKind kind, int nranks, DataType type, uint64_t max_count) {
+  const uint64_t es = DataTypeSize(type);
+  const uint64_t n = static_cast<uint64_t>(nranks);
+  const uint64_t in_count = kind == CollKind::kReduceScatter ? max_count * n : max_count;
+  const uint64_t out_count = kind == CollKind::kAllGather ? max_count * n : max_count;
+  return std::max(in_count, out_count) * es + 8 + out_count * es + 8;
+}
+
 RankBuffers::RankBuffers(CollKind kind, int nranks, int rank, DataType type, uint64_t max_count)
     : kind_(kind), nranks_(nranks), rank_(rank), type_(type) {
   const size_t es = DataTypeSize(type);
@@ -75,6 +147,12 @@ void RankBuffers::Fill(uint64_t count, bool in_place) {
   const bool gather = kind_ == CollKind::kAllGather, scatter = kind_ == CollKind::kReduceScatter;
   const uint64_t in_count = scatter ? count * n : count;
   const uint64_t out_count = gather ? count * n : count;
+  if (std::max(in_count, out_count) * es + 8 > mem_.size() ||
+      out_count * es + 8 > out_mem_.size()) {
+    std::fprintf(stderr, "RankBuffers::Fill: count %llu of %s is beyond the buffers\n",
+                 static_cast<unsigned long long>(count), std::string(DataTypeName(type_)).c_str());
+    std::abort();
+  }
   std::memset(mem_.data(), 0, std::max(in_count, out_count) * es);
   uint8_t* in = mem_.data() + (gather && in_place ? r * count * es : 0);
   for (uint64_t i = 0; i < in_count; ++i) StoreElement(in, i, type_, InputValue(rank_, i));
@@ -88,9 +166,11 @@ void RankBuffers::Fill(uint64_t count, bool in_place) {
 }
 
 int64_t RankBuffers::CountWrong(uint64_t count, RedOp op, int root) const {
+  if (kind_ == CollKind::kBarrier) return 0;
   int64_t wrong = 0;
   const int n = nranks_;
-  const double tol = Tolerance(type_, n);
+  const double tol = Tolerance(type_, n, op);
+  const bool integer = !IsFloatingType(type_);
   const uint64_t out_count =
       kind_ == CollKind::kAllGather ? count * static_cast<uint64_t>(n) : count;
   for (uint64_t i = 0; i < out_count; ++i) {
@@ -98,22 +178,32 @@ int64_t RankBuffers::CountWrong(uint64_t count, RedOp op, int root) const {
     if (kind_ == CollKind::kAllReduce || kind_ == CollKind::kReduceScatter) {
       const uint64_t j =
           kind_ == CollKind::kReduceScatter ? static_cast<uint64_t>(rank_) * count + i : i;
+      if (integer) {
+        if (LoadInteger(out_, i, type_) != IntegerReference(type_, op, n, j)) ++wrong;
+        continue;
+      }
       want = InputValue(0, j);
       for (int q = 1; q < n; ++q) {
         const double v = InputValue(q, j);
-        want = op == RedOp::kSum    ? want + v
-               : op == RedOp::kProd ? want * v
-               : op == RedOp::kMin  ? std::min(want, v)
-                                    : std::max(want, v);
+        want = op == RedOp::kSum || op == RedOp::kAvg ? want + v
+               : op == RedOp::kProd                   ? want * v
+               : op == RedOp::kMin                    ? std::min(want, v)
+                                                      : std::max(want, v);
       }
+      if (op == RedOp::kAvg) want /= n;
     } else if (kind_ == CollKind::kAllGather) {
       want = InputValue(static_cast<int>(i / count), i % count);
     } else {
       want = InputValue(root, i);
     }
-    // The reference goes through the type too (half-precision rounding).
+    // The reference goes through the type too (half-precision rounding,
+    // integer wrap).
     uint8_t tmp[8];
     StoreElement(tmp, 0, type_, want);
+    if (integer) {
+      if (LoadInteger(out_, i, type_) != LoadInteger(tmp, 0, type_)) ++wrong;
+      continue;
+    }
     const double got = LoadElement(out_, i, type_);
     const double ref = LoadElement(tmp, 0, type_);
     if (!(std::fabs(got - ref) <= tol * std::max(1.0, std::fabs(ref)))) ++wrong;

@@ -20,8 +20,14 @@
 
 namespace fathom::transport::coll {
 
-// "8", "64K", "32M", "1G" (K = 1024). Errors name the flag and the text.
+// "8", "64K", "32M", "1G" (K = 1024). Errors name the flag and the text;
+// sizes above kMaxSweepBytes are errors too.
 StatusOr<uint64_t> ParseBytes(const std::string& flag, const std::string& text);
+inline constexpr uint64_t kMaxSweepBytes = uint64_t{1} << 50;  // 1 PiB
+
+// Memory this process can still allocate: /proc/meminfo's MemAvailable
+// (physical pages x page size where there is no such line).
+uint64_t AvailableMemoryBytes();
 
 // nccl-tests' sizes: from min_bytes, times `factor` when it is > 1, else
 // plus `step_bytes`, while <= max_bytes (one size when both say "no step").
@@ -42,6 +48,15 @@ class RankBuffers {
   // Room for `max_count` (the "count" column's largest value).
   RankBuffers(CollKind kind, int nranks, int rank, DataType type, uint64_t max_count);
 
+  // What the constructor allocates for those arguments (both buffers).
+  static uint64_t BytesFor(CollKind kind, int nranks, DataType type, uint64_t max_count);
+
+  // Reuses the memory for another type (-d all): the sweep's sizes are in
+  // bytes, so a buffer built for the smallest type (int8) holds every type's
+  // count. Fill() checks that the count fits.
+  void SetType(DataType type) { type_ = type; }
+  DataType type() const { return type_; }
+
   // Writes the rank's input for `count` elements and zeroes its output. In
   // place, input and output share one buffer the way nccl-tests lays them
   // out (allgather: the input is the rank's slice of the output;
@@ -51,7 +66,8 @@ class RankBuffers {
   void* out() const { return out_; }
 
   // Output elements that differ from the reference (computed from
-  // InputValue) by more than the type's tolerance.
+  // InputValue) by more than the type's tolerance; integer types exactly,
+  // wrapping as the type does. A barrier moves no data: 0.
   int64_t CountWrong(uint64_t count, RedOp op, int root) const;
 
  private:

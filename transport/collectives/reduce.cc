@@ -51,18 +51,30 @@ void Narrow(uint16_t* __restrict dst, const uint16_t* __restrict src, size_t n) 
   for (size_t i = 0; i < n; ++i) dst[i] = FromF(Op::Apply(ToF(dst[i]), ToF(src[i])));
 }
 
+template <typename Op, typename T>
+void NativeVoid(void* dst, const void* src, size_t n) {
+  Native<Op>(static_cast<T*>(dst), static_cast<const T*>(src), n);
+}
+
 template <typename Op>
 void Dispatch(void* dst, const void* src, size_t n, DataType type) {
   switch (type) {
     case DataType::kFloat32:
-      Native<Op>(static_cast<float*>(dst), static_cast<const float*>(src), n);
-      return;
+      return NativeVoid<Op, float>(dst, src, n);
+    case DataType::kFloat64:
+      return NativeVoid<Op, double>(dst, src, n);
+    case DataType::kInt8:
+      return NativeVoid<Op, int8_t>(dst, src, n);
+    case DataType::kUint8:
+      return NativeVoid<Op, uint8_t>(dst, src, n);
     case DataType::kInt32:
-      Native<Op>(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), n);
-      return;
+      return NativeVoid<Op, int32_t>(dst, src, n);
+    case DataType::kUint32:
+      return NativeVoid<Op, uint32_t>(dst, src, n);
     case DataType::kInt64:
-      Native<Op>(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), n);
-      return;
+      return NativeVoid<Op, int64_t>(dst, src, n);
+    case DataType::kUint64:
+      return NativeVoid<Op, uint64_t>(dst, src, n);
     case DataType::kFloat16:
       Narrow<Op, HalfToFloat, FloatToHalf>(static_cast<uint16_t*>(dst),
                                            static_cast<const uint16_t*>(src), n);
@@ -78,16 +90,31 @@ void Dispatch(void* dst, const void* src, size_t n, DataType type) {
 
 size_t DataTypeSize(DataType t) {
   switch (t) {
+    case DataType::kInt8:
+    case DataType::kUint8:
+      return 1;
     case DataType::kFloat32:
     case DataType::kInt32:
+    case DataType::kUint32:
       return 4;
     case DataType::kInt64:
+    case DataType::kUint64:
+    case DataType::kFloat64:
       return 8;
     case DataType::kFloat16:
     case DataType::kBfloat16:
       return 2;
   }
   return 0;
+}
+
+bool IsFloatingType(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat64 || t == DataType::kFloat16 ||
+         t == DataType::kBfloat16;
+}
+
+bool IsSignedInteger(DataType t) {
+  return t == DataType::kInt8 || t == DataType::kInt32 || t == DataType::kInt64;
 }
 
 std::string_view DataTypeName(DataType t) {
@@ -102,6 +129,16 @@ std::string_view DataTypeName(DataType t) {
       return "int32";
     case DataType::kInt64:
       return "int64";
+    case DataType::kInt8:
+      return "int8";
+    case DataType::kUint8:
+      return "uint8";
+    case DataType::kUint32:
+      return "uint32";
+    case DataType::kUint64:
+      return "uint64";
+    case DataType::kFloat64:
+      return "double";
   }
   return "?";
 }
@@ -116,6 +153,8 @@ std::string_view RedOpName(RedOp op) {
       return "min";
     case RedOp::kMax:
       return "max";
+    case RedOp::kAvg:
+      return "avg";
   }
   return "?";
 }
@@ -127,8 +166,10 @@ StatusOr<DataType> ParseDataType(std::string_view name) {
   if (name == "float32") return DataType::kFloat32;
   if (name == "float16") return DataType::kFloat16;
   if (name == "bf16") return DataType::kBfloat16;
+  if (name == "float64") return DataType::kFloat64;
   return InvalidArgument("data type '" + std::string(name) +
-                         "': expected float, half, bfloat16, int32 or int64");
+                         "': expected int8, uint8, int32, uint32, int64, uint64, half, float, "
+                         "double or bfloat16");
 }
 
 StatusOr<RedOp> ParseRedOp(std::string_view name) {
@@ -136,7 +177,7 @@ StatusOr<RedOp> ParseRedOp(std::string_view name) {
     if (name == RedOpName(op)) return op;
   }
   return InvalidArgument("reduction op '" + std::string(name) +
-                         "': expected sum, prod, min or max");
+                         "': expected sum, prod, max, min or avg");
 }
 
 uint16_t FloatToHalf(float f) {
@@ -206,19 +247,55 @@ void ReduceInto(void* dst, const void* src, size_t count, DataType type, RedOp o
       return Dispatch<Min>(dst, src, count, type);
     case RedOp::kMax:
       return Dispatch<Max>(dst, src, count, type);
+    case RedOp::kAvg:
+      return Dispatch<Sum>(dst, src, count, type);
+  }
+}
+
+void ScaleElements(void* buf, size_t count, DataType type, double factor) {
+  switch (type) {
+    case DataType::kFloat32: {
+      float* p = static_cast<float*>(buf);
+      const float f = static_cast<float>(factor);
+      for (size_t i = 0; i < count; ++i) p[i] *= f;
+      return;
+    }
+    case DataType::kFloat64: {
+      double* p = static_cast<double*>(buf);
+      for (size_t i = 0; i < count; ++i) p[i] *= factor;
+      return;
+    }
+    case DataType::kFloat16: {
+      uint16_t* p = static_cast<uint16_t*>(buf);
+      const float f = HalfToFloat(FloatToHalf(static_cast<float>(factor)));
+      for (size_t i = 0; i < count; ++i) p[i] = FloatToHalf(HalfToFloat(p[i]) * f);
+      return;
+    }
+    case DataType::kBfloat16: {
+      uint16_t* p = static_cast<uint16_t*>(buf);
+      const float f = Bfloat16ToFloat(FloatToBfloat16(static_cast<float>(factor)));
+      for (size_t i = 0; i < count; ++i) p[i] = FloatToBfloat16(Bfloat16ToFloat(p[i]) * f);
+      return;
+    }
+    default:
+      return;  // integer types: not scaled (see RedOp::kAvg)
   }
 }
 
 void StoreElement(void* buf, size_t i, DataType type, double value) {
+  if (!IsFloatingType(type)) {
+    // Through 64 bits, modulo 2^64 (defined for negative values too).
+    const uint64_t bits = value < 0           ? static_cast<uint64_t>(static_cast<int64_t>(value))
+                          : value >= 0x1.0p64 ? ~uint64_t{0}
+                                              : static_cast<uint64_t>(value);
+    return StoreInteger(buf, i, type, bits);
+  }
   switch (type) {
+    case DataType::kFloat64:
+      static_cast<double*>(buf)[i] = value;
+      return;
     case DataType::kFloat32:
       static_cast<float*>(buf)[i] = static_cast<float>(value);
-      return;
-    case DataType::kInt32:
-      static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(value);
-      return;
-    case DataType::kInt64:
-      static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(value);
       return;
     case DataType::kFloat16:
       static_cast<uint16_t*>(buf)[i] = FloatToHalf(static_cast<float>(value));
@@ -226,23 +303,73 @@ void StoreElement(void* buf, size_t i, DataType type, double value) {
     case DataType::kBfloat16:
       static_cast<uint16_t*>(buf)[i] = FloatToBfloat16(static_cast<float>(value));
       return;
+    default:
+      return;
   }
 }
 
 double LoadElement(const void* buf, size_t i, DataType type) {
+  if (!IsFloatingType(type)) {
+    const uint64_t bits = LoadInteger(buf, i, type);
+    return IsSignedInteger(type) ? static_cast<double>(static_cast<int64_t>(bits))
+                                 : static_cast<double>(bits);
+  }
   switch (type) {
+    case DataType::kFloat64:
+      return static_cast<const double*>(buf)[i];
     case DataType::kFloat32:
       return static_cast<const float*>(buf)[i];
-    case DataType::kInt32:
-      return static_cast<const int32_t*>(buf)[i];
-    case DataType::kInt64:
-      return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
     case DataType::kFloat16:
       return HalfToFloat(static_cast<const uint16_t*>(buf)[i]);
     case DataType::kBfloat16:
       return Bfloat16ToFloat(static_cast<const uint16_t*>(buf)[i]);
+    default:
+      return 0;
   }
-  return 0;
+}
+
+uint64_t LoadInteger(const void* buf, size_t i, DataType type) {
+  switch (type) {
+    case DataType::kInt8:
+      return static_cast<uint64_t>(static_cast<int64_t>(static_cast<const int8_t*>(buf)[i]));
+    case DataType::kUint8:
+      return static_cast<const uint8_t*>(buf)[i];
+    case DataType::kInt32:
+      return static_cast<uint64_t>(static_cast<int64_t>(static_cast<const int32_t*>(buf)[i]));
+    case DataType::kUint32:
+      return static_cast<const uint32_t*>(buf)[i];
+    case DataType::kInt64:
+      return static_cast<uint64_t>(static_cast<const int64_t*>(buf)[i]);
+    case DataType::kUint64:
+      return static_cast<const uint64_t*>(buf)[i];
+    default:
+      return 0;
+  }
+}
+
+void StoreInteger(void* buf, size_t i, DataType type, uint64_t bits) {
+  switch (type) {
+    case DataType::kInt8:
+      static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(bits);
+      return;
+    case DataType::kUint8:
+      static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(bits);
+      return;
+    case DataType::kInt32:
+      static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(bits);
+      return;
+    case DataType::kUint32:
+      static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(bits);
+      return;
+    case DataType::kInt64:
+      static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(bits);
+      return;
+    case DataType::kUint64:
+      static_cast<uint64_t*>(buf)[i] = bits;
+      return;
+    default:
+      return;
+  }
 }
 
 }  // namespace fathom::transport::coll

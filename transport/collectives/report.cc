@@ -1,5 +1,6 @@
 #include "transport/collectives/report.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace fathom::transport::coll {
@@ -29,20 +30,44 @@ Measurement Measure(CollKind kind, int nranks, uint64_t size_bytes, double time_
   return m;
 }
 
+std::string ParamsLine(const SweepParams& p) {
+  char buf[320];
+  char step[48];
+  if (p.step_factor > 1) {
+    std::snprintf(step, sizeof(step), "%g(factor)", p.step_factor);
+  } else {
+    std::snprintf(step, sizeof(step), "%llu(bytes)", static_cast<unsigned long long>(p.step_bytes));
+  }
+  std::snprintf(buf, sizeof(buf),
+                "# nThread %d nGpus %d minBytes %llu maxBytes %llu step: %s warmup iters: %d "
+                "iters: %d agg iters: %d validation: %d graph: %d\n",
+                p.nthreads, p.ngpus, static_cast<unsigned long long>(p.min_bytes),
+                static_cast<unsigned long long>(p.max_bytes), step, p.warmup_iters, p.iters,
+                p.agg_iters, p.check, p.graph);
+  return buf;
+}
+
+std::string DeviceLine(int rank, int pid, const std::string& host, const std::string& device) {
+  char buf[512];
+  std::snprintf(buf, sizeof(buf), "#  Rank %2d Group  0 Pid %6d on %10s device %s\n", rank, pid,
+                host.c_str(), device.c_str());
+  return buf;
+}
+
 std::string TableHeader() {
   std::string s;
   char buf[256];
   std::snprintf(buf, sizeof(buf), "#%52s  %-30s  %-30s\n", "", "out-of-place", "in-place");
   s += buf;
   std::snprintf(buf, sizeof(buf),
-                "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size",
+                "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s  %5s\n", "size",
                 "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
-                "algbw", "busbw", "#wrong");
+                "algbw", "busbw", "#wrong", "algo");
   s += buf;
   std::snprintf(buf, sizeof(buf),
-                "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)",
+                "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s  %5s\n", "(B)",
                 "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
-                "(GB/s)", "");
+                "(GB/s)", "", "");
   s += buf;
   return s;
 }
@@ -68,7 +93,9 @@ std::string TableRow(const ReportRow& row) {
                 static_cast<unsigned long long>(row.size_bytes),
                 static_cast<unsigned long long>(row.count),
                 std::string(DataTypeName(row.type)).c_str(), row.redop.c_str(), row.root);
-  return buf + Cell(row.out_of_place) + Cell(row.in_place) + "\n";
+  char algo[32];
+  std::snprintf(algo, sizeof(algo), "  %5s", row.algo.empty() ? "-" : row.algo.c_str());
+  return buf + Cell(row.out_of_place) + Cell(row.in_place) + algo + "\n";
 }
 
 double AverageBusBw(const std::vector<ReportRow>& rows) {
@@ -103,10 +130,12 @@ std::string RowsToJson(const std::vector<ReportRow>& rows) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const ReportRow& r = rows[i];
     std::snprintf(buf, sizeof(buf),
-                  "%s{\"size\":%llu,\"count\":%llu,\"type\":\"%s\",\"redop\":\"%s\",\"root\":%d,",
+                  "%s{\"size\":%llu,\"count\":%llu,\"type\":\"%s\",\"redop\":\"%s\",\"root\":%d,"
+                  "\"algo\":\"%s\",",
                   i ? "," : "", static_cast<unsigned long long>(r.size_bytes),
                   static_cast<unsigned long long>(r.count),
-                  std::string(DataTypeName(r.type)).c_str(), r.redop.c_str(), r.root);
+                  std::string(DataTypeName(r.type)).c_str(), r.redop.c_str(), r.root,
+                  r.algo.c_str());
     s += buf;
     s += "\"out_of_place\":" + cell(r.out_of_place) + ",\"in_place\":" + cell(r.in_place) + "}";
   }

@@ -1,5 +1,7 @@
 // The nccl-tests output of `fathom coll`: busbw factors (nccl-tests'
-// PERFORMANCE.md), the table with out-of-place and in-place columns, the
+// PERFORMANCE.md), the parameter and "# Using devices" lines, the table with
+// out-of-place and in-place columns (plus the algorithm that ran, last, so
+// that nccl-tests parsers reading columns by position still work), the
 // "# Avg bus bandwidth" footer, and the same rows as JSON.
 #pragma once
 
@@ -29,8 +31,27 @@ struct ReportRow {
   DataType type = DataType::kFloat32;
   std::string redop;  // "sum" ..., "none" for allgather/broadcast
   int root = -1;
+  std::string algo;  // "ring", "tree"
   Measurement out_of_place, in_place;
 };
+
+// What nccl-tests' first line reports.
+struct SweepParams {
+  int nthreads = 1;
+  int ngpus = 1;
+  uint64_t min_bytes = 0, max_bytes = 0;
+  uint64_t step_bytes = 0;
+  double step_factor = 1;  // > 1: the step is a factor
+  int warmup_iters = 5, iters = 20, agg_iters = 1;
+  int check = 1;
+  int graph = 0;
+};
+
+// "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup
+// iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0".
+std::string ParamsLine(const SweepParams& p);
+// One "# Using devices" line: "#  Rank  0 Group  0 Pid   1234 on   host device rxe0 ...".
+std::string DeviceLine(int rank, int pid, const std::string& host, const std::string& device);
 
 // algbw = size / time in GB/s (1e9 B/s); busbw = algbw x factor.
 Measurement Measure(CollKind kind, int nranks, uint64_t size_bytes, double time_us, int64_t wrong);
