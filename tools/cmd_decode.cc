@@ -251,11 +251,13 @@ int RunDecode(const DecodeFlags& flags) {
     }
     if (!*more) break;
     if (record.timestamp_clamped && !warned_time) {
+      // libpcap's seconds are an unsigned count cast to time_t (pcap.h).
       std::fprintf(stderr,
-                   "fathom decode: %s record %" PRIu64 ": timestamp of %" PRId64
-                   " s is outside what 64-bit nanoseconds hold (years 1677..2262); shown as "
+                   "fathom decode: %s record %" PRIu64 ": timestamp of %" PRIu64
+                   " s since 1970 is past what 64-bit nanoseconds hold (year 2262); shown as "
                    "out-of-range\n",
-                   path.c_str(), stats.frames() + 1, record.timestamp_seconds);
+                   path.c_str(), stats.frames() + 1,
+                   static_cast<uint64_t>(record.timestamp_seconds));
       warned_time = true;
     }
     const ParseResult parsed = wire::Parse(record.data);
