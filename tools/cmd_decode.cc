@@ -1,7 +1,8 @@
-// `fathom decode CAPTURE [--json] [--summary]`: dissects the RoCEv2 traffic in
-// a pcap/pcapng capture — one line per frame, then per-flow statistics (a
-// flow = IP pair + destination QPN). ICRCs are verified, which Wireshark
-// does not do (ROCEV2.md, "Tool conventions").
+// `fathom decode CAPTURE|FIFO|- [--json] [--summary] [--fifo-wait S]`:
+// dissects the RoCEv2 traffic in a pcap/pcapng capture — one line per frame,
+// then per-flow statistics (a flow = IP pair + destination QPN). ICRCs are
+// verified, which Wireshark does not do (ROCEV2.md, "Tool conventions"). A
+// capture damaged part-way is summarized up to the damage, then exits 2.
 #include <cinttypes>
 #include <cstdio>
 #include <string>
