@@ -15,6 +15,8 @@ PKGS=(
   nlohmann-json3-dev
   # capture dissection in tests
   tshark
+  # renders `fathom topo --dot` in tests/topo (skipped without it)
+  graphviz
   # real rxe testbed: qemu VMs with a stock Debian kernel and a busybox initramfs
   qemu-system-x86 busybox-static kmod cpio
 )

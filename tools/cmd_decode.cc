@@ -1,12 +1,14 @@
-// `fathom decode CAPTURE [--json] [--summary]`: dissects the RoCEv2 traffic in
-// a pcap/pcapng capture — one line per frame, then per-flow statistics (a
-// flow = IP pair + destination QPN). ICRCs are verified, which Wireshark
-// does not do (ROCEV2.md, "Tool conventions").
+// `fathom decode CAPTURE|FIFO|- [--json] [--summary] [--fifo-wait S]`:
+// dissects the RoCEv2 traffic in a pcap/pcapng capture — one line per frame,
+// then per-flow statistics (a flow = IP pair + destination QPN). ICRCs are
+// verified, which Wireshark does not do (ROCEV2.md, "Tool conventions"). A
+// capture damaged part-way is summarized up to the damage, then exits 2.
 #include <cinttypes>
 #include <cstdio>
 #include <string>
 
 #include "base/json.h"
+#include "base/units.h"
 #include "fabric/wire/capture_stats.h"
 #include "fabric/wire/pcap.h"
 #include "fabric/wire/roce.h"
@@ -45,12 +47,10 @@ std::string AethText(const wire::Aeth& a) {
   return s + " msn=" + std::to_string(a.msn);
 }
 
-// One line per frame: time since the first frame, addresses, BTH and the
+// One line per frame (after the time column): addresses, BTH and the
 // extension headers' key fields, ICRC verdict.
-std::string FrameLine(double seconds, const ParseResult& r) {
-  char head[64];
-  std::snprintf(head, sizeof(head), "%12.6f ", seconds);
-  std::string s = head;
+std::string FrameLine(const ParseResult& r) {
+  std::string s;
   if (r.kind == ParseKind::kNotRoce) {
     return s + "non-RoCE (" + std::string(wire::ParseErrorName(r.error)) + ")";
   }
@@ -127,9 +127,17 @@ void PrintTextSummary(const wire::CaptureStats& st) {
   }
 }
 
-std::string JsonSummary(const std::string& path, const wire::CaptureStats& st) {
+// `error` is empty for a capture read to its end, else why reading stopped.
+std::string JsonSummary(const std::string& path, const wire::CaptureStats& st,
+                        const std::string& error) {
   std::string j = "{\"capture\":";
   j += JsonString(path);
+  j += ",\"complete\":";
+  j += error.empty() ? "true" : "false";
+  if (!error.empty()) {
+    j += ",\"error\":";
+    j += JsonString(error);
+  }
   auto field = [&j](std::string_view key, uint64_t v) {
     j += ",";
     j += JsonString(key);
@@ -196,8 +204,28 @@ std::string JsonSummary(const std::string& path, const wire::CaptureStats& st) {
   return j;
 }
 
-int RunDecode(const std::string& path, bool json, bool summary_only) {
-  auto reader = wire::PcapReader::Open(path);
+struct DecodeFlags {
+  std::string path;
+  bool json = false;
+  bool summary_only = false;
+  double fifo_wait_seconds = 10;
+};
+
+// The time column: seconds since the first frame whose time was in range.
+// Differences of two int64 nanosecond values may need 65 bits.
+std::string TimeColumn(const wire::PcapRecord& record, bool have_first, int64_t first_ns) {
+  if (record.timestamp_clamped) return "out-of-range";
+  const Int128 delta = have_first ? static_cast<Int128>(record.timestamp_ns) - first_ns : 0;
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%12.6f", static_cast<double>(delta) / 1e9);
+  return buf;
+}
+
+int RunDecode(const DecodeFlags& flags) {
+  const std::string& path = flags.path;
+  wire::PcapOpenOptions open_options;
+  open_options.fifo_wait_ms = static_cast<int>(flags.fifo_wait_seconds * 1000);
+  auto reader = wire::PcapReader::Open(path, open_options);
   if (!reader.ok()) {
     std::fprintf(stderr, "fathom decode: %s\n", reader.status().message().c_str());
     return kExitUsage;
@@ -210,30 +238,50 @@ int RunDecode(const std::string& path, bool json, bool summary_only) {
   wire::CaptureStats stats;
   wire::PcapRecord record;
   bool have_first = false;
+  bool warned_time = false;
   int64_t first_ns = 0;
-  const bool lines = !json && !summary_only;
+  const bool lines = !flags.json && !flags.summary_only;
+  // A damaged or cut capture still gets the summary of the frames before the
+  // damage; the error follows on stderr and the exit code is 2 (bad input).
+  std::string read_error;
   while (true) {
     auto more = (*reader)->Next(&record);
     if (!more.ok()) {
-      std::fprintf(stderr, "fathom decode: %s\n", more.status().message().c_str());
-      return kExitUsage;
+      read_error = more.status().message();
+      break;
     }
     if (!*more) break;
-    if (!have_first) {
-      first_ns = record.timestamp_ns;
-      have_first = true;
+    if (record.timestamp_clamped && !warned_time) {
+      // libpcap's seconds are an unsigned count cast to time_t (pcap.h).
+      std::fprintf(stderr,
+                   "fathom decode: %s record %" PRIu64 ": timestamp of %" PRIu64
+                   " s since 1970 is past what 64-bit nanoseconds hold (year 2262); shown as "
+                   "out-of-range\n",
+                   path.c_str(), stats.frames() + 1,
+                   static_cast<uint64_t>(record.timestamp_seconds));
+      warned_time = true;
     }
     const ParseResult parsed = wire::Parse(record.data);
     stats.Add(parsed);
     if (lines) {
-      const double t = static_cast<double>(record.timestamp_ns - first_ns) / 1e9;
-      std::printf("%6" PRIu64 " %s\n", stats.frames(), FrameLine(t, parsed).c_str());
+      const std::string t = TimeColumn(record, have_first, first_ns);
+      std::printf("%6" PRIu64 " %s %s\n", stats.frames(), t.c_str(), FrameLine(parsed).c_str());
+    }
+    if (!have_first && !record.timestamp_clamped) {
+      first_ns = record.timestamp_ns;
+      have_first = true;
     }
   }
-  if (json) {
-    std::printf("%s\n", JsonSummary(path, stats).c_str());
+  if (flags.json) {
+    std::printf("%s\n", JsonSummary(path, stats, read_error).c_str());
   } else {
     PrintTextSummary(stats);
+  }
+  if (!read_error.empty()) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "fathom decode: %s (summary covers the %" PRIu64 " frames before it)\n",
+                 read_error.c_str(), stats.frames());
+    return kExitUsage;
   }
   return kExitOk;
 }
@@ -241,20 +289,33 @@ int RunDecode(const std::string& path, bool json, bool summary_only) {
 }  // namespace
 
 FATHOM_REGISTER_COMMAND(
-    decode, Command{
-                "decode",
-                "summarize RoCEv2 traffic in a pcap/pcapng capture (per frame, then per flow)",
-                [](CLI::App* sub) -> std::function<int()> {
-                  auto path = std::make_shared<std::string>();
-                  auto json = std::make_shared<bool>(false);
-                  auto summary = std::make_shared<bool>(false);
-                  sub->add_option("capture", *path, "pcap or pcapng file")->required();
-                  sub->add_flag("--json", *json, "print one JSON object (counts, opcodes, flows)");
-                  sub->add_flag("--summary", *summary,
-                                "print only the summary and flows, no per-frame lines");
-                  return [path, json, summary] { return RunDecode(*path, *json, *summary); };
-                },
-                10,
-            });
+    decode,
+    Command{
+        "decode",
+        "summarize RoCEv2 traffic in a pcap/pcapng capture (per frame, then per flow)",
+        [](CLI::App* sub) -> std::function<int()> {
+          auto flags = std::make_shared<DecodeFlags>();
+          sub->footer(
+              "Exit status: 0 when the capture was read to its end; 2 for a bad flag, a file "
+              "that is missing or not a capture, a FIFO with no writer, or a capture damaged or "
+              "cut mid-record (the frames before the damage are still listed and summarized, "
+              "then the error goes to stderr). Times beyond 64-bit nanoseconds (years "
+              "1677..2262) show as out-of-range.");
+          sub->add_option("capture", flags->path,
+                          "pcap or pcapng file, a FIFO, or - for standard input")
+              ->required();
+          sub->add_flag("--json", flags->json,
+                        "print one JSON object (counts, opcodes, flows; \"complete\": false and "
+                        "\"error\" for a damaged capture)");
+          sub->add_flag("--summary", flags->summary_only,
+                        "print only the summary and flows, no per-frame lines");
+          sub->add_option("--fifo-wait", flags->fifo_wait_seconds,
+                          "seconds to wait for a FIFO's writer before giving up")
+              ->default_val(10)
+              ->check(CLI::Range(0.0, 86400.0));
+          return [flags] { return RunDecode(*flags); };
+        },
+        10,
+    });
 
 }  // namespace fathom::tools

@@ -1,15 +1,25 @@
-// `fathom topo`: exit codes, text and JSON output (run as a subprocess of
-// topo_cli, the fathom program with the topo subcommand).
+// `fathom topo`: exit codes, text and JSON output, the link list and the
+// DOT graph (run as a subprocess of topo_cli, the fathom program with the
+// topo subcommand); every listed link name is then given to the full
+// `fathom sim --fault link=NAME` (issue 24).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/cli_run.h"
+#include "tests/json_reader.h"
 
 namespace {
 
@@ -86,5 +96,144 @@ TEST(CmdTopoTest, BadFileIsUsageErrorNamingTheLine) {
 }
 
 TEST(CmdTopoTest, MissingArgumentIsUsageError) { EXPECT_EQ(RunTopo("").exit_code, 2); }
+
+std::string TempFile(const std::string& name, const std::string& text) {
+  const std::string path =
+      testing::TempDir() + "/cmd_topo_" + std::to_string(getpid()) + "_" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// Two leaves, one spine, two parallel uplinks per leaf: names
+// "leaf0-spine0" and "leaf0-spine0/1".
+constexpr const char* kParallelTopology =
+    "leaf_spine: {leaves: 2, spines: 1, hosts_per_leaf: 1, uplinks_per_pair: 2, "
+    "gpus_per_server: 1}";
+// Fat-tree k=4: dotted switch names ("edge0.1", "agg1.0").
+constexpr const char* kFatTreeTopology = "fat_tree: {k: 4, gpus_per_server: 8}";
+
+// The link names in `fathom topo FILE --links --json`, in order.
+std::vector<std::string> LinkNames(const std::string& topology_yaml, const std::string& label) {
+  const std::string path = TempFile(label + ".yaml", std::string(topology_yaml) + "\n");
+  const Result r = RunTopo(path + " --links --json");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  std::map<std::string, std::string> j;
+  EXPECT_TRUE(fathom::test_util::Json(r.out).Parse(&j)) << r.out;
+  std::vector<std::string> names;
+  for (int i = 0; j.count("links.list[" + std::to_string(i) + "].name"); ++i) {
+    names.push_back(j["links.list[" + std::to_string(i) + "].name"]);
+  }
+  EXPECT_EQ(std::to_string(names.size()), j["links.total"]);
+  std::remove(path.c_str());
+  return names;
+}
+
+TEST(CmdTopoTest, LinksListsEveryLinkOnceWithParallelSuffixes) {
+  const std::vector<std::string> names = LinkNames(kParallelTopology, "parallel");
+  EXPECT_THAT(names,
+              ::testing::UnorderedElementsAre("h0-leaf0", "h1-leaf1", "leaf0-spine0",
+                                              "leaf0-spine0/1", "leaf1-spine0", "leaf1-spine0/1"));
+  const std::string path = TempFile("parallel_text.yaml", std::string(kParallelTopology) + "\n");
+  const Result text = RunTopo(path + " --links");
+  EXPECT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_THAT(text.out, HasSubstr("link names (for `fathom sim --fault link=NAME`"));
+  EXPECT_THAT(text.out,
+              ::testing::ContainsRegex("leaf0-spine0/1 +tier 2 +leaf0:2 +<-> spine0:1 +400 Gb/s"));
+  // Without --links the summary stays short.
+  EXPECT_THAT(RunTopo(path).out, ::testing::Not(HasSubstr("leaf0-spine0/1")));
+  std::remove(path.c_str());
+}
+
+// Every name `fathom topo --links` prints is accepted by `fathom sim --fault
+// link=NAME` (one sim run per topology, one fault per link), and a name that
+// is not a link is refused, so the check can fail.
+TEST(CmdTopoTest, EveryListedLinkNameIsAcceptedBySimFault) {
+#ifndef FATHOM_CLI
+  GTEST_SKIP() << "the full fathom program is not part of this build";
+#else
+  for (const auto& [label, topology] :
+       {std::pair<std::string, std::string>{"parallel", kParallelTopology},
+        {"fat_tree", kFatTreeTopology}}) {
+    const std::vector<std::string> names = LinkNames(topology, label);
+    ASSERT_FALSE(names.empty()) << label;
+    const std::string scenario = TempFile(label + "_scenario.yaml",
+                                          "name: link-names\nseed: 1\nend_time_us: 100\n"
+                                          "topology:\n  " +
+                                              topology +
+                                              "\nworkload:\n  pattern: permutation\n"
+                                              "  flow_bytes: 4096\n");
+    std::string faults;
+    for (const std::string& n : names) {
+      faults += " --fault kind=link_down,link=" + n + ",start_us=50,duration_us=10";
+    }
+    const std::string sim = std::string(FATHOM_CLI) + " sim --quiet " + scenario;
+    const Result ok = fathom::test_util::RunCommand(sim + faults);
+    EXPECT_EQ(ok.exit_code, 0) << label << ": " << ok.out;
+    const Result bad =
+        fathom::test_util::RunCommand(sim + " --fault kind=link_down,link=h0-nowhere");
+    EXPECT_EQ(bad.exit_code, 2) << bad.out;
+    EXPECT_THAT(bad.out, HasSubstr("h0-nowhere"));
+    std::remove(scenario.c_str());
+  }
+#endif
+}
+
+// The DOT graph: every node once, one row per tier, one edge per link
+// labelled with its rate; rendered by Graphviz when it is installed.
+TEST(CmdTopoTest, DotHasEveryNodeAndLink) {
+  const std::string dot_path =
+      testing::TempDir() + "/cmd_topo_" + std::to_string(getpid()) + ".dot";
+  const Result summary = RunTopo("fat-tree:k=4 --dot " + dot_path);
+  EXPECT_EQ(summary.exit_code, 0) << summary.out;
+  EXPECT_THAT(summary.out, HasSubstr("validation:       ok"));  // the summary still prints
+  std::ifstream in(dot_path);
+  const std::string dot((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const Result stdout_dot = RunTopo("fat-tree:k=4 --dot -");
+  EXPECT_EQ(stdout_dot.exit_code, 0);
+  EXPECT_EQ(stdout_dot.out, dot);  // and nothing else on stdout
+
+  EXPECT_THAT(dot, ::testing::StartsWith("graph \"fat-tree k=4\" {\n"));
+  EXPECT_EQ(dot.substr(dot.size() - 2), "}\n");
+  const std::regex edge(R"re(^  "([^"]+)" -- "([^"]+)" \[label="400 Gb/s", id="([^"]+)")re");
+  const std::regex node(R"re(^    "([^"]+)"( \[shape=ellipse.*\])?;$)re");
+  std::set<std::string> nodes, edge_ids;
+  int tiers = 0, hosts = 0;
+  std::istringstream lines(dot);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (line.starts_with("  subgraph \"tier")) ++tiers;
+    if (std::regex_search(line, m, node)) {
+      EXPECT_TRUE(nodes.insert(m[1]).second) << "node twice: " << line;
+      hosts += m[2].matched;
+    }
+    if (std::regex_search(line, m, edge)) {
+      EXPECT_TRUE(nodes.count(m[1]) && nodes.count(m[2])) << line;
+      EXPECT_EQ(m[3], std::string(m[1]) + "-" + std::string(m[2])) << line;
+      EXPECT_TRUE(edge_ids.insert(m[3]).second) << line;
+    }
+  }
+  EXPECT_EQ(tiers, 4);  // hosts, edge, aggregation, core
+  EXPECT_EQ(hosts, 16);
+  EXPECT_EQ(nodes.size(), 16u + 20u);
+  EXPECT_EQ(edge_ids.size(), 48u);
+
+  if (std::system("command -v dot >/dev/null 2>&1") != 0) {
+    std::remove(dot_path.c_str());
+    GTEST_SKIP() << "graphviz (dot) is not installed; the DOT text was checked, not rendered";
+  }
+  const Result svg = fathom::test_util::RunCommand("dot -Tsvg " + dot_path);
+  EXPECT_EQ(svg.exit_code, 0) << svg.out;
+  EXPECT_THAT(svg.out, HasSubstr("<svg"));
+  std::remove(dot_path.c_str());
+}
+
+TEST(CmdTopoTest, DotToStdoutWithJsonIsUsageError) {
+  const Result r = RunTopo("small --dot - --json");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--dot"));
+  const Result unwritable = RunTopo("small --dot /nonexistent/dir/t.dot");
+  EXPECT_EQ(unwritable.exit_code, 2);
+  EXPECT_THAT(unwritable.out, HasSubstr("/nonexistent/dir/t.dot"));
+}
 
 }  // namespace

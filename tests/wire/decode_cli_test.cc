@@ -1,7 +1,10 @@
 // `fathom decode` end to end: the built binary on the rxe capture (text,
 // --summary, --json), and the exit-2 errors for a missing file and a file
-// that is not a capture. The JSON is checked with a minimal strict parser.
+// that is not a capture; times beyond int64 nanoseconds, captures cut
+// mid-record, FIFOs without a writer and standard input (issue 24). The
+// JSON is checked with a minimal strict parser.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,10 +13,14 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <regex>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/cli_run.h"
 #include "tests/json_reader.h"
+#include "tests/wire/pcapng_encode.h"
 #include "tests/wire/wire_test_util.h"
 
 namespace fathom::wire {
@@ -99,6 +106,157 @@ TEST(DecodeCliTest, NonCaptureIsExit2NamingIt) {
   EXPECT_NE(r.out.find("not a pcap"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << r.out;
   std::remove(path.c_str());
+}
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/fathom_decode_cli_" + std::to_string(getpid()) + "_" + name;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Counts lines of the per-frame listing ("     N     T.TTTTTT ...").
+int FrameLines(const std::string& out) {
+  static const std::regex kFrameLine("^ *[0-9]+ +([0-9]+\\.[0-9]{6}|out-of-range) .*");
+  int n = 0;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) n += std::regex_match(line, kFrameLine);
+  return n;
+}
+
+// if_tsresol 0 (whole seconds) with a time 2^40 s after the epoch: seconds
+// times 1e9 overflowed int64 and the line showed a wrapped time.
+TEST(DecodeCliTest, TimeBeyondInt64NanosecondsIsOutOfRange) {
+  testing::PcapngEncoder enc(0);
+  const std::vector<uint8_t> frame(60, 0);
+  enc.AddPacket(1'700'000'000, frame);
+  enc.AddPacket(1ull << 40, frame);
+  enc.AddPacket(1'700'000'002, frame);
+  enc.AddPacket(~0ull, frame);
+  const std::string path = TempPath("huge.pcapng");
+  std::ofstream(path, std::ios::binary) << enc.bytes();
+  const CliRun r = Decode(path);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("     1     0.000000 non-RoCE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("     2 out-of-range non-RoCE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("     3     2.000000 non-RoCE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("     4 out-of-range non-RoCE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(path + " record 2: timestamp of 1099511627776 s since 1970 is past"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("frames 4:"), std::string::npos) << r.out;
+  std::remove(path.c_str());
+}
+
+// Times relative to the first in-range frame, also when the first is not.
+TEST(DecodeCliTest, FirstFrameOutOfRangeDoesNotShiftTheOthers) {
+  testing::PcapngEncoder enc(0x80 | 10);  // 2^-10 s
+  const std::vector<uint8_t> frame(60, 0);
+  enc.AddPacket(~0ull, frame);
+  enc.AddPacket(1'000ull << 10, frame);
+  enc.AddPacket((1'001ull << 10) + 256, frame);
+  const std::string path = TempPath("first_huge.pcapng");
+  std::ofstream(path, std::ios::binary) << enc.bytes();
+  const CliRun r = Decode(path);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("     1 out-of-range"), std::string::npos) << r.out;
+  // 2^64-1 / 1024 s: the unsigned count, not a wrapped negative one.
+  EXPECT_NE(r.out.find("record 1: timestamp of 18014398509481983 s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("     2     0.000000"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("     3     1.250000"), std::string::npos) << r.out;
+  std::remove(path.c_str());
+}
+
+// The rxe capture cut in the middle of its 101st record.
+std::string CutCapture() {
+  const std::string bytes = ReadFile(testing::CapturePath());
+  size_t offset = 24;  // classic pcap file header
+  for (int i = 0; i < 100; ++i) {
+    uint32_t caplen;
+    std::memcpy(&caplen, bytes.data() + offset + 8, 4);
+    offset += 16 + caplen;
+  }
+  const std::string path = TempPath("cut.pcap");
+  std::ofstream(path, std::ios::binary) << bytes.substr(0, offset + 16 + 20);
+  return path;
+}
+
+TEST(DecodeCliTest, CutCaptureStillSummarizesThenFailsWith2) {
+  const std::string path = CutCapture();
+  const CliRun text = Decode(path);
+  EXPECT_EQ(text.exit_code, 2) << text.out;
+  EXPECT_EQ(FrameLines(text.out), 100) << text.out;
+  EXPECT_NE(text.out.find("frames 100: roce"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("flows ("), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(path + ") record 101:"), std::string::npos) << text.out;
+
+  const CliRun summary = Decode(path + " --summary");
+  EXPECT_EQ(summary.exit_code, 2) << summary.out;
+  EXPECT_NE(summary.out.find("frames 100: roce"), std::string::npos) << summary.out;
+  EXPECT_NE(summary.out.find("flows ("), std::string::npos) << summary.out;
+
+  // stdout alone is one JSON object; the error goes to stderr.
+  const CliRun json = test_util::RunCommand(
+      std::string(FATHOM_BINARY_DIR) + "/tools/fathom decode " + path + " --json 2>/dev/null",
+      /*merge_stderr=*/false);
+  EXPECT_EQ(json.exit_code, 2) << json.out;
+  std::map<std::string, std::string> j;
+  ASSERT_TRUE(test_util::Json(json.out).Parse(&j)) << json.out;
+  EXPECT_EQ(j["frames"], "100");
+  EXPECT_EQ(j["complete"], "false");
+  EXPECT_NE(j["error"].find("record 101"), std::string::npos) << j["error"];
+  EXPECT_TRUE(j.count("flows[0].src")) << json.out;
+
+  const CliRun whole = Decode(testing::CapturePath() + " --json");
+  std::map<std::string, std::string> w;
+  ASSERT_TRUE(test_util::Json(whole.out).Parse(&w)) << whole.out;
+  EXPECT_EQ(w["complete"], "true");
+  EXPECT_EQ(w.count("error"), 0u);
+  std::remove(path.c_str());
+}
+
+// A FIFO nobody writes to: a blocking open(2) would wait forever.
+TEST(DecodeCliTest, FifoWithoutWriterGivesUp) {
+  const std::string fifo = TempPath("fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  const CliRun r = Decode(fifo + " --fifo-wait 0.2");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find(fifo), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no writer"), std::string::npos) << r.out;
+  std::remove(fifo.c_str());
+}
+
+// A FIFO whose writer comes along decodes like the file.
+TEST(DecodeCliTest, FifoWithWriterDecodes) {
+  const std::string fifo = TempPath("fifo_w");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  const CliRun r = test_util::RunCommand("(cat " + testing::CapturePath() + " > " + fifo +
+                                         " &) ; " + std::string(FATHOM_BINARY_DIR) +
+                                         "/tools/fathom decode --summary " + fifo);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("frames 600: roce 560"), std::string::npos) << r.out;
+  std::remove(fifo.c_str());
+}
+
+TEST(DecodeCliTest, DashReadsStandardInput) {
+  const CliRun r = Decode("--summary - < " + testing::CapturePath());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("frames 600: roce 560"), std::string::npos) << r.out;
+}
+
+TEST(DecodeCliTest, DeviceIsRefused) {
+  const CliRun r = Decode("/dev/null");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("not a regular file or FIFO"), std::string::npos) << r.out;
+}
+
+TEST(DecodeCliTest, HelpStatesTheExitCodes) {
+  const CliRun r = Decode("--help");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("cut mid-record"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--fifo-wait"), std::string::npos) << r.out;
 }
 
 TEST(DecodeCliTest, NoArgumentIsExit2) {

@@ -7,9 +7,12 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "tests/wire/pcapng_encode.h"
 #include "tests/wire/wire_test_util.h"
 
 namespace fathom::wire {
@@ -169,6 +172,103 @@ TEST(PcapTest, TruncatedRecordIsAnError) {
   EXPECT_NE(more.status().message().find(cut), std::string::npos);
   std::remove(good.c_str());
   std::remove(cut.c_str());
+}
+
+// pcapng timestamps of every if_tsresol form: power of 10 and power of 2,
+// in range and far beyond what int64 nanoseconds hold (issue 24: if_tsresol
+// 0 with a huge timestamp overflowed a signed multiply and printed a wrong
+// time). Out-of-range times saturate to INT64_MAX and say so.
+struct TsCase {
+  const char* label;
+  std::optional<uint8_t> tsresol;
+  uint64_t raw;
+  std::optional<int64_t> tsoffset;
+  int64_t want_ns;
+  bool want_clamped;
+};
+
+constexpr int64_t kNsMax = std::numeric_limits<int64_t>::max();
+constexpr uint64_t kRawMax = std::numeric_limits<uint64_t>::max();
+
+class PcapngTimestampTest : public ::testing::TestWithParam<TsCase> {};
+
+TEST_P(PcapngTimestampTest, ConvertsOrSaturates) {
+  const TsCase& c = GetParam();
+  testing::PcapngEncoder enc(c.tsresol, c.tsoffset);
+  const std::vector<uint8_t> frame(60, 0x5A);
+  enc.AddPacket(c.raw, frame);
+  const std::string path = TempPath(std::string(c.label) + ".pcapng");
+  std::ofstream(path, std::ios::binary) << enc.bytes();
+  auto r = PcapReader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  PcapRecord rec;
+  auto more = (*r)->Next(&rec);
+  ASSERT_TRUE(more.ok()) << more.status().ToString();
+  ASSERT_TRUE(*more);
+  EXPECT_EQ(rec.timestamp_ns, c.want_ns);
+  EXPECT_EQ(rec.timestamp_clamped, c.want_clamped);
+  EXPECT_EQ(rec.data.size(), frame.size());
+  std::remove(path.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryResolution, PcapngTimestampTest,
+    ::testing::Values(
+        // Power of 10: seconds, milliseconds, the default microseconds,
+        // nanoseconds, 10^-19.
+        TsCase{"s_in_range", 0, 1'700'000'000, {}, 1'700'000'000'000'000'000, false},
+        TsCase{"s_year_2286", 0, 10'000'000'000, {}, kNsMax, true},
+        TsCase{"s_2pow62", 0, 1ull << 62, {}, kNsMax, true},
+        TsCase{"s_max", 0, kRawMax, {}, kNsMax, true},  // libpcap: tv_sec -1
+        TsCase{"ms_in_range", 3, 1'700'000'000'123, {}, 1'700'000'000'123'000'000, false},
+        TsCase{"ms_max", 3, kRawMax, {}, kNsMax, true},
+        TsCase{
+            "us_default_in_range", {}, 1'700'000'000'000'001, {}, 1'700'000'000'000'001'000, false},
+        TsCase{"us_default_max", {}, kRawMax, {}, kNsMax, true},
+        TsCase{"ns_last_in_range", 9, 9'223'372'036'854'775'807, {}, kNsMax, false},
+        TsCase{"ns_one_past", 9, 9'223'372'036'854'775'808ull, {}, kNsMax, true},
+        TsCase{"ns_max", 9, kRawMax, {}, kNsMax, true},
+        TsCase{"e19_max", 19, kRawMax, {}, 1'844'674'407, false},
+        // Power of 2: 2^0 s, 2^-10 s, 2^-30 s, 2^-34 s (the finest libpcap
+        // scales to nanoseconds without wrapping its own 64-bit product).
+        TsCase{"b0_in_range", 0x80, 1'700'000'000, {}, 1'700'000'000'000'000'000, false},
+        TsCase{"b0_max", 0x80, kRawMax, {}, kNsMax, true},
+        TsCase{"b10_half", 0x80 | 10, 5 * 1024 + 512, {}, 5'500'000'000, false},
+        TsCase{"b10_max", 0x80 | 10, kRawMax, {}, kNsMax, true},
+        TsCase{"b30_half", 0x80 | 30, (3ull << 30) + (1ull << 29), {}, 3'500'000'000, false},
+        TsCase{"b30_max", 0x80 | 30, kRawMax, {}, kNsMax, true},
+        TsCase{"b34_quarter", 0x80 | 34, (7ull << 34) + (1ull << 32), {}, 7'250'000'000, false},
+        // if_tsoffset pushing an in-range time past 2^63 s (libpcap's
+        // unsigned sum wraps to a negative time_t).
+        TsCase{"s_offset_past_2pow63", 0, (1ull << 63) - 10, 20, kNsMax, true},
+        TsCase{"us_offset_in_range", 6, 1'000'000, 1'700'000'000, 1'700'000'001'000'000'000,
+               false}),
+    [](const ::testing::TestParamInfo<TsCase>& info) { return std::string(info.param.label); });
+
+TEST(PcapTest, CaptureTimeFromLibpcapSaturates) {
+  EXPECT_EQ(CaptureTimeFromLibpcap(0, 0).ns, 0);
+  EXPECT_FALSE(CaptureTimeFromLibpcap(9'223'372'036, 854'775'807).clamped);
+  EXPECT_EQ(CaptureTimeFromLibpcap(9'223'372'036, 854'775'807).ns, kNsMax);
+  EXPECT_TRUE(CaptureTimeFromLibpcap(9'223'372'036, 854'775'808).clamped);
+  EXPECT_TRUE(CaptureTimeFromLibpcap(std::numeric_limits<int64_t>::max(), 999'999'999).clamped);
+  EXPECT_TRUE(CaptureTimeFromLibpcap(-1, 0).clamped);
+  EXPECT_EQ(CaptureTimeFromLibpcap(-1, 0).ns, kNsMax);
+  // A fraction past one second carries (libpcap scales classic pcap
+  // microseconds by 1000 without checking them).
+  EXPECT_EQ(CaptureTimeFromLibpcap(1, 4'000'000'000).ns, 5'000'000'000);
+}
+
+TEST(PcapTest, TooFineResolutionIsNotACapture) {
+  for (const uint8_t tsresol : {uint8_t{20}, uint8_t{0x80 | 64}}) {
+    testing::PcapngEncoder enc(tsresol);
+    const std::string path = TempPath("fine" + std::to_string(tsresol) + ".pcapng");
+    std::ofstream(path, std::ios::binary) << enc.bytes();
+    auto r = PcapReader::Open(path);
+    ASSERT_FALSE(r.ok()) << static_cast<int>(tsresol);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(path), std::string::npos);
+    std::remove(path.c_str());
+  }
 }
 
 }  // namespace
