@@ -1,5 +1,6 @@
 #include "transport/bootstrap/framing.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace fathom::transport::bootstrap {
@@ -51,6 +52,46 @@ StatusOr<proto::Envelope> ParseFrameBody(std::span<const uint8_t> body) {
                            " bytes carries no known message");
   }
   return envelope;
+}
+
+std::span<uint8_t> FrameReader::Prepare(size_t chunk) {
+  if (!in_body_) return std::span<uint8_t>(header_).subspan(header_have_);
+  if (body_have_ == body_want_) return {};
+  const size_t grow = std::min<size_t>(std::max<size_t>(chunk, 1), body_want_ - body_have_);
+  if (body_.size() < body_have_ + grow) body_.resize(body_have_ + grow);
+  return std::span<uint8_t>(body_).subspan(body_have_, grow);
+}
+
+Status FrameReader::Commit(size_t n) {
+  if (!in_body_) {
+    header_have_ += n;
+    if (header_have_ < kFrameHeaderBytes) return Status::Ok();
+    FATHOM_ASSIGN_OR_RETURN(body_want_, DecodeFrameHeader(header_, max_body_bytes_));
+    in_body_ = true;
+    header_have_ = 0;
+    body_have_ = 0;
+    return Status::Ok();
+  }
+  body_have_ += n;
+  return Status::Ok();
+}
+
+std::optional<StatusOr<proto::Envelope>> FrameReader::TakeFrame() {
+  if (!in_body_ || body_have_ < body_want_) return std::nullopt;
+  StatusOr<proto::Envelope> env =
+      ParseFrameBody(std::span<const uint8_t>(body_.data(), body_want_));
+  in_body_ = false;
+  body_have_ = 0;
+  body_want_ = 0;
+  // Small buffers are kept for the next frame; a large one goes back to the
+  // allocator, so that a rank's one big round does not stay resident.
+  constexpr size_t kKeepBytes = 64 * 1024;
+  if (body_.capacity() > kKeepBytes) {
+    std::vector<uint8_t>().swap(body_);
+  } else {
+    body_.clear();
+  }
+  return env;
 }
 
 std::string BodyName(const proto::Envelope& e) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "base/log.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/framing.h"
 
@@ -205,9 +206,11 @@ class RankImpl final : public Rank {
       if (!RunUntil(done, deadline)) break;
       if (!cec) {
         socket_.set_option(tcp::no_delay(true), ec);
+        FATHOM_LOG(kInfo, me_ + ": connected to the root at " + where_);
         return Status::Ok();
       }
       last = cec.message();
+      FATHOM_LOG(kDebug, me_ + ": connect to " + where_ + ": " + last + "; retrying");
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return Unavailable(me_ + ": cannot connect to the bootstrap root at " + where_ + " within " +
