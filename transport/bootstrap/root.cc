@@ -118,7 +118,7 @@ class RootImpl final : public Root, private RootProtocol {
       if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
       if (ec) return OnAcceptError(ec);
       if (accept_failing_) {
-        FATHOM_LOG(kWarn, "bootstrap root: accepting again after " +
+        FATHOM_LOG(kInfo, "bootstrap root: accepting again after " +
                               std::to_string(accept_failures_) + " failed accept(s)");
         accept_failing_ = false;
         accept_failures_ = 0;

@@ -226,7 +226,8 @@ void RootProtocol::AbortAll(int rank, const std::string& reason) {
     std::lock_guard lock(mu_);
     abort_text_ =
         (rank >= 0 ? "rank " + std::to_string(rank) + " aborted: " : "root aborted: ") + reason;
-    FATHOM_LOG(kWarn, "bootstrap " + abort_text_);
+    // Info, not warn: every rank is told, and reports it to its user.
+    FATHOM_LOG(kInfo, "bootstrap " + abort_text_);
     cv_.notify_all();
   }
   for (auto& peer : slots_) {
