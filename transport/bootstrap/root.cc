@@ -220,11 +220,11 @@ class RootImpl final : public Root, private RootProtocol {
     if (s->socket_closed) return;
     s->socket_closed = true;
     if (s->rank < 0) unauthenticated_order_.erase(s->unauth_pos);
-    MarkClosed(s);
     boost::system::error_code ignored;
     s->hello_timer.cancel();
     s->socket.shutdown(tcp::socket::shutdown_both, ignored);
-    s->socket.close(ignored);
+    s->socket.close(ignored);  // first: no read may still fill the buffer MarkClosed frees
+    MarkClosed(s);
     std::erase(sessions_, s);
   }
 
