@@ -125,5 +125,25 @@ TEST(FrameReaderTest, TheLimitAppliesToTheNextHeader) {
   EXPECT_EQ(frames->size(), 1u);
 }
 
+TEST(FramingTest, ToValidUtf8KeepsUtf8AndReplacesTheRest) {
+  EXPECT_EQ(ToValidUtf8("port 1 is DOWN"), "port 1 is DOWN");
+  EXPECT_EQ(ToValidUtf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"),
+            "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
+  const std::string r = "\xEF\xBF\xBD";
+  EXPECT_EQ(ToValidUtf8("a\xFF"), "a" + r);
+  EXPECT_EQ(ToValidUtf8("\xC3"), r);                          // truncated
+  EXPECT_EQ(ToValidUtf8("\xC0\xAF"), r + r);                  // overlong '/'
+  EXPECT_EQ(ToValidUtf8("\xED\xA0\x80"), r + r + r);          // a surrogate
+  EXPECT_EQ(ToValidUtf8("\xF4\x90\x80\x80"), r + r + r + r);  // past U+10FFFF
+  proto::Envelope e;
+  e.mutable_abort()->set_reason(ToValidUtf8("\xFF\xFEreason"));
+  const std::string frame = EncodeFrame(e);
+  auto back = ParseFrameBody(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(frame.data()) + kFrameHeaderBytes,
+                               frame.size() - kFrameHeaderBytes));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->abort().reason(), r + r + "reason");
+}
+
 }  // namespace
 }  // namespace fathom::transport::bootstrap

@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -31,6 +32,12 @@ StatusOr<uint32_t> DecodeFrameHeader(std::span<const uint8_t, kFrameHeaderBytes>
 // Parses a frame body; INVALID_ARGUMENT when it is not an Envelope or an
 // Envelope with no body.
 StatusOr<proto::Envelope> ParseFrameBody(std::span<const uint8_t> body);
+
+// `text` with every byte that is not part of a valid UTF-8 sequence replaced
+// by U+FFFD. The messages' text fields are proto3 `string`s, which protobuf
+// refuses to parse unless they are UTF-8: an abort reason quoting a device's
+// bytes would otherwise arrive as a "malformed message".
+std::string ToValidUtf8(std::string_view text);
 
 // "Hello", "Gather", ... for messages and errors.
 std::string BodyName(const proto::Envelope& envelope);

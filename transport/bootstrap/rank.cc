@@ -145,15 +145,15 @@ class RankImpl final : public Rank {
     abort_text_ = "rank " + std::to_string(options_.rank) + " aborted: " + reason;
     proto::Envelope a;
     a.mutable_abort()->set_rank(options_.rank);
-    a.mutable_abort()->set_reason(reason);
+    a.mutable_abort()->set_reason(ToValidUtf8(reason));
     return Write(a);
   }
 
   Status Report(const std::string& text, const std::string& trace) override {
     proto::Envelope r;
     r.mutable_report()->set_rank(options_.rank);
-    r.mutable_report()->set_text(text);
-    r.mutable_report()->set_trace(trace);
+    r.mutable_report()->set_text(ToValidUtf8(text));
+    r.mutable_report()->set_trace(ToValidUtf8(trace));
     return Write(r);
   }
 
