@@ -36,11 +36,14 @@ spdlog::level::level_enum ToSpd(Level level) {
 
 // Our own logger rather than spdlog's default one: stderr only (stdout
 // carries reports), no colour codes in files and pipes. The facade does the
-// level check, so the logger passes everything it is given.
+// level check, so the logger passes everything it is given. Made by the
+// compiled library's factory, not make_shared here: a sink's shared_ptr
+// built in this file trips UBSan's vptr check against the library's copy
+// of the same template (asan preset, clang against the gcc-built spdlog).
 spdlog::logger& Logger() {
   static const std::shared_ptr<spdlog::logger> logger = [] {
-    auto l = std::make_shared<spdlog::logger>("fathom",
-                                              std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    auto l = spdlog::get("fathom");
+    if (!l) l = spdlog::stderr_logger_mt("fathom");
     l->set_pattern("[%H:%M:%S.%e] [fathom] [%l] %v");
     l->set_level(spdlog::level::trace);
     l->flush_on(spdlog::level::trace);
