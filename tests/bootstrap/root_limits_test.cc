@@ -303,13 +303,17 @@ TEST(RootLimitsTest, OutOfDescriptorsBacksOffAndServesTheConnectedRanks) {
     // A client socket made now, connected once no descriptor is left.
     const int client = ::socket(AF_INET, SOCK_STREAM, 0);
     if (client < 0) return 3;
-    // Rank 1's side of the barrier, started now (see below) and let go later.
-    Status s1;
+    // Rank 1's side of two barriers: one now, one once descriptors are gone.
+    // The first, and the thread, run every type the second meets (see below).
+    Status s1_first, s1;
     std::atomic<bool> go{false};
     std::thread t([&] {
+      s1_first = (*rank1)->Barrier();
       while (!go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       s1 = (*rank1)->Barrier();
     });
+    const Status s0_first = (*rank0)->Barrier();
+    (void)(*root)->stats();
     // The lowest free descriptor is the limit: nothing more can be opened.
     const int probe = ::dup(0);
     rlimit old{};
@@ -317,10 +321,11 @@ TEST(RootLimitsTest, OutOfDescriptorsBacksOffAndServesTheConnectedRanks) {
     rlimit low = old;
     low.rlim_cur = static_cast<rlim_t>(probe);
     ::close(probe);
-    // Logged once with descriptors to spare, and the thread made above: the
-    // asan preset's UBSan checks each dynamic type the first time it sees
-    // it, probing memory through a pipe(2), which fails with no descriptor
-    // left (a false report). With none left, only checked types are met.
+    // Logged once with descriptors to spare, like the first barrier and the
+    // thread above: the asan preset's UBSan checks each dynamic type the
+    // first time it sees it, probing memory through a pipe(2), which fails
+    // with no descriptor left (a false report). With none left, only
+    // checked types are met.
     FATHOM_LOG(kWarn, "child: RLIMIT_NOFILE " + std::to_string(old.rlim_cur) + " -> " +
                           std::to_string(probe));
     if (::setrlimit(RLIMIT_NOFILE, &low) != 0) ::_exit(4);  // t is still waiting
@@ -338,6 +343,8 @@ TEST(RootLimitsTest, OutOfDescriptorsBacksOffAndServesTheConnectedRanks) {
     go.store(true);
     const Status s0 = (*rank0)->Barrier();
     t.join();
+    CHILD_CHECK(s0_first.ok() && s1_first.ok(), "first barrier: %s / %s",
+                s0_first.ToString().c_str(), s1_first.ToString().c_str());
     CHILD_CHECK(s0.ok() && s1.ok(), "barrier: %s / %s", s0.ToString().c_str(),
                 s1.ToString().c_str());
     rusage after{};
