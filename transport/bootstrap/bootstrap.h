@@ -53,7 +53,8 @@ struct RootOptions {
   uint32_t max_hello_bytes = 4096;
   // At most this many connections may be open without a verified Hello; one
   // more evicts the oldest of them (rejected with an Error), so a flood of
-  // idle strangers cannot lock out the real ranks or pile up memory.
+  // idle strangers cannot lock out the real ranks or pile up memory. Raised
+  // to world_size when below it, so that all ranks may connect at once.
   int max_unauthenticated = 64;
   // After a failed accept (out of file descriptors, EMFILE/ENFILE, or
   // memory), the root waits this long before accepting again instead of

@@ -3,6 +3,7 @@
 // <utility> first: Boost 1.74 Asio uses std::exchange without including it (GCC 12, C++20).
 #include <utility>
 //
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <cerrno>
 #include <deque>
@@ -252,7 +253,10 @@ StatusOr<std::unique_ptr<Root>> Root::Start(const RootOptions& options) {
     return InvalidArgument("bootstrap root: max_unauthenticated " +
                            std::to_string(options.max_unauthenticated) + " must be at least 1");
   }
-  auto root = std::make_unique<RootImpl>(options);
+  // Never below world_size: every rank connecting at once must fit.
+  RootOptions o = options;
+  o.max_unauthenticated = std::max(o.max_unauthenticated, o.world_size);
+  auto root = std::make_unique<RootImpl>(o);
   FATHOM_RETURN_IF_ERROR(root->Listen());
   root->Run();
   return std::unique_ptr<Root>(std::move(root));
