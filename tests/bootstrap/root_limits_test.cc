@@ -224,6 +224,29 @@ TEST(RootLimitsTest, IdleStrangersBeyondTheCapEvictTheOldest) {
   for (int fd : fds) ::close(fd);
 }
 
+// The cap is raised to world_size: ranks that connect all at once, before
+// any of them says Hello, do not evict each other.
+TEST(RootLimitsTest, TheCapNeverEvictsRanksConnectingTogether) {
+  constexpr int kWorld = 8;
+  RootOptions ro = RootOpts(kWorld);
+  ro.max_unauthenticated = 2;
+  auto root = Root::Start(ro);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  // Every rank's connection is open before the first Hello is sent.
+  std::vector<int> fds;
+  for (int r = 0; r < kWorld; ++r) {
+    fds.push_back(RawConnect((*root)->port()));
+    ASSERT_GE(fds.back(), 0);
+  }
+  ASSERT_TRUE(Eventually([&] { return (*root)->stats().accepted >= kWorld; }));
+  for (int r = 0; r < kWorld; ++r)
+    ASSERT_TRUE(SendAll(fds[static_cast<size_t>(r)], HelloFrame(r, kWorld)));
+  EXPECT_TRUE(Eventually([&] { return (*root)->registered() == kWorld; }))
+      << "registered " << (*root)->registered();
+  EXPECT_EQ((*root)->stats().evicted, 0u);
+  for (int fd : fds) ::close(fd);
+}
+
 // A stranger that sends part of a frame and then nothing is closed at the
 // Hello deadline, and what it held is released.
 TEST(RootLimitsTest, HelloDeadlineClosesIdleStrangersAndReleasesTheirBuffers) {
