@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/log.h"
 #include "testbed/process.h"
 
 namespace fathom::testbed {
@@ -132,6 +133,9 @@ bool KvmBoots(const std::string& assets, const fs::path& work) {
     std::this_thread::sleep_for(milliseconds(100));
   }
   Terminate(*pid, milliseconds(500));
+  FATHOM_LOG(kInfo, std::string("testbed: KVM probe: ") +
+                        (booted ? "the kernel booted, using kvm"
+                                : "no kernel banner within 10 s, using tcg"));
   return booted;
 }
 
@@ -168,6 +172,7 @@ std::string DefaultAssetsDir() {
 
 Status EnsureAssets(const std::string& dir) {
   const std::string log = dir + ".log";
+  FATHOM_LOG(kInfo, "testbed: assets in " + dir + " (make_assets.sh, log " + log + ")");
   auto rc = RunToCompletion({"bash", FATHOM_TESTBED_SCRIPT_DIR "/make_assets.sh", dir}, log,
                             seconds(600));
   if (!rc.ok()) return rc.status().WithContext("EnsureAssets(" + dir + ")");
@@ -214,6 +219,7 @@ StatusOr<std::unique_ptr<Testbed>> Testbed::Start(TestbedOptions options) {
     return IoError("Testbed::Start mkdtemp(" + tmpl + "): " + std::strerror(errno));
   }
   tb->work_dir_ = tmpl;
+  FATHOM_LOG(kDebug, "testbed: work directory " + tmpl);
 
   tb->mode_ = o.mode;
   if (o.mode == Mode::kAuto) tb->mode_ = HasNativeRdmaDevice() ? Mode::kNative : Mode::kVm;
@@ -224,6 +230,7 @@ StatusOr<std::unique_ptr<Testbed>> Testbed::Start(TestbedOptions options) {
       return s;
     }
     tb->native_device_ = fs::directory_iterator("/sys/class/infiniband")->path().filename();
+    FATHOM_LOG(kInfo, "testbed: native mode on " + tb->native_device_);
   }
   Status s = tb->Boot();
   if (s.ok() && tb->mode_ == Mode::kVm) s = tb->WaitReady();
@@ -288,6 +295,9 @@ Status Testbed::Boot() {
   accel_ = o.accel;
   if (accel_ == Accel::kAuto)
     accel_ = KvmBoots(o.assets_dir, work_dir_) ? Accel::kKvm : Accel::kTcg;
+  FATHOM_LOG(kInfo, "testbed: booting " + std::to_string(o.num_vms) + " VM(s) with accel " +
+                        std::string(AccelName(accel_)) +
+                        (o.direct ? ", wired directly" : ", through the host switch"));
 
   // Wiring: each VM's socket (VmSocket) is connected to a switch port (the
   // switch learns the VM's port from its first frame), or directly to the
@@ -339,6 +349,10 @@ Status Testbed::Boot() {
     FATHOM_ASSIGN_OR_RETURN(v.pid,
                             Spawn(argv, base + ".qemu.log", sockets[static_cast<size_t>(i)].fd()));
     spawned_at_.push_back(steady_clock::now());
+    FATHOM_LOG(kInfo, "testbed: vm" + std::to_string(i) + " qemu pid " + std::to_string(v.pid) +
+                          " (console " + base + ".console.log)");
+    FATHOM_LOG(kDebug, "testbed: vm" + std::to_string(i) + " mac " + v.mac + " ipv4 " + v.ipv4 +
+                           " mtu " + std::to_string(v.mtu));
   }
   return Status::Ok();
 }
@@ -358,6 +372,8 @@ Status Testbed::WaitReady() {
             std::chrono::duration_cast<milliseconds>(steady_clock::now() - spawned_at_[v.index]);
         ready[v.index] = true;
         --remaining;
+        FATHOM_LOG(kInfo, "testbed: vm" + std::to_string(v.index) + " ready after " +
+                              std::to_string(v.boot_to_ready.count()) + " ms");
         continue;
       }
       if (fs::exists(v.share / "failed", ec)) {
@@ -491,6 +507,8 @@ Status Testbed::CollectFiles(int vm, const fs::path& dest) const {
 Status Testbed::Teardown() {
   if (torn_down_) return Status::Ok();
   torn_down_ = true;
+  if (!vms_.empty())
+    FATHOM_LOG(kInfo, "testbed: tearing down " + std::to_string(vms_.size()) + " VM(s)");
   for (VmInfo& v : vms_) {
     if (v.pid > 0) Terminate(v.pid, milliseconds(2000));
     v.pid = -1;

@@ -1,8 +1,10 @@
 // fathom: network fabric emulator and RDMA transport testbed — the program.
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 
+#include "base/log.h"
 #include "tools/command.h"
 
 namespace fathom::tools {
@@ -24,6 +26,20 @@ int Main(int argc, char** argv) {
       "Exit codes: 0 success, 1 the run found a failure, 2 bad usage or input."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "fathom 0.1.0");
+  // Global diagnostics (base/log.h), accepted before or after the
+  // subcommand: fallthrough hands the subcommand's unknown options up here.
+  int verbosity = 0;
+  std::string log_level;
+  app.add_flag("-v,--verbose", verbosity,
+               "log more on stderr: -v info (connections, retries, boot steps), -vv debug");
+  app.add_option("--log-level", log_level,
+                 "log level: trace, debug, info, warn (default), error or off; overrides -v "
+                 "and the FATHOM_LOG_LEVEL environment variable")
+      ->check([](const std::string& v) {
+        auto level = log::ParseLevel(v);
+        return level.ok() ? std::string() : level.status().message();
+      });
+  app.fallthrough();
 
   auto& commands = Registry();
   std::stable_sort(commands.begin(), commands.end(),
@@ -47,6 +63,18 @@ int Main(int argc, char** argv) {
     return kExitUsage;
   }
   if (!action) return kExitUsage;
+  auto env_level = log::LevelFromEnv();
+  if (!env_level.ok()) {
+    std::fprintf(stderr, "fathom: %s\n", env_level.status().message().c_str());
+    return kExitUsage;
+  }
+  if (!log_level.empty()) {
+    log::SetLevel(*log::ParseLevel(log_level));
+  } else if (verbosity > 0) {
+    log::SetLevel(log::LevelForVerbosity(verbosity));
+  } else {
+    log::SetLevel(env_level->value_or(log::kDefaultLevel));
+  }
   return action();
 }
 

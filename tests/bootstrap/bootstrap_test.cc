@@ -190,6 +190,28 @@ TEST(BootstrapTest, AbortReachesEveryRankWithItsReason) {
   EXPECT_NE(w.message().find("port 1 is DOWN"), std::string::npos);
 }
 
+// Found by bootstrap_fuzz: the reason is a proto3 string, which protobuf
+// will not parse unless it is UTF-8, so a reason quoting raw bytes reached
+// the root as a "malformed message" and the other ranks never saw it.
+TEST(BootstrapTest, AnAbortReasonThatIsNotUtf8StillReachesTheOthers) {
+  auto root = Root::Start(RootOpts(2));
+  ASSERT_TRUE(root.ok());
+  Status s1;
+  std::thread t([&] {
+    auto rank1 = Rank::Connect(RankOpts(**root, 1, 2));
+    s1 = rank1.ok() ? (*rank1)->Barrier() : rank1.status();
+  });
+  auto rank0 = Rank::Connect(RankOpts(**root, 0, 2));
+  ASSERT_TRUE(rank0.ok()) << rank0.status().ToString();
+  EXPECT_TRUE((*rank0)->Abort("fw_ver \xff\xfe is unreadable").ok());
+  t.join();
+  EXPECT_EQ(s1.code(), StatusCode::kAborted) << s1.ToString();
+  EXPECT_NE(s1.message().find("rank 0 aborted: fw_ver \xEF\xBF\xBD\xEF\xBF\xBD is unreadable"),
+            std::string::npos)
+      << s1.ToString();
+  EXPECT_TRUE((*root)->Rejections().empty());
+}
+
 TEST(BootstrapTest, RankRetriesUntilTheRootComesUp) {
   uint16_t port = 0;
   {

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace fathom::transport::bootstrap {
 namespace {
 
@@ -62,6 +65,84 @@ TEST(FramingTest, MalformedAndEmptyBodiesAreRejected) {
   auto b = ParseFrameBody({});
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.status().message().find("no known message"), std::string::npos);
+}
+
+// Feeds `bytes` to `r` at most `step` bytes at a time; returns the frames
+// completed (or the first error).
+StatusOr<std::vector<proto::Envelope>> Feed(FrameReader& r, const std::string& bytes, size_t step) {
+  std::vector<proto::Envelope> out;
+  size_t at = 0;
+  while (at < bytes.size()) {
+    std::span<uint8_t> into = r.Prepare(step);
+    const size_t n = std::min({into.size(), step, bytes.size() - at});
+    std::copy_n(bytes.data() + at, n, into.data());
+    at += n;
+    FATHOM_RETURN_IF_ERROR(r.Commit(n));
+    if (auto f = r.TakeFrame()) {
+      FATHOM_RETURN_IF_ERROR(f->status());
+      out.push_back(**f);
+    }
+  }
+  return out;
+}
+
+TEST(FrameReaderTest, ReassemblesFramesFedAByteAtATime) {
+  proto::Envelope a, b;
+  a.mutable_gather()->set_seq(3);
+  a.mutable_gather()->set_payload(std::string(300, 'p'));
+  b.mutable_goodbye();
+  FrameReader r(1u << 20);
+  auto frames = Feed(r, EncodeFrame(a) + EncodeFrame(b), 1);
+  ASSERT_TRUE(frames.ok()) << frames.status().ToString();
+  ASSERT_EQ(frames->size(), 2u);
+  EXPECT_EQ((*frames)[0].gather().payload(), std::string(300, 'p'));
+  EXPECT_TRUE((*frames)[1].has_goodbye());
+  EXPECT_LE(r.buffered_bytes(), 1024u);
+}
+
+// Issue 24: the body was allocated at the length the header claimed.
+TEST(FrameReaderTest, HoldsWhatArrivedNotWhatTheHeaderClaims) {
+  std::string bytes = std::string("FTHB\x00\x10\x00\x00", 8) + std::string(10, 'x');
+  FrameReader r(1u << 20);
+  auto frames = Feed(r, bytes, 4096);
+  ASSERT_TRUE(frames.ok());
+  EXPECT_TRUE(frames->empty());
+  EXPECT_LE(r.buffered_bytes(), 2 * 4096u) << "the header claims 1 MiB";
+}
+
+TEST(FrameReaderTest, TheLimitAppliesToTheNextHeader) {
+  proto::Envelope big;
+  big.mutable_gather()->set_payload(std::string(5000, 'p'));
+  FrameReader r(4096);
+  auto refused = Feed(r, EncodeFrame(big), 64);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kOutOfRange);
+  EXPECT_NE(refused.status().message().find("exceeds the limit 4096"), std::string::npos);
+  FrameReader ok(4096);
+  ok.set_max_body_bytes(1u << 20);
+  auto frames = Feed(ok, EncodeFrame(big), 64);
+  ASSERT_TRUE(frames.ok()) << frames.status().ToString();
+  EXPECT_EQ(frames->size(), 1u);
+}
+
+TEST(FramingTest, ToValidUtf8KeepsUtf8AndReplacesTheRest) {
+  EXPECT_EQ(ToValidUtf8("port 1 is DOWN"), "port 1 is DOWN");
+  EXPECT_EQ(ToValidUtf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"),
+            "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
+  const std::string r = "\xEF\xBF\xBD";
+  EXPECT_EQ(ToValidUtf8("a\xFF"), "a" + r);
+  EXPECT_EQ(ToValidUtf8("\xC3"), r);                          // truncated
+  EXPECT_EQ(ToValidUtf8("\xC0\xAF"), r + r);                  // overlong '/'
+  EXPECT_EQ(ToValidUtf8("\xED\xA0\x80"), r + r + r);          // a surrogate
+  EXPECT_EQ(ToValidUtf8("\xF4\x90\x80\x80"), r + r + r + r);  // past U+10FFFF
+  proto::Envelope e;
+  e.mutable_abort()->set_reason(ToValidUtf8("\xFF\xFEreason"));
+  const std::string frame = EncodeFrame(e);
+  auto back = ParseFrameBody(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(frame.data()) + kFrameHeaderBytes,
+                               frame.size() - kFrameHeaderBytes));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->abort().reason(), r + r + "reason");
 }
 
 }  // namespace

@@ -7,8 +7,8 @@
 // Exit 0 when the root answered every message with an Error, 1 otherwise,
 // 2 on bad usage.
 //
-// usage: bootstrap_hostile_client ADDR PORT [garbage|oversized|version|token]...
-// (no kinds = all four)
+// usage: bootstrap_hostile_client ADDR PORT [garbage|oversized|claim|version|token]...
+// (no kinds = garbage, oversized, version, token)
 #include <netdb.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -127,7 +127,8 @@ std::string Hello(uint32_t version, const std::string& token) {
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: %s ADDR PORT [garbage|oversized|version|token]... (default: all)\n",
+                 "usage: %s ADDR PORT [garbage|oversized|claim|version|token]... "
+                 "(default: all but claim)\n",
                  argv[0]);
     return 2;
   }
@@ -143,6 +144,10 @@ int main(int argc, char** argv) {
     } else if (kind == "oversized") {
       // A valid magic and a 2 GiB length: the root must not try to read it.
       bytes = {'F', 'T', 'H', 'B', '\x7f', '\xff', '\xff', '\xff'};
+    } else if (kind == "claim") {
+      // A valid magic and a length the root accepts from a rank (1 MiB), but
+      // no Hello yet: the root must refuse it on the header (issue 24).
+      bytes = {'F', 'T', 'H', 'B', '\x00', '\x10', '\x00', '\x00'};
     } else if (kind == "version") {
       bytes = Hello(tb::kProtocolVersion + 41, "");
     } else if (kind == "token") {

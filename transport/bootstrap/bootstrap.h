@@ -7,8 +7,12 @@
 // garbage, an oversized length prefix, a malformed message, the wrong
 // protocol version, the wrong token or a rank that is already registered is
 // answered with an Error naming the problem, closed and logged — the real
-// ranks are served on. A registered rank that disappears without Goodbye
-// (killed, crashed) aborts the run for everyone, with that reason.
+// ranks are served on. Strangers are bounded: a connection holds only the
+// bytes that arrived, at most max_hello_bytes until its Hello is verified,
+// for at most hello_timeout, and at most max_unauthenticated of them at once;
+// running out of file descriptors pauses accepting, not serving. A
+// registered rank that disappears without Goodbye (killed, crashed) aborts
+// the run for everyone, with that reason.
 //
 // Ownership and threading: Root runs its own I/O thread, started by Start()
 // and joined by the destructor. Rank is synchronous and used by one thread;
@@ -30,6 +34,7 @@ namespace fathom::transport::bootstrap {
 inline constexpr uint32_t kProtocolVersion = 2;  // 2: Report
 inline constexpr uint32_t kDefaultMaxMessageBytes = 1u << 20;
 inline constexpr uint16_t kDefaultPort = 18515;  // perftest's OOB port
+inline constexpr size_t kMaxRejectionsKept = 1000;
 
 struct RootOptions {
   std::string bind_address = "127.0.0.1";  // loopback unless told otherwise
@@ -42,6 +47,30 @@ struct RootOptions {
   Picoseconds accept_timeout = Picoseconds::FromSeconds(60);
   // A new connection must complete its Hello within this.
   Picoseconds hello_timeout = Picoseconds::FromSeconds(5);
+  // Until its Hello is verified a connection's frames may be at most this
+  // long (a Hello is a few dozen bytes plus the token): a stranger's length
+  // prefix cannot make the root buffer max_message_bytes.
+  uint32_t max_hello_bytes = 4096;
+  // At most this many connections may be open without a verified Hello; one
+  // more evicts the oldest of them (rejected with an Error), so a flood of
+  // idle strangers cannot lock out the real ranks or pile up memory. Raised
+  // to world_size when below it, so that all ranks may connect at once.
+  int max_unauthenticated = 64;
+  // After a failed accept (out of file descriptors, EMFILE/ENFILE, or
+  // memory), the root waits this long before accepting again instead of
+  // spinning; the connected ranks are served meanwhile.
+  Picoseconds accept_backoff = Picoseconds::FromMilliseconds(50);
+};
+
+// What the root holds and has seen, for monitoring and tests.
+struct RootStats {
+  uint64_t accepted = 0;        // connections accepted since Start()
+  int open = 0;                 // connections open now
+  int unauthenticated = 0;      // open connections without a verified Hello
+  uint64_t buffered_bytes = 0;  // bytes held for frames being read, all connections
+  uint64_t rejected = 0;        // rejections since Start() (Rejections() keeps the first 1000)
+  uint64_t evicted = 0;         // unauthenticated connections closed for a newer one
+  uint64_t accept_errors = 0;   // failed accepts, each followed by accept_backoff
 };
 
 class Root {
@@ -57,10 +86,13 @@ class Root {
   // the abort as ABORTED), or `timeout` passed (DEADLINE_EXCEEDED).
   virtual Status Wait(Picoseconds timeout) = 0;
   // Every rejected connection so far, one line each ("127.0.0.1:40122:
-  // oversized message: ...").  Thread-safe.
+  // oversized message: ..."), up to the first kMaxRejectionsKept (the rest
+  // are counted in stats().rejected). Thread-safe.
   virtual std::vector<std::string> Rejections() const = 0;
   // Ranks registered so far. Thread-safe.
   virtual int registered() const = 0;
+  // Counters and current holdings (RootStats). Thread-safe.
+  virtual RootStats stats() const = 0;
   // The Reports ranks sent (Rank::Report), by rank, once `count` ranks have
   // reported or `timeout` passed (then only those that did). Thread-safe.
   virtual std::vector<proto::Report> WaitReports(int count, Picoseconds timeout) = 0;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "base/log.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/framing.h"
 
@@ -144,15 +145,15 @@ class RankImpl final : public Rank {
     abort_text_ = "rank " + std::to_string(options_.rank) + " aborted: " + reason;
     proto::Envelope a;
     a.mutable_abort()->set_rank(options_.rank);
-    a.mutable_abort()->set_reason(reason);
+    a.mutable_abort()->set_reason(ToValidUtf8(reason));
     return Write(a);
   }
 
   Status Report(const std::string& text, const std::string& trace) override {
     proto::Envelope r;
     r.mutable_report()->set_rank(options_.rank);
-    r.mutable_report()->set_text(text);
-    r.mutable_report()->set_trace(trace);
+    r.mutable_report()->set_text(ToValidUtf8(text));
+    r.mutable_report()->set_trace(ToValidUtf8(trace));
     return Write(r);
   }
 
@@ -205,9 +206,11 @@ class RankImpl final : public Rank {
       if (!RunUntil(done, deadline)) break;
       if (!cec) {
         socket_.set_option(tcp::no_delay(true), ec);
+        FATHOM_LOG(kInfo, me_ + ": connected to the root at " + where_);
         return Status::Ok();
       }
       last = cec.message();
+      FATHOM_LOG(kDebug, me_ + ": connect to " + where_ + ": " + last + "; retrying");
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return Unavailable(me_ + ": cannot connect to the bootstrap root at " + where_ + " within " +

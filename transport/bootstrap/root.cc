@@ -1,17 +1,18 @@
-// The bootstrap root: an Asio server on its own thread (see bootstrap.h).
+// The bootstrap root: an Asio server on its own thread (see bootstrap.h)
+// around the socket-free protocol of root_protocol.h.
 // <utility> first: Boost 1.74 Asio uses std::exchange without including it (GCC 12, C++20).
 #include <utility>
 //
+#include <algorithm>
 #include <boost/asio.hpp>
-#include <condition_variable>
+#include <cerrno>
 #include <deque>
-#include <map>
-#include <mutex>
-#include <optional>
+#include <list>
 #include <thread>
 
+#include "base/log.h"
 #include "transport/bootstrap/bootstrap.h"
-#include "transport/bootstrap/framing.h"
+#include "transport/bootstrap/root_protocol.h"
 
 namespace fathom::transport::bootstrap {
 namespace {
@@ -21,47 +22,56 @@ using tcp = asio::ip::tcp;
 
 std::chrono::nanoseconds ToChrono(Picoseconds t) { return std::chrono::nanoseconds(t.ps() / 1000); }
 
-class RootImpl;
+// A body is read this much at a time, so the buffer follows the bytes that
+// arrive rather than the length a peer claims.
+constexpr size_t kReadChunkBytes = 64 * 1024;
 
-struct Session {
-  Session(asio::io_context& io, tcp::socket s) : socket(std::move(s)), hello_timer(io) {
-    boost::system::error_code ec;
-    const auto ep = socket.remote_endpoint(ec);
-    peer = ec ? std::string("unknown peer")
-              : ep.address().to_string() + ":" + std::to_string(ep.port());
-  }
+std::string PeerName(const tcp::socket& socket) {
+  boost::system::error_code ec;
+  const auto ep = socket.remote_endpoint(ec);
+  return ec ? std::string("unknown peer")
+            : ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+struct Session final : Peer {
+  Session(asio::io_context& io, tcp::socket s, uint32_t max_hello_bytes)
+      : Peer(PeerName(s), max_hello_bytes), socket(std::move(s)), hello_timer(io) {}
   tcp::socket socket;
   asio::steady_timer hello_timer;
-  std::array<uint8_t, kFrameHeaderBytes> header{};
-  std::vector<uint8_t> body;
   std::deque<std::string> out;
-  std::string peer;
-  int rank = -1;
-  bool goodbye = false;
-  bool closing = false;  // close once the write queue drains; read no more
-  bool closed = false;
+  std::list<std::shared_ptr<Session>>::iterator unauth_pos;  // valid while rank < 0
+  bool socket_closed = false;
 };
 using SessionPtr = std::shared_ptr<Session>;
 
-class RootImpl final : public Root {
+Session& AsSession(const PeerPtr& p) { return static_cast<Session&>(*p); }
+
+// Out of descriptors or memory: the pending connection stays queued and the
+// next accept would fail the same way at once.
+bool IsResourceExhaustion(const boost::system::error_code& ec) {
+  return ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space ||
+         ec == asio::error::no_memory || ec.value() == ENFILE;
+}
+
+class RootImpl final : public Root, private RootProtocol {
  public:
   explicit RootImpl(const RootOptions& o)
-      : options_(o),
-        acceptor_(io_),
-        accept_timer_(io_),
-        slots_(static_cast<size_t>(o.world_size)) {}
+      : RootProtocol(o), acceptor_(io_), accept_timer_(io_), backoff_timer_(io_) {}
 
   ~RootImpl() override {
     asio::post(io_, [this] {
       boost::system::error_code ec;
       acceptor_.close(ec);
       accept_timer_.cancel();
-      for (auto& s : sessions_) Close(s);
+      backoff_timer_.cancel();
+      const auto all = sessions_;
+      for (const auto& s : all) Close(s);
     });
     io_.stop();
     if (thread_.joinable()) thread_.join();
     sessions_.clear();
-    slots_.clear();
+    unauthenticated_order_.clear();
+    ReleasePeers();
   }
 
   Status Listen() {
@@ -79,6 +89,9 @@ class RootImpl final : public Root {
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) return Unavailable("bootstrap root: listen on " + where + ": " + ec.message());
     port_ = acceptor_.local_endpoint().port();
+    FATHOM_LOG(kInfo, "bootstrap root: listening on " + options_.bind_address + ":" +
+                          std::to_string(port_) + " for " + std::to_string(options_.world_size) +
+                          " rank(s)");
     return Status::Ok();
   }
 
@@ -86,234 +99,106 @@ class RootImpl final : public Root {
     Accept();
     accept_timer_.expires_after(ToChrono(options_.accept_timeout));
     accept_timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (ec || registered_count_ == options_.world_size) return;
-      std::string missing;
-      for (size_t r = 0; r < slots_.size(); ++r) {
-        if (!slots_[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-      }
-      AbortAll(-1, "rank(s) " + missing + " did not register within " +
-                       std::to_string(options_.accept_timeout.seconds()) + " s");
+      if (!ec) OnAcceptTimeout();
     });
     thread_ = std::thread([this] { io_.run(); });
   }
 
   uint16_t port() const override { return port_; }
-
-  Status Wait(Picoseconds timeout) override {
-    std::unique_lock lock(mu_);
-    const bool done = cv_.wait_for(lock, ToChrono(timeout), [this] {
-      return !abort_text_.empty() || goodbyes_ == options_.world_size;
-    });
-    if (!abort_text_.empty()) return Aborted(abort_text_);
-    if (!done) {
-      return DeadlineExceeded("bootstrap root: " + std::to_string(goodbyes_) + " of " +
-                              std::to_string(options_.world_size) + " ranks finished within " +
-                              std::to_string(timeout.seconds()) + " s");
-    }
-    return Status::Ok();
-  }
-
-  std::vector<std::string> Rejections() const override {
-    std::lock_guard lock(mu_);
-    return rejections_;
-  }
+  Status Wait(Picoseconds timeout) override { return SharedWait(timeout); }
+  std::vector<std::string> Rejections() const override { return SharedRejections(); }
   std::vector<proto::Report> WaitReports(int count, Picoseconds timeout) override {
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, ToChrono(timeout),
-                 [&] { return static_cast<int>(reports_.size()) >= count; });
-    std::vector<proto::Report> out;
-    for (const auto& [rank, r] : reports_) out.push_back(r);
-    return out;
+    return SharedWaitReports(count, timeout);
   }
-  int registered() const override {
-    std::lock_guard lock(mu_);
-    return registered_shared_;
-  }
+  int registered() const override { return SharedRegistered(); }
+  RootStats stats() const override { return SharedStats(); }
 
  private:
   void Accept() {
     acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
-      if (!ec) {
-        std::erase_if(sessions_, [](const SessionPtr& p) { return p->closed; });
-        auto s = std::make_shared<Session>(io_, std::move(socket));
-        sessions_.push_back(s);
-        s->hello_timer.expires_after(ToChrono(options_.hello_timeout));
-        s->hello_timer.async_wait([this, s](const boost::system::error_code& tec) {
-          if (!tec && s->rank < 0 && !s->closed) {
-            Reject(s, "no Hello within " + std::to_string(options_.hello_timeout.seconds()) + " s");
-          }
-        });
-        ReadHeader(s);
+      if (ec) return OnAcceptError(ec);
+      if (accept_failing_) {
+        FATHOM_LOG(kInfo, "bootstrap root: accepting again after " +
+                              std::to_string(accept_failures_) + " failed accept(s)");
+        accept_failing_ = false;
+        accept_failures_ = 0;
       }
+      OnAccepted(std::move(socket));
       Accept();
     });
   }
 
-  void ReadHeader(const SessionPtr& s) {
-    asio::async_read(s->socket, asio::buffer(s->header),
-                     [this, s](const boost::system::error_code& ec, size_t) {
-                       if (ec) return OnDisconnect(s, ec);
-                       auto len = DecodeFrameHeader(s->header, options_.max_message_bytes);
-                       if (!len.ok()) return Reject(s, len.status().message());
-                       s->body.resize(*len);
-                       asio::async_read(s->socket, asio::buffer(s->body),
-                                        [this, s](const boost::system::error_code& ec2, size_t) {
-                                          if (ec2) return OnDisconnect(s, ec2);
-                                          auto env = ParseFrameBody(s->body);
-                                          if (!env.ok()) return Reject(s, env.status().message());
-                                          OnMessage(s, *env);
-                                          if (!s->closing && !s->closed) ReadHeader(s);
-                                        });
-                     });
+  void OnAcceptError(const boost::system::error_code& ec) {
+    CountAcceptError();
+    ++accept_failures_;
+    if (!IsResourceExhaustion(ec)) {
+      // A connection that failed on its own (reset before accept): next one.
+      FATHOM_LOG(kInfo, "bootstrap root: accept: " + ec.message());
+      return Accept();
+    }
+    if (!accept_failing_) {
+      FATHOM_LOG(kWarn, "bootstrap root: accept: " + ec.message() + "; retrying every " +
+                            std::to_string(options_.accept_backoff.ps() / 1'000'000'000) +
+                            " ms while serving the connected ranks");
+      accept_failing_ = true;
+    }
+    backoff_timer_.expires_after(ToChrono(options_.accept_backoff));
+    backoff_timer_.async_wait([this](const boost::system::error_code& tec) {
+      if (!tec && acceptor_.is_open()) Accept();
+    });
   }
 
-  void OnMessage(const SessionPtr& s, const proto::Envelope& env) {
-    if (s->rank < 0) {
-      if (env.body_case() != proto::Envelope::kHello) {
-        return Reject(s, "expected Hello first, got " + BodyName(env));
-      }
-      return OnHello(s, env.hello());
+  void OnAccepted(tcp::socket socket) {
+    CountAccept();
+    if (unauthenticated() >= options_.max_unauthenticated && !unauthenticated_order_.empty()) {
+      const SessionPtr oldest = unauthenticated_order_.front();
+      CountEviction();
+      Reject(oldest, "too many connections without a Hello (limit " +
+                         std::to_string(options_.max_unauthenticated) +
+                         "): closed the oldest for a new one");
+      Close(oldest);  // now, the Error written or not: the slot is needed
     }
-    switch (env.body_case()) {
-      case proto::Envelope::kGather:
-        return OnGather(s, env.gather());
-      case proto::Envelope::kAbort:
-        return AbortAll(s->rank, env.abort().reason());
-      case proto::Envelope::kReport: {
-        // Kept under the rank that sent it, whatever rank it names.
-        std::lock_guard lock(mu_);
-        proto::Report& r = reports_[s->rank];
-        r = env.report();
-        r.set_rank(s->rank);
-        cv_.notify_all();
-        return;
-      }
-      case proto::Envelope::kGoodbye: {
-        s->goodbye = true;
-        std::lock_guard lock(mu_);
-        ++goodbyes_;
-        cv_.notify_all();
-        return;
-      }
-      default:
-        return Reject(
-            s, "unexpected " + BodyName(env) + " from registered rank " + std::to_string(s->rank));
-    }
+    auto s = std::make_shared<Session>(io_, std::move(socket), options_.max_hello_bytes);
+    FATHOM_LOG(kInfo, "bootstrap root: accepted a connection from " + s->name);
+    boost::system::error_code ignored;
+    s->socket.set_option(tcp::no_delay(true), ignored);
+    sessions_.push_back(s);
+    s->unauth_pos = unauthenticated_order_.insert(unauthenticated_order_.end(), s);
+    OnOpen(s);
+    s->hello_timer.expires_after(ToChrono(options_.hello_timeout));
+    s->hello_timer.async_wait([this, s](const boost::system::error_code& tec) {
+      if (tec || s->rank >= 0 || s->closed) return;
+      // Closed once the Error is written (at once: a stranger has been sent
+      // nothing else, so the socket's buffer has room).
+      Reject(s, "no Hello within " + std::to_string(options_.hello_timeout.seconds()) + " s");
+    });
+    Read(s);
   }
 
-  void OnHello(const SessionPtr& s, const proto::Hello& h) {
-    if (h.version() != kProtocolVersion) {
-      return Reject(s, "wrong protocol version " + std::to_string(h.version()) +
-                           " (this root speaks version " + std::to_string(kProtocolVersion) + ")");
-    }
-    if (h.token() != options_.token) {
-      return Reject(s, "wrong token from a peer claiming rank " + std::to_string(h.rank()));
-    }
-    if (h.world_size() != options_.world_size) {
-      return Reject(s, "rank " + std::to_string(h.rank()) + " says world_size " +
-                           std::to_string(h.world_size()) + ", the root has " +
-                           std::to_string(options_.world_size));
-    }
-    if (h.rank() < 0 || h.rank() >= options_.world_size) {
-      return Reject(s, "rank " + std::to_string(h.rank()) + " is outside 0.." +
-                           std::to_string(options_.world_size - 1));
-    }
-    const auto r = static_cast<size_t>(h.rank());
-    if (slots_[r]) {
-      return Reject(s, "rank " + std::to_string(h.rank()) + " is already registered (from " +
-                           slots_[r]->peer + ")");
-    }
-    s->hello_timer.cancel();
-    s->rank = h.rank();
-    slots_[r] = s;
-    ++registered_count_;
-    {
-      std::lock_guard lock(mu_);
-      registered_shared_ = registered_count_;
-    }
-    proto::Envelope w;
-    w.mutable_welcome()->set_world_size(options_.world_size);
-    Send(s, w);
-    if (aborted_) SendAbort(s);
-    if (registered_count_ == options_.world_size) accept_timer_.cancel();
+  void Read(const SessionPtr& s) {
+    const std::span<uint8_t> into = s->reader.Prepare(kReadChunkBytes);
+    s->socket.async_read_some(asio::buffer(into.data(), into.size()),
+                              [this, s](const boost::system::error_code& ec, size_t n) {
+                                if (s->socket_closed) return;
+                                if (ec) {
+                                  OnDisconnect(s, ec.message());
+                                  return Close(s);
+                                }
+                                OnReceived(s, n);
+                                if (!s->closing && !s->closed) Read(s);
+                              });
   }
 
-  void OnGather(const SessionPtr& s, const proto::Gather& g) {
-    if (aborted_) return SendAbort(s);
-    if (g.seq() != seq_) {
-      return Reject(s, "rank " + std::to_string(s->rank) + " sent Gather round " +
-                           std::to_string(g.seq()) + ", the root is at round " +
-                           std::to_string(seq_));
-    }
-    if (payloads_.empty()) payloads_.resize(static_cast<size_t>(options_.world_size));
-    auto& slot = payloads_[static_cast<size_t>(s->rank)];
-    if (slot.has_value()) {
-      return Reject(s, "rank " + std::to_string(s->rank) + " sent Gather round " +
-                           std::to_string(seq_) + " twice");
-    }
-    slot = g.payload();
-    if (++gathered_ < options_.world_size) return;
-    proto::Envelope result;
-    result.mutable_gather_result()->set_seq(seq_);
-    for (auto& p : payloads_) result.mutable_gather_result()->add_payloads(std::move(*p));
-    for (auto& peer : slots_) {
-      if (peer && !peer->closed) Send(peer, result);
-    }
-    payloads_.clear();
-    gathered_ = 0;
-    ++seq_;
+  void OnRegistered(const PeerPtr& p) override {
+    Session& s = AsSession(p);
+    s.hello_timer.cancel();
+    unauthenticated_order_.erase(s.unauth_pos);
+    if (all_registered()) accept_timer_.cancel();
   }
 
-  void OnDisconnect(const SessionPtr& s, const boost::system::error_code& ec) {
-    const bool lost = s->rank >= 0 && !s->goodbye && !s->closing;
-    Close(s);
-    if (lost) {
-      AbortAll(-1, "rank " + std::to_string(s->rank) + " (" + s->peer +
-                       ") lost its bootstrap connection: " + ec.message());
-    }
-  }
-
-  // Answers with an Error, closes and logs; a registered rank's bad message
-  // also aborts the run (its peers would wait for it forever).
-  void Reject(const SessionPtr& s, const std::string& reason) {
-    if (s->closing || s->closed) return;
-    {
-      std::lock_guard lock(mu_);
-      rejections_.push_back(s->peer + ": " + reason);
-    }
-    proto::Envelope e;
-    e.mutable_error()->set_reason(reason);
-    Send(s, e);
-    s->closing = true;
-    s->hello_timer.cancel();
-    if (s->rank >= 0) AbortAll(-1, "rank " + std::to_string(s->rank) + " was rejected: " + reason);
-  }
-
-  void AbortAll(int rank, const std::string& reason) {
-    if (aborted_) return;
-    aborted_ = true;
-    abort_rank_ = rank;
-    abort_reason_ = reason;
-    {
-      std::lock_guard lock(mu_);
-      abort_text_ =
-          (rank >= 0 ? "rank " + std::to_string(rank) + " aborted: " : "root aborted: ") + reason;
-      cv_.notify_all();
-    }
-    for (auto& peer : slots_) {
-      if (peer && !peer->closed && !peer->closing) SendAbort(peer);
-    }
-  }
-
-  void SendAbort(const SessionPtr& s) {
-    proto::Envelope a;
-    a.mutable_abort()->set_rank(abort_rank_);
-    a.mutable_abort()->set_reason(abort_reason_);
-    Send(s, a);
-  }
-
-  void Send(const SessionPtr& s, const proto::Envelope& env) {
+  void Send(const PeerPtr& p, const proto::Envelope& env) override {
+    const SessionPtr s = std::static_pointer_cast<Session>(p);
     if (s->closed) return;
     s->out.push_back(EncodeFrame(env));
     if (s->out.size() == 1) DoWrite(s);
@@ -322,7 +207,7 @@ class RootImpl final : public Root {
   void DoWrite(const SessionPtr& s) {
     asio::async_write(s->socket, asio::buffer(s->out.front()),
                       [this, s](const boost::system::error_code& ec, size_t) {
-                        if (s->closed) return;
+                        if (s->socket_closed) return;
                         s->out.pop_front();
                         if (ec) return Close(s);
                         if (!s->out.empty()) return DoWrite(s);
@@ -330,39 +215,31 @@ class RootImpl final : public Root {
                       });
   }
 
-  void Close(const SessionPtr& s) {
-    if (s->closed) return;
-    s->closed = true;
+  // Closes the socket and drops the session: its read buffer goes now, the
+  // rest when the pending handlers holding it finish (operation_aborted).
+  void Close(SessionPtr s) {
+    if (s->socket_closed) return;
+    s->socket_closed = true;
+    if (s->rank < 0) unauthenticated_order_.erase(s->unauth_pos);
     boost::system::error_code ignored;
     s->hello_timer.cancel();
     s->socket.shutdown(tcp::socket::shutdown_both, ignored);
-    s->socket.close(ignored);
+    s->socket.close(ignored);  // first: no read may still fill the buffer MarkClosed frees
+    MarkClosed(s);
+    std::erase(sessions_, s);
   }
 
-  RootOptions options_;
   asio::io_context io_;
   tcp::acceptor acceptor_;
   asio::steady_timer accept_timer_;
+  asio::steady_timer backoff_timer_;
   std::thread thread_;
   uint16_t port_ = 0;
   // I/O-thread state.
-  std::vector<SessionPtr> sessions_;
-  std::vector<SessionPtr> slots_;  // by rank
-  int registered_count_ = 0;
-  uint64_t seq_ = 0;
-  std::vector<std::optional<std::string>> payloads_;
-  int gathered_ = 0;
-  bool aborted_ = false;
-  int abort_rank_ = -1;
-  std::string abort_reason_;
-  // Shared with callers of Wait()/Rejections()/registered().
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::string> rejections_;
-  int registered_shared_ = 0;
-  int goodbyes_ = 0;
-  std::string abort_text_;
-  std::map<int, proto::Report> reports_;  // by rank
+  std::vector<SessionPtr> sessions_;             // open ones
+  std::list<SessionPtr> unauthenticated_order_;  // open, no Hello yet; oldest first
+  bool accept_failing_ = false;
+  uint64_t accept_failures_ = 0;
 };
 
 }  // namespace
@@ -372,7 +249,14 @@ StatusOr<std::unique_ptr<Root>> Root::Start(const RootOptions& options) {
     return InvalidArgument("bootstrap root: world_size " + std::to_string(options.world_size) +
                            " must be at least 1");
   }
-  auto root = std::make_unique<RootImpl>(options);
+  if (options.max_unauthenticated < 1) {
+    return InvalidArgument("bootstrap root: max_unauthenticated " +
+                           std::to_string(options.max_unauthenticated) + " must be at least 1");
+  }
+  // Never below world_size: every rank connecting at once must fit.
+  RootOptions o = options;
+  o.max_unauthenticated = std::max(o.max_unauthenticated, o.world_size);
+  auto root = std::make_unique<RootImpl>(o);
   FATHOM_RETURN_IF_ERROR(root->Listen());
   root->Run();
   return std::unique_ptr<Root>(std::move(root));
