@@ -92,11 +92,19 @@ Status CheckBer(const config::SourceMap& map, const std::string& path, double v)
   return Status::Ok();
 }
 
+// Virtual time is int64 picoseconds (~106 days); every time and every sum
+// of times a fault forms stays below this many microseconds (~104 days).
+constexpr double kMaxTimeUs = 9.0e12;
+// A delay is added to a frame's send time, which may itself be near the
+// end of the longest run: 1000 s keeps the sum inside int64 picoseconds.
+constexpr double kMaxDelayUs = 1.0e9;
+
 // Times: finite, >= 0 (or > 0), and below ~100 days of virtual time.
-Status CheckTime(const config::SourceMap& map, const std::string& path, double us, bool positive) {
-  if (!std::isfinite(us) || us < 0 || (positive && us == 0) || us > 9.0e12) {
-    return map.Error(path,
-                     Num(us) + " us: times must be finite and " + (positive ? "> 0" : ">= 0"));
+Status CheckTime(const config::SourceMap& map, const std::string& path, double us, bool positive,
+                 double max_us = kMaxTimeUs) {
+  if (!std::isfinite(us) || us < 0 || (positive && us == 0) || us > max_us) {
+    return map.Error(path, Num(us) + " us: times must be finite, " + (positive ? "> 0" : ">= 0") +
+                               " and at most " + Num(max_us) + " us");
   }
   return Status::Ok();
 }
@@ -152,15 +160,40 @@ Status ValidateFaultSpec(const proto::FaultSpec& spec, std::string_view path,
     return map.Error(spec.link().empty() ? base : at("host"),
                      "a " + spec.kind() + " fault needs exactly one target: link or host");
   }
-  // Times.
+  // Every number finite first: NaN passes every range comparison below.
+  for (const pb::Message* m : {static_cast<const pb::Message*>(&spec),
+                               static_cast<const pb::Message*>(&spec.link_budget())}) {
+    std::vector<const pb::FieldDescriptor*> fields;
+    m->GetReflection()->ListFields(*m, &fields);
+    for (const pb::FieldDescriptor* f : fields) {
+      if (f->cpp_type() != pb::FieldDescriptor::CPPTYPE_DOUBLE || f->is_repeated()) continue;
+      const double v = m->GetReflection()->GetDouble(*m, f);
+      if (!std::isfinite(v)) {
+        const std::string field =
+            m == &spec ? f->name() : std::string("link_budget.") + std::string(f->name());
+        return map.Error(at(field), Num(v) + " is not a finite number");
+      }
+    }
+  }
+  // Times, and the sums the timeline forms from them, in int64 picoseconds.
   FATHOM_RETURN_IF_ERROR(CheckTime(map, at("start_us"), spec.start_us(), false));
   if (spec.has_duration_us()) {
     FATHOM_RETURN_IF_ERROR(CheckTime(map, at("duration_us"), spec.duration_us(), true));
+    if (spec.start_us() + spec.duration_us() > kMaxTimeUs) {
+      return map.Error(at("duration_us"),
+                       "start_us + duration_us = " + Num(spec.start_us() + spec.duration_us()) +
+                           " us is beyond 9e12 us");
+    }
   }
   if (spec.kind() == "link_flap") {
     if (!spec.has_duration_us()) return map.Error(base, "link_flap needs duration_us");
     if (!spec.has_period_us()) return map.Error(base, "link_flap needs period_us");
     FATHOM_RETURN_IF_ERROR(CheckTime(map, at("period_us"), spec.period_us(), true));
+    if (spec.start_us() + spec.period_us() > kMaxTimeUs) {
+      return map.Error(at("period_us"),
+                       "start_us + period_us = " + Num(spec.start_us() + spec.period_us()) +
+                           " us is beyond 9e12 us");
+    }
     if (spec.duration_us() >= spec.period_us()) {
       return map.Error(at("duration_us"), "outage of " + Num(spec.duration_us()) +
                                               " us overlaps the next one (period_us " +
@@ -226,10 +259,16 @@ Status ValidateFaultSpec(const proto::FaultSpec& spec, std::string_view path,
   if (spec.kind() == "corrupt" && spec.has_ber() && spec.has_rate()) {
     return map.Error(at("rate"), "give ber or rate, not both");
   }
-  if (spec.has_delay_us())
-    FATHOM_RETURN_IF_ERROR(CheckTime(map, at("delay_us"), spec.delay_us(), false));
+  if (spec.has_delay_us()) {
+    FATHOM_RETURN_IF_ERROR(CheckTime(map, at("delay_us"), spec.delay_us(), false, kMaxDelayUs));
+  }
   if (spec.has_jitter_us()) {
-    FATHOM_RETURN_IF_ERROR(CheckTime(map, at("jitter_us"), spec.jitter_us(), false));
+    FATHOM_RETURN_IF_ERROR(CheckTime(map, at("jitter_us"), spec.jitter_us(), false, kMaxDelayUs));
+  }
+  if (spec.delay_us() + spec.jitter_us() > kMaxDelayUs) {
+    return map.Error(at("jitter_us"),
+                     "delay_us + jitter_us = " + Num(spec.delay_us() + spec.jitter_us()) +
+                         " us is more than " + Num(kMaxDelayUs) + " us");
   }
   const auto& f = spec.filter();
   if (f.has_opcode() && f.opcode() > 0xFF) {
@@ -461,8 +500,8 @@ StatusOr<proto::FaultSpec> ParseFaultFlag(std::string_view text) {
       if (item.empty()) continue;
       const size_t eq = item.find('=');
       if (eq == std::string_view::npos || eq == 0) {
-        return InvalidArgument("--fault \"" + std::string(text) + "\": \"" + std::string(item) +
-                               "\" is not key=value");
+        return InvalidArgument("--fault \"" + config::EscapeForTerminal(text) + "\": \"" +
+                               config::EscapeForTerminal(item) + "\" is not key=value");
       }
       const std::string key(item.substr(0, eq));
       const std::string_view raw = item.substr(eq + 1);

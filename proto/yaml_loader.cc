@@ -1,26 +1,36 @@
 // YAML -> Protobuf by reflection (see yaml_loader.h for the accepted forms).
 #include "proto/yaml_loader.h"
 
+#include <fcntl.h>
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <set>
-#include <sstream>
 
 #include "proto/options.pb.h"
 
 namespace fathom::config {
 
 namespace pb = google::protobuf;
+
+namespace {
+// Whole error messages may list every key of a message; scalars quoted in
+// them are cut much shorter (KindName).
+constexpr size_t kMaxMessageChars = 4096;
+constexpr size_t kMaxQuotedChars = 80;
+}  // namespace
 
 std::optional<SourceLocation> SourceMap::Find(std::string_view path) const {
   auto it = where_.find(path);
@@ -42,8 +52,37 @@ std::string SourceMap::Where(std::string_view path) const {
 }
 
 Status SourceMap::Error(std::string_view path, std::string_view message) const {
-  return InvalidArgument(Where(path) + ": " + (path.empty() ? "<root>" : std::string(path)) + ": " +
-                         std::string(message));
+  // Paths and messages quote the file's keys and values; escape them.
+  return InvalidArgument(EscapeForTerminal(Where(path) + ": " +
+                                               (path.empty() ? "<root>" : std::string(path)) +
+                                               ": " + std::string(message),
+                                           kMaxMessageChars));
+}
+
+std::string EscapeForTerminal(std::string_view text, size_t max_chars) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(std::min(text.size(), max_chars) + 8);
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (out.size() >= max_chars) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(text[i]);
+    // C1 controls are U+0080..U+009F, in UTF-8 0xC2 0x80..0x9F.
+    const bool c1 = c == 0xC2 && i + 1 < text.size() &&
+                    static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(text[i + 1]) <= 0x9F;
+    if (c < 0x20 || c == 0x7F || c1) {
+      const unsigned char v = c1 ? static_cast<unsigned char>(text[++i]) : c;
+      out += "\\x";
+      out += kHex[v >> 4];
+      out += kHex[v & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
 }
 
 std::string JoinPath(std::string_view prefix, std::string_view field) {
@@ -84,7 +123,7 @@ std::string KindName(const YAML::Node& node) {
     case YAML::NodeType::Null:
       return "nothing";
     case YAML::NodeType::Scalar:
-      return "'" + node.Scalar() + "'";
+      return "'" + EscapeForTerminal(node.Scalar(), kMaxQuotedChars) + "'";
     case YAML::NodeType::Undefined:
       break;
   }
@@ -152,9 +191,10 @@ class Loader {
     if (at.IsNull() && map_ != nullptr) {
       if (auto recorded = map_->Find(path)) loc = *recorded;
     }
-    return InvalidArgument(file_name() + ":" + std::to_string(loc.line) + ":" +
-                           std::to_string(loc.column) + ": " + (path.empty() ? "<root>" : path) +
-                           ": " + std::string(message));
+    return InvalidArgument(EscapeForTerminal(
+        file_name() + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.column) + ": " +
+            (path.empty() ? "<root>" : path) + ": " + std::string(message),
+        kMaxMessageChars));
   }
   std::string file_name() const { return map_ != nullptr ? map_->file() : file_; }
 
@@ -177,8 +217,9 @@ class Loader {
 
   Status ErrorAt(const std::string& path, std::string_view message) const {
     if (map_ != nullptr) return map_->Error(path, message);
-    return InvalidArgument(file_ + ": " + (path.empty() ? "<root>" : path) + ": " +
-                           std::string(message));
+    return InvalidArgument(EscapeForTerminal(
+        file_ + ": " + (path.empty() ? "<root>" : path) + ": " + std::string(message),
+        kMaxMessageChars));
   }
 
   Status LoadField(const YAML::Node& value, const std::string& path,
@@ -398,43 +439,204 @@ class Loader {
 
 }  // namespace
 
+namespace {
+
+// Offset of the first byte that makes `text` not UTF-8 text (a NUL, a bad
+// or overlong sequence, a surrogate), or npos.
+size_t FirstNonText(std::string_view text, bool* nul) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  *nul = false;
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    if (c == 0) {
+      *nul = true;
+      return i;
+    }
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    uint32_t cp = 0;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return i;
+    }
+    if (i + len > n) return i;
+    for (size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    const uint32_t min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+// 1-based line and column of a byte offset.
+SourceLocation LocationOfOffset(std::string_view text, size_t offset) {
+  SourceLocation loc{1, 1};
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++loc.line;
+      loc.column = 1;
+    } else {
+      ++loc.column;
+    }
+  }
+  return loc;
+}
+
+// Where flow nesting ('[' and '{' outside quotes and comments) first goes
+// past `limit` levels, or npos. Only used to place yaml-cpp's recursion
+// error, whose mark is wherever its scanner had got to.
+size_t FlowNestingPast(std::string_view text, int limit) {
+  int depth = 0;
+  char quote = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const char prev = i == 0 ? '\n' : text[i - 1];
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '#' && (prev == ' ' || prev == '\t' || prev == '\n')) {
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if ((c == '\'' || c == '"') && (prev == ' ' || prev == '\n' || prev == '[' ||
+                                           prev == '{' || prev == ',' || prev == ':')) {
+      quote = c;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
+std::string TooLarge(std::string_view name, std::string_view size) {
+  return std::string(name) + ": " + std::string(size) + " is more than the " +
+         std::to_string(kMaxYamlBytes >> 20) + " MiB a YAML file may hold (kMaxYamlBytes)";
+}
+
+}  // namespace
+
 Status LoadYamlString(std::string_view text, std::string_view name_for_errors, pb::Message* out,
                       const YamlLoadOptions& options) {
   out->Clear();
-  SourceMap local{std::string(name_for_errors)};
+  const std::string name = EscapeForTerminal(name_for_errors, kMaxMessageChars);
+  if (text.size() > kMaxYamlBytes) {
+    return InvalidArgument(TooLarge(name, std::to_string(text.size()) + " bytes"));
+  }
+  bool nul = false;
+  if (const size_t bad = FirstNonText(text, &nul); bad != std::string_view::npos) {
+    const SourceLocation loc = LocationOfOffset(text, bad);
+    return InvalidArgument(name + ":" + std::to_string(loc.line) + ":" +
+                           std::to_string(loc.column) + ": not a text file (" +
+                           (nul ? "NUL byte" : "invalid UTF-8") + " at byte " +
+                           std::to_string(bad) + ")");
+  }
+  SourceMap local{name};
   SourceMap* map = options.source_map != nullptr ? options.source_map : &local;
-  *map = SourceMap(std::string(name_for_errors));
+  *map = SourceMap(name);
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's guard says only "bad file"; say what it guards against.
+    SourceLocation loc = LocationOf(e.mark);
+    if (const size_t at = FlowNestingPast(text, 64); at != std::string_view::npos) {
+      loc = LocationOfOffset(text, at);
+    }
+    return InvalidArgument(name + ":" + std::to_string(loc.line) + ":" +
+                           std::to_string(loc.column) + ": YAML nested too deeply (more than " +
+                           std::to_string(e.depth() - 1) +
+                           " levels of maps and lists); no fathom schema nests more than a few");
   } catch (const YAML::Exception& e) {
     const SourceLocation loc = LocationOf(e.mark);
-    return InvalidArgument(std::string(name_for_errors) + ":" + std::to_string(loc.line) + ":" +
-                           std::to_string(loc.column) + ": YAML syntax error: " + e.msg);
+    return InvalidArgument(name + ":" + std::to_string(loc.line) + ":" +
+                           std::to_string(loc.column) +
+                           ": YAML syntax error: " + EscapeForTerminal(e.msg, kMaxMessageChars));
   }
   map->Add("", {1, 1});
   Loader loader(map, options.validator);
-  loader.set_file(std::string(name_for_errors));
+  loader.set_file(name);
   try {
     return loader.LoadMessage(root, "", out);
   } catch (const YAML::Exception& e) {
     // yaml-cpp throws on malformed access; it should not happen, but no
     // exception may leave this module.
     const SourceLocation loc = LocationOf(e.mark);
-    return InvalidArgument(std::string(name_for_errors) + ":" + std::to_string(loc.line) + ":" +
-                           std::to_string(loc.column) + ": " + e.msg);
+    return InvalidArgument(name + ":" + std::to_string(loc.line) + ":" +
+                           std::to_string(loc.column) + ": " +
+                           EscapeForTerminal(e.msg, kMaxMessageChars));
   }
 }
 
 Status LoadYamlFile(const std::string& path, pb::Message* out, const YamlLoadOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return IoError("LoadYamlFile(" + path + "): cannot open: " + std::strerror(errno));
+  const std::string shown = EscapeForTerminal(path, kMaxMessageChars);
+  const std::string ctx = "LoadYamlFile(" + shown + ")";
+  // O_NONBLOCK: opening a FIFO with no writer must not hang before fstat
+  // says what it is; it is cleared again for reading.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    return IoError(ctx + ": cannot open: " + std::strerror(errno));
   }
-  std::stringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) return IoError("LoadYamlFile(" + path + "): read failed");
-  return LoadYamlString(buf.str(), path, out, options);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return IoError(ctx + ": fstat: " + std::strerror(errno));
+  const char* kind = nullptr;
+  if (S_ISDIR(st.st_mode)) kind = "a directory";
+  if (S_ISCHR(st.st_mode)) kind = "a character device";
+  if (S_ISBLK(st.st_mode)) kind = "a block device";
+  if (S_ISSOCK(st.st_mode)) kind = "a socket";
+  // A terminal or /dev/stdin that is one is a character device too; piped
+  // stdin is a FIFO and is read.
+  if (kind != nullptr) {
+    return InvalidArgument(shown + ": is " + kind + ", not a YAML file");
+  }
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > kMaxYamlBytes) {
+    return InvalidArgument(TooLarge(shown, std::to_string(st.st_size) + " bytes"));
+  }
+  if (S_ISFIFO(st.st_mode)) {
+    // A named pipe opened without blocking may have no writer yet and read
+    // as empty; open it again the ordinary way, which waits for one.
+    const int blocking = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (blocking < 0) return IoError(ctx + ": cannot open: " + std::strerror(errno));
+    ::close(closer.fd);
+    closer.fd = blocking;
+  } else {
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  }
+  // Read in chunks up to one byte past the cap: a FIFO has no size to check
+  // first, and a regular file may grow while it is read.
+  std::string text;
+  char chunk[1 << 16];
+  size_t got = 0;
+  while (got <= kMaxYamlBytes) {
+    const ssize_t n = ::read(closer.fd, chunk, std::min(sizeof(chunk), kMaxYamlBytes + 1 - got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return IoError(ctx + ": read: " + std::strerror(errno));
+    if (n == 0) break;
+    text.append(chunk, static_cast<size_t>(n));
+    got += static_cast<size_t>(n);
+  }
+  if (got > kMaxYamlBytes) return InvalidArgument(TooLarge(shown, "the input"));
+  return LoadYamlString(text, path, out, options);
 }
 
 }  // namespace fathom::config

@@ -19,6 +19,12 @@
 // Field paths: "fat_tree.k", "cluster_network.scale_levels[2].servers",
 // "labels[rack1]" for a map entry; the root message is "" (written "<root>").
 //
+// Input limits (checked before parsing): at most kMaxYamlBytes of text;
+// text only (a NUL byte or invalid UTF-8 is refused with its byte offset,
+// never echoed); YAML nested deeper than yaml-cpp's recursion guard is
+// refused with its line. Errors never echo control characters: scalars and
+// keys quoted in messages pass through EscapeForTerminal.
+//
 // Ownership: the loader fills the caller's message; the SourceMap is a value
 // the caller keeps to place later semantic errors ("k must be even") on the
 // line that set the field. Thread-compatible; no global state.
@@ -76,14 +82,26 @@ struct YamlLoadOptions {
   YamlValidator validator;
 };
 
-// Parses the YAML file at `path` into `out` (cleared first). Errors: a file
-// that cannot be read (IoError naming the path), YAML syntax, schema
-// mismatches as above (InvalidArgument).
+// Largest YAML input accepted: scenario and topology files are a few KiB;
+// 16 MiB leaves room for long generated flow lists while keeping a mistaken
+// argument (a disk image, /dev/zero) from being read whole.
+inline constexpr size_t kMaxYamlBytes = size_t{16} << 20;
+
+// Parses the YAML file at `path` into `out` (cleared first). Regular files,
+// FIFOs and "/dev/stdin" are read, through a bound of kMaxYamlBytes + 1;
+// a directory, device or socket is refused without reading. Errors: a file
+// that cannot be read (IoError/NotFound naming the path), not a regular file
+// or too large, not text, YAML syntax, schema mismatches as above
+// (InvalidArgument).
 Status LoadYamlFile(const std::string& path, google::protobuf::Message* out,
                     const YamlLoadOptions& options = {});
 // The same for text in memory; `name_for_errors` stands for the file name.
 Status LoadYamlString(std::string_view text, std::string_view name_for_errors,
                       google::protobuf::Message* out, const YamlLoadOptions& options = {});
+
+// `text` with control characters (C0, DEL, C1) as \xNN and anything past
+// `max_chars` bytes cut to "...", safe to print on a terminal.
+std::string EscapeForTerminal(std::string_view text, size_t max_chars = 200);
 
 // Joins a path prefix and a field name ("topology" + "fat_tree").
 std::string JoinPath(std::string_view prefix, std::string_view field);

@@ -50,7 +50,8 @@ StatusOr<Topology> BuildLeafSpine(const LeafSpineOptions& o) {
     // ratio = hosts_per_leaf * host_rate / (spines * uplinks * fabric_rate)
     const double exact = static_cast<double>(o.hosts_per_leaf) * o.host_link.rate.gbps() /
                          (o.oversubscription * o.uplinks_per_pair * o.fabric_link.rate.gbps());
-    spines = static_cast<int32_t>(std::llround(exact));
+    // Range first: a tiny ratio asks for more spines than llround can say.
+    spines = exact >= 0.5 && exact <= 65536 ? static_cast<int32_t>(std::llround(exact)) : 0;
     if (spines <= 0 || std::fabs(exact - spines) > 1e-9) {
       return InvalidArgument(ctx + ": oversubscription " + std::to_string(o.oversubscription) +
                              " needs " + std::to_string(exact) + " spines, not a whole number");
@@ -76,6 +77,11 @@ StatusOr<Topology> BuildLeafSpine(const LeafSpineOptions& o) {
                              "leaves = gpus_per_server)");
     }
   }
+  // Before anything is allocated: what these parameters would need.
+  FATHOM_RETURN_IF_ERROR(CheckTopologySize(
+      ctx + "(leaves=" + Str(o.leaves) + ", spines=" + Str(spines) +
+          ", hosts_per_leaf=" + Str(o.hosts_per_leaf) + ")",
+      hosts + o.leaves + spines, hosts, hosts + int64_t{o.leaves} * spines * o.uplinks_per_pair));
   std::string name = "leaf-spine leaves=" + Str(o.leaves) + " spines=" + Str(spines) +
                      " hosts=" + Str(o.hosts_per_leaf);
   if (o.rail_optimized) name += " rail";
@@ -128,6 +134,10 @@ StatusOr<Topology> BuildFatTree(const FatTreeOptions& o) {
     return InvalidArgument(ctx + ": rail-optimized wiring needs k/2 = " + Str(half) +
                            " to be a multiple of gpus_per_server = " + Str(o.gpus_per_server));
   }
+  FATHOM_RETURN_IF_ERROR(CheckTopologySize(
+      ctx + "(k=" + Str(o.k) + (per_edge != half ? ", hosts_per_edge=" + Str(per_edge) : "") + ")",
+      hosts + int64_t{o.k} * half * 2 + int64_t{half} * half, hosts,
+      hosts + int64_t{o.k} * half * half * 2));
   std::string name = "fat-tree k=" + Str(o.k);
   if (per_edge != half) name += " hosts_per_edge=" + Str(per_edge);
   if (o.rail_optimized) name += " rail";
@@ -182,6 +192,13 @@ StatusOr<Topology> BuildFatTree(const FatTreeOptions& o) {
 
 StatusOr<Topology> BuildBackToBack(const BackToBackOptions& o) {
   FATHOM_RETURN_IF_ERROR(CheckPositive("BuildBackToBack", "gpus_per_server", o.gpus_per_server));
+  if (o.gpus_per_server > 1 << 19) {
+    return OutOfRange("BuildBackToBack: gpus_per_server = " + Str(o.gpus_per_server) +
+                      " makes more than 2^20 hosts");
+  }
+  FATHOM_RETURN_IF_ERROR(CheckTopologySize("BuildBackToBack(gpus=" + Str(o.gpus_per_server) + ")",
+                                           2 * int64_t{o.gpus_per_server},
+                                           2 * int64_t{o.gpus_per_server}, o.gpus_per_server));
   TopologyBuilder b("back-to-back gpus=" + Str(o.gpus_per_server));
   b.set_reachability(Reachability::kSameRail);
   const std::vector<int32_t> ids = AddServers(b, 2, o.gpus_per_server);

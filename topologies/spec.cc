@@ -39,9 +39,10 @@ class Reporter {
 StatusOr<LinkParams> ToParams(const pb::LinkSpec& spec, LinkParams params, const Reporter& r,
                               const std::string& field) {
   if (spec.has_rate_gbps()) {
-    if (!(spec.rate_gbps() > 0 && spec.rate_gbps() <= 1e6)) {
+    // At least 1 kb/s: smaller rates round to 0 b/s, which no link can have.
+    if (!(spec.rate_gbps() >= 1e-6 && spec.rate_gbps() <= 1e6)) {
       return r.Error(field + ".rate_gbps",
-                     std::to_string(spec.rate_gbps()) + " must be in (0, 1000000] Gb/s");
+                     std::to_string(spec.rate_gbps()) + " must be in [1e-6, 1e6] Gb/s");
     }
     params.rate = BitsPerSecond(std::llround(spec.rate_gbps() * 1e9));
   }

@@ -1,9 +1,16 @@
 // Topology graph, ECMP route computation and validation.
 #include "topologies/topology.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
+#include <fstream>
 #include <limits>
+#include <new>
 #include <unordered_map>
 
 namespace fathom::topo {
@@ -137,8 +144,119 @@ StatusOr<Topology> TopologyBuilder::Build() && {
   t.link_by_name_.clear();
   for (const Link& l : t.links_) t.link_by_name_.emplace(l.name, l.id);
   t.node_by_name_ = std::move(names);
-  FATHOM_RETURN_IF_ERROR(t.BuildRoutes().WithContext(ctx));
+  FATHOM_RETURN_IF_ERROR(CheckTopologySize(ctx, static_cast<int64_t>(t.nodes_.size()),
+                                           static_cast<int64_t>(t.hosts_.size()),
+                                           static_cast<int64_t>(t.links_.size())));
+  try {
+    FATHOM_RETURN_IF_ERROR(t.BuildRoutes().WithContext(ctx));
+  } catch (const std::bad_alloc&) {
+    // The estimate should have refused this; no exception leaves the module.
+    return OutOfRange(ctx + ": out of memory while computing routes");
+  }
   return std::move(topo_);
+}
+
+// ---------------------------------------------------------------------------
+// Size guard
+
+namespace {
+
+std::string Bytes(int64_t b) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 6) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[u]);
+  return buf;
+}
+
+// Physical memory, or the cgroup v2 limit when that is lower; 0 if unknown.
+int64_t MachineMemory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  int64_t mem = pages > 0 && page > 0 ? int64_t{pages} * page : 0;
+  std::ifstream cg("/sys/fs/cgroup/memory.max");
+  std::string word;
+  if (cg >> word && word != "max") {
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), v);
+    if (ec == std::errc() && end == word.data() + word.size() && v > 0) {
+      mem = mem == 0 ? v : std::min(mem, v);
+    }
+  }
+  return mem;
+}
+
+constexpr const char* kLimitEnv = "FATHOM_TOPOLOGY_MEMORY_LIMIT";
+
+}  // namespace
+
+int64_t EstimateTopologyBytes(int64_t nodes, int64_t hosts, int64_t links) {
+  // Saturating: the inputs come from user parameters (k, leaves, ...).
+  const auto mul = [](int64_t a, int64_t b) -> int64_t {
+    if (a <= 0 || b <= 0) return 0;
+    return a > std::numeric_limits<int64_t>::max() / b ? std::numeric_limits<int64_t>::max()
+                                                       : a * b;
+  };
+  const auto add = [](int64_t a, int64_t b) -> int64_t {
+    return a > std::numeric_limits<int64_t>::max() - b ? std::numeric_limits<int64_t>::max()
+                                                       : a + b;
+  };
+  // Routing: route_ (4 bytes per node x host) and hops_ (2 per host pair).
+  int64_t bytes = add(mul(mul(nodes, hosts), 4), mul(mul(hosts, hosts), 2));
+  // Per node: Node with its name, name index, rank, ports, BFS scratch;
+  // per link: Link with its name, name index, two ports (generous figures;
+  // the routing tables dominate: k=32 estimates 0.42 GiB, measured 0.43).
+  bytes = add(bytes, mul(nodes, 200));
+  bytes = add(bytes, mul(links, 300));
+  return bytes;
+}
+
+StatusOr<int64_t> TopologyMemoryLimit(std::string* explanation) {
+  int64_t limit = kDefaultTopologyMemoryLimit;
+  std::string from = "the default " + Bytes(limit);
+  if (const char* env = std::getenv(kLimitEnv); env != nullptr && *env != '\0') {
+    const std::string_view text(env);
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    int shift = 0;
+    const std::string_view rest(end, static_cast<size_t>(text.data() + text.size() - end));
+    if (rest == "K" || rest == "k") shift = 10;
+    if (rest == "M" || rest == "m") shift = 20;
+    if (rest == "G" || rest == "g") shift = 30;
+    if (rest == "T" || rest == "t") shift = 40;
+    if (ec != std::errc() || end == text.data() || (!rest.empty() && shift == 0) ||
+        v > (uint64_t{1} << (62 - shift))) {
+      return InvalidArgument(std::string(kLimitEnv) + "='" + std::string(text.substr(0, 40)) +
+                             "' is not a byte count (e.g. 8G, 512M, 1073741824)");
+    }
+    limit = static_cast<int64_t>(v << shift);
+    from = std::string(kLimitEnv) + "=" + std::string(text);
+  }
+  const int64_t machine = MachineMemory();
+  if (machine > 0 && machine < limit) {
+    limit = machine;
+    from = "this machine's memory, " + Bytes(machine);
+  }
+  if (explanation != nullptr) *explanation = from;
+  return limit;
+}
+
+Status CheckTopologySize(std::string_view what, int64_t nodes, int64_t hosts, int64_t links) {
+  std::string from;
+  FATHOM_ASSIGN_OR_RETURN(int64_t limit, TopologyMemoryLimit(&from));
+  const int64_t need = EstimateTopologyBytes(nodes, hosts, links);
+  if (need <= limit) return Status::Ok();
+  return InvalidArgument(
+      std::string(what) + ": " + std::to_string(nodes) + " nodes x " + std::to_string(hosts) +
+      " hosts (" + std::to_string(links) + " links) need about " + Bytes(need) +
+      " for the topology and its routing tables, more than the limit of " + Bytes(limit) + " (" +
+      from + "); choose a smaller topology or raise " + kLimitEnv +
+      " (e.g. =" + std::to_string((need >> 30) + 1) + "G; never above the machine's " + "memory)");
 }
 
 // ---------------------------------------------------------------------------

@@ -209,6 +209,29 @@ class Topology {
   std::unordered_map<std::string, int32_t> link_by_name_;
 };
 
+// Size guard. A topology's routing tables grow as nodes x hosts (4 bytes per
+// entry) plus hosts x hosts hop counts (2 bytes), so a fabric whose
+// parameters look modest (fat-tree k=64: 70 K nodes x 65 K hosts) can need
+// more memory than the machine has. Builders call CheckTopologySize with the
+// counts their parameters imply BEFORE allocating anything, and
+// TopologyBuilder::Build checks the graph it was given before routing.
+//
+// The limit is the lesser of the machine's memory (physical RAM, or a
+// cgroup's memory.max when lower) and FATHOM_TOPOLOGY_MEMORY_LIMIT (bytes,
+// with an optional K/M/G/T binary suffix), default kDefaultTopologyMemoryLimit.
+// The default admits fat-tree k=32 (8192 hosts; `fathom topo` measured 0.43
+// GiB RSS, 25 s) and refuses k=40 (16000 hosts; 1.58 GiB RSS and ~10 min on
+// a shared 2-core machine when allowed).
+inline constexpr int64_t kDefaultTopologyMemoryLimit = int64_t{1} << 30;  // 1 GiB
+// Bytes to build and route a topology of that many nodes, hosts and links.
+int64_t EstimateTopologyBytes(int64_t nodes, int64_t hosts, int64_t links);
+// The limit in bytes, and a sentence saying where it came from; an
+// unparsable FATHOM_TOPOLOGY_MEMORY_LIMIT is an error.
+StatusOr<int64_t> TopologyMemoryLimit(std::string* explanation = nullptr);
+// InvalidArgument naming `what`, the counts, the estimate, the limit and how
+// to raise it, when the estimate exceeds the limit.
+Status CheckTopologySize(std::string_view what, int64_t nodes, int64_t hosts, int64_t links);
+
 // Assembles a Topology. Add nodes and links, then Build() checks the graph
 // and computes routes.
 class TopologyBuilder {

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <memory>
+#include <tuple>
 
 #include "base/verbs_types.h"
 #include "fabric/sim/capture.h"
@@ -14,12 +16,30 @@
 #include "fabric/sim/fault_attach.h"
 #include "fabric/sim/network.h"
 #include "fabric/sim/workload.h"
+#include "faults/spec.h"
 #include "topologies/spec.h"
 
 namespace fathom::sim {
 namespace {
 
 constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 30;
+// Virtual time is int64 picoseconds (9.22e18 ps, ~106 days). Every time in a
+// scenario, and every sum of them the run forms (start + jitter + a flow's
+// own start), must stay below this many microseconds (~104 days), the same
+// bound the fault timeline uses.
+constexpr double kMaxTimeUs = 9.0e12;
+// Bounds on what a workload may ask the driver to allocate: 1 TiB per flow,
+// 2^20 flows (an all-to-all of 1024 hosts), 2^21 connections (flows x
+// qps_per_connection), and 2^23 - 1 work requests in all (FlowDriver posts
+// every WR of a flow when it starts, and a flow's WR count must fit the 23
+// bits its wr_id layout gives it).
+constexpr uint64_t kMaxFlowBytes = uint64_t{1} << 40;
+constexpr int64_t kMaxFlows = int64_t{1} << 20;
+constexpr int64_t kMaxConnections = int64_t{1} << 21;
+constexpr int64_t kMaxWorkRequests = (int64_t{1} << 23) - 1;
+constexpr uint64_t kMaxSwitchBufferBytes = uint64_t{1} << 40;
+// FlowDriver splits a flow into WRs of at most 2^30 bytes.
+constexpr uint64_t kMaxWrBytes = uint64_t{1} << 30;
 
 bool IsWcStatusName(const std::string& name) {
   for (int s = 0; s <= static_cast<int>(WcStatus::kGeneralErr); ++s) {
@@ -49,11 +69,96 @@ Status CheckRange(const config::SourceMap& map, const std::string& path, int64_t
   return Status::Ok();
 }
 
+std::string Us(double us) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%g us", us);
+  return buf;
+}
+
+// A time in microseconds: finite, >= 0, and representable in picoseconds.
+Status CheckTimeUs(const config::SourceMap& map, const std::string& path, double us) {
+  if (!std::isfinite(us) || us < 0 || us > kMaxTimeUs) {
+    return map.Error(path, Us(us) + " must be a finite time in [0, 9e12] us (virtual time is " +
+                               "int64 picoseconds, ~106 days)");
+  }
+  return Status::Ok();
+}
+
+Status CheckFlowBytes(const config::SourceMap& map, const std::string& path, uint64_t bytes) {
+  if (bytes > kMaxFlowBytes) {
+    return map.Error(
+        path, std::to_string(bytes) + " bytes is more than a flow may move (2^40, " + "1 TiB)");
+  }
+  return Status::Ok();
+}
+
+// How many work requests FlowDriver will post for one flow of `bytes`.
+int64_t WorkRequests(uint64_t bytes, int64_t qps, uint64_t message_bytes) {
+  const uint64_t chunk = message_bytes == 0 ? kMaxWrBytes : std::min(message_bytes, kMaxWrBytes);
+  // Each QP posts at least one WR; the rest is ceil(bytes / chunk) at most
+  // one more per QP for the split's remainders.
+  return qps + static_cast<int64_t>(bytes / chunk);
+}
+
+// Counts what the workload will allocate, before RunScenario does.
+Status CheckWorkloadSize(const LoadedScenario& sc, int64_t hosts) {
+  const proto::Scenario& s = sc.spec;
+  const config::SourceMap& m = sc.map;
+  const proto::WorkloadSpec& w = s.workload();
+  const proto::TransportSpec& t = s.transport();
+  const int64_t qps = t.has_qps_per_connection() ? t.qps_per_connection() : 1;
+  const uint64_t message_bytes = t.has_message_bytes() ? t.message_bytes() : 0;
+  int64_t flows = 0;
+  int64_t wrs = 0;
+  switch (w.pattern()) {
+    case proto::WorkloadSpec::PATTERN_PERMUTATION:
+      flows = hosts;
+      break;
+    case proto::WorkloadSpec::PATTERN_ALL_TO_ALL:
+      flows = hosts * (hosts - 1);
+      break;
+    case proto::WorkloadSpec::PATTERN_INCAST:
+      flows = w.incast_senders() == 0 ? hosts - 1 : w.incast_senders();
+      break;
+    default:
+      flows = w.flows_size();
+      for (const proto::FlowSpec& f : w.flows()) {
+        wrs += WorkRequests(f.bytes() != 0 ? f.bytes() : w.flow_bytes(), qps, message_bytes);
+      }
+  }
+  const std::string what =
+      flows == w.flows_size() && !w.flows().empty() ? "workload.flows" : "workload.pattern";
+  if (flows > kMaxFlows) {
+    return m.Error(what, std::to_string(flows) + " flows on " + std::to_string(hosts) +
+                             " hosts; at most 2^20 (1048576) are supported");
+  }
+  if (flows * qps > kMaxConnections) {
+    return m.Error("transport.qps_per_connection",
+                   std::to_string(flows) + " flows x " + std::to_string(qps) + " QPs = " +
+                       std::to_string(flows * qps) + " connections; at most 2^21 (2097152)");
+  }
+  if (w.pattern() != proto::WorkloadSpec::PATTERN_FLOWS) {
+    wrs = flows * WorkRequests(w.flow_bytes(), qps, message_bytes);
+  }
+  if (wrs > kMaxWorkRequests) {
+    return m.Error(
+        t.has_message_bytes() ? "transport.message_bytes" : "workload.flow_bytes",
+        "the flows need " + std::to_string(wrs) +
+            " work requests in all; at most 2^23 - 1 (8388607): fewer or smaller flows," +
+            " or larger transport.message_bytes");
+  }
+  return Status::Ok();
+}
+
 Status Validate(const LoadedScenario& sc) {
   const proto::Scenario& s = sc.spec;
   const config::SourceMap& m = sc.map;
-  if (!(s.end_time_us() > 0) || !std::isfinite(s.end_time_us())) {
-    return m.Error("end_time_us", "must be a positive number of microseconds");
+  // 1e-6 us is one picosecond, the engine's tick.
+  if (!std::isfinite(s.end_time_us()) || !(s.end_time_us() >= 1e-6) ||
+      s.end_time_us() > kMaxTimeUs) {
+    return m.Error("end_time_us", Us(s.end_time_us()) +
+                                      " must be a finite time in [1e-6, 9e12] us (virtual time " +
+                                      "is int64 picoseconds, ~106 days)");
   }
   const proto::TransportSpec& t = s.transport();
   if (t.has_ib_timeout())
@@ -92,14 +197,24 @@ Status Validate(const LoadedScenario& sc) {
     return m.Error("network.switch_buffer_bytes",
                    std::to_string(n.switch_buffer_bytes()) + " cannot hold one jumbo frame (9216)");
   }
+  if (n.has_switch_buffer_bytes() && n.switch_buffer_bytes() > kMaxSwitchBufferBytes) {
+    return m.Error("network.switch_buffer_bytes",
+                   std::to_string(n.switch_buffer_bytes()) + " is more than 2^40 bytes (1 TiB)");
+  }
   const proto::WorkloadSpec& w = s.workload();
   const int32_t hosts = static_cast<int32_t>(sc.topology.hosts().size());
   if (w.pattern() == proto::WorkloadSpec::PATTERN_UNSPECIFIED) {
     return m.Error("workload.pattern", "must be permutation, all_to_all, incast or flows");
   }
   if (hosts < 2) return m.Error("topology", "needs at least 2 hosts for a workload");
-  if (w.start_us() < 0) return m.Error("workload.start_us", "must not be negative");
-  if (w.start_jitter_us() < 0) return m.Error("workload.start_jitter_us", "must not be negative");
+  FATHOM_RETURN_IF_ERROR(CheckTimeUs(m, "workload.start_us", w.start_us()));
+  FATHOM_RETURN_IF_ERROR(CheckTimeUs(m, "workload.start_jitter_us", w.start_jitter_us()));
+  if (w.start_us() + w.start_jitter_us() > kMaxTimeUs) {
+    return m.Error("workload.start_jitter_us",
+                   "start_us + start_jitter_us = " + Us(w.start_us() + w.start_jitter_us()) +
+                       " is beyond 9e12 us");
+  }
+  FATHOM_RETURN_IF_ERROR(CheckFlowBytes(m, "workload.flow_bytes", w.flow_bytes()));
   if (w.pattern() == proto::WorkloadSpec::PATTERN_FLOWS) {
     if (w.flows_size() == 0) return m.Error("workload.flows", "pattern flows needs a flows list");
     for (int i = 0; i < w.flows_size(); ++i) {
@@ -111,7 +226,13 @@ Status Validate(const LoadedScenario& sc) {
       if (f.bytes() == 0 && w.flow_bytes() == 0) {
         return m.Error(p + ".bytes", "no size: set bytes or workload.flow_bytes");
       }
-      if (f.start_us() < 0) return m.Error(p + ".start_us", "must not be negative");
+      FATHOM_RETURN_IF_ERROR(CheckTimeUs(m, p + ".start_us", f.start_us()));
+      if (w.start_us() + w.start_jitter_us() + f.start_us() > kMaxTimeUs) {
+        return m.Error(p + ".start_us", "workload.start_us + start_jitter_us + this = " +
+                                            Us(w.start_us() + w.start_jitter_us() + f.start_us()) +
+                                            " is beyond 9e12 us");
+      }
+      FATHOM_RETURN_IF_ERROR(CheckFlowBytes(m, p + ".bytes", f.bytes()));
     }
   } else {
     if (w.flows_size() > 0) return m.Error("workload.flows", "only with pattern: flows");
@@ -133,9 +254,18 @@ Status Validate(const LoadedScenario& sc) {
                      "'" + name + "' is not an ibv_wc_status name (e.g. IBV_WC_RETRY_EXC_ERR)");
     }
   }
-  if (s.expect().has_flows_completed() && s.expect().flows_completed() < 0) {
-    return m.Error("expect.flows_completed", "must not be negative");
+  FATHOM_RETURN_IF_ERROR(CheckWorkloadSize(sc, hosts));
+  for (const auto& [field, has, value] :
+       {std::tuple{"expect.flows_completed", s.expect().has_flows_completed(),
+                   s.expect().flows_completed()},
+        std::tuple{"expect.flows_failed", s.expect().has_flows_failed(), s.expect().flows_failed()},
+        std::tuple{"expect.flows_stalled", s.expect().has_flows_stalled(),
+                   s.expect().flows_stalled()}}) {
+    if (has && value < 0) return m.Error(field, "must not be negative");
   }
+  // The fault timeline is checked again when it is attached (with any
+  // --fault flags); checking it here puts its errors with the others.
+  FATHOM_RETURN_IF_ERROR(faults::ValidateFaults(s.faults(), "faults", m));
   return Status::Ok();
 }
 

@@ -4,9 +4,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
+#include <thread>
 
 #include "loader_test.pb.h"
 #include "proto/topology.pb.h"
@@ -193,6 +196,85 @@ TEST(YamlLoaderTest, ClearsTheMessageFirst) {
   m.set_i32(5);
   ASSERT_TRUE(LoadYamlString("s: a\n", "c.yaml", &m).ok());
   EXPECT_EQ(m.i32(), 0);
+}
+
+// Issue 24: what is not a YAML file is said to be so, without reading it
+// whole or echoing its bytes.
+TEST(YamlLoaderInputTest, DirectoriesAndDevicesAreRefusedByKind) {
+  fathom::proto::TopologySpec spec;
+  const Status dir = LoadYamlFile(testing::TempDir(), &spec);
+  EXPECT_EQ(dir.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(dir.message(), HasSubstr("is a directory, not a YAML file"));
+  // /dev/zero never ends; it must be refused before any read.
+  const Status zero = LoadYamlFile("/dev/zero", &spec);
+  EXPECT_EQ(zero.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(zero.message(), HasSubstr("/dev/zero: is a character device"));
+}
+
+TEST(YamlLoaderInputTest, FilesOverTheCapAreRefused) {
+  const std::string path = testing::TempDir() + "/loader_big.yaml";
+  {
+    std::ofstream out(path);
+    const std::string line(1023, '#');
+    for (size_t i = 0; i < kMaxYamlBytes / 1024 + 1; ++i) out << line << '\n';
+  }
+  fathom::proto::TopologySpec spec;
+  const Status s = LoadYamlFile(path, &spec);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("is more than the 16 MiB a YAML file may hold"));
+  std::remove(path.c_str());
+  const std::string text(kMaxYamlBytes + 1, ' ');
+  EXPECT_THAT(LoadYamlString(text, "big", &spec).message(), HasSubstr("16 MiB"));
+}
+
+TEST(YamlLoaderInputTest, FifosAreReadThroughTheBound) {
+  const std::string path = testing::TempDir() + "/loader_fifo.yaml";
+  std::remove(path.c_str());
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  std::thread writer([&] { std::ofstream(path) << "fat_tree: {k: 4}\n"; });
+  fathom::proto::TopologySpec spec;
+  const Status s = LoadYamlFile(path, &spec);
+  writer.join();
+  std::remove(path.c_str());
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(spec.fat_tree().k(), 4);
+}
+
+TEST(YamlLoaderInputTest, BinaryIsNotEchoed) {
+  fathom::proto::TopologySpec spec;
+  const Status nul = LoadYamlString(std::string("name: x\n\0\x01\x02", 11), "bin.yaml", &spec);
+  EXPECT_EQ(nul.message(), "bin.yaml:2:1: not a text file (NUL byte at byte 8)");
+  const Status utf = LoadYamlString("name: \xff\xfe\x1b[2J", "bin.yaml", &spec);
+  EXPECT_EQ(utf.message(), "bin.yaml:1:7: not a text file (invalid UTF-8 at byte 6)");
+  // Valid UTF-8 with terminal escapes: quoted back escaped.
+  Everything m;
+  const Status esc = LoadYamlString("i32: \x1b[31mred\x7f\n", "esc.yaml", &m);
+  EXPECT_EQ(esc.message().find('\x1b'), std::string::npos) << esc.message();
+  EXPECT_THAT(esc.message(), HasSubstr("'\\x1b[31mred\\x7f'"));
+  const Status key = LoadYamlString("\x1b]0;owned\x07: 1\n", "esc.yaml", &m);
+  EXPECT_EQ(key.message().find('\x1b'), std::string::npos) << key.message();
+  EXPECT_THAT(key.message(), HasSubstr("unknown key"));
+}
+
+TEST(YamlLoaderInputTest, DeepNestingNamesTheProblemAndLine) {
+  fathom::proto::TopologySpec spec;
+  const std::string flow = "name: x\nfat_tree: " + std::string(3000, '[');
+  const Status s = LoadYamlString(flow, "deep.yaml", &spec);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("deep.yaml:2:75:"));
+  EXPECT_THAT(s.message(), HasSubstr("nested too deeply"));
+  EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("bad file")));
+  std::string block;
+  for (int i = 0; i < 3000; ++i) block += std::string(static_cast<size_t>(i), ' ') + "- \n";
+  const Status b = LoadYamlString("fat_tree:\n" + block, "deep.yaml", &spec);
+  EXPECT_FALSE(b.ok());
+  EXPECT_THAT(b.message(), ::testing::Not(HasSubstr("bad file")));
+}
+
+TEST(YamlLoaderInputTest, EscapeForTerminal) {
+  EXPECT_EQ(EscapeForTerminal("plain é"), "plain é");
+  EXPECT_EQ(EscapeForTerminal("a\nb\x1b\xc2\x9b"), "a\\x0ab\\x1b\\x9b");
+  EXPECT_EQ(EscapeForTerminal(std::string(10, 'x'), 4), "xxxx...");
 }
 
 }  // namespace

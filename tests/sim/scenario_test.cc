@@ -10,6 +10,7 @@
 
 #include "fabric/wire/pcap.h"
 #include "fabric/wire/roce.h"
+#include "faults/spec.h"
 
 namespace fathom::sim {
 namespace {
@@ -179,6 +180,11 @@ std::string Replace(const std::string& from, const std::string& to) {
   return at == std::string::npos ? s : s.replace(at, from.size(), to);
 }
 
+std::string ReplaceIn(std::string s, const std::string& from, const std::string& to) {
+  const size_t at = s.find(from);
+  return at == std::string::npos ? s : s.replace(at, from.size(), to);
+}
+
 class BadScenarioTest : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(BadScenarioTest, ErrorNamesFileLineAndField) {
@@ -237,7 +243,57 @@ INSTANTIATE_TEST_SUITE_P(
                 "network.switch_buffer_bytes"},
         BadCase{"QuotedNumber", Replace("flow_bytes: 65536", "flow_bytes: \"65536\""), 10,
                 "workload.flow_bytes"},
-        BadCase{"DuplicateKey", Replace("seed: 1", "seed: 1\nseed: 2"), 3, "seed"}),
+        BadCase{"DuplicateKey", Replace("seed: 1", "seed: 1\nseed: 2"), 3, "seed"},
+        // Issue 24: times beyond int64 picoseconds, NaN, and unbounded sizes.
+        BadCase{"EndTimeOverflowsPicoseconds", Replace("end_time_us: 1000", "end_time_us: 1e20"), 3,
+                "end_time_us"},
+        BadCase{"EndTimeNaN", Replace("end_time_us: 1000", "end_time_us: .nan"), 3, "end_time_us"},
+        BadCase{"EndTimeBelowOnePicosecond", Replace("end_time_us: 1000", "end_time_us: 1e-300"), 3,
+                "end_time_us"},
+        BadCase{"StartOverflowsPicoseconds", std::string(kGood) + "  start_us: 1e300\n", 11,
+                "workload.start_us"},
+        BadCase{"StartNaN", std::string(kGood) + "  start_us: .nan\n", 11, "workload.start_us"},
+        BadCase{"JitterNaN", std::string(kGood) + "  start_jitter_us: .nan\n", 11,
+                "workload.start_jitter_us"},
+        BadCase{"StartPlusJitterOverflows",
+                std::string(kGood) + "  start_us: 8e12\n  start_jitter_us: 8e12\n", 12,
+                "workload.start_jitter_us"},
+        BadCase{"FlowStartOverflows",
+                Replace("pattern: permutation",
+                        "pattern: flows\n  flows:\n    - {src: h0, dst: h1, start_us: 1e19}"),
+                11, "workload.flows[0].start_us"},
+        BadCase{"FlowBytesMaxUint64",
+                Replace("flow_bytes: 65536", "flow_bytes: 18446744073709551615"), 10,
+                "workload.flow_bytes"},
+        BadCase{"FlowListBytesHuge",
+                Replace("pattern: permutation",
+                        "pattern: flows\n  flows:\n    - {src: h0, dst: h1, bytes: 1099511627777}"),
+                11, "workload.flows[0].bytes"},
+        BadCase{"TooManyWorkRequests",
+                ReplaceIn(Replace("ib_timeout: 14", "message_bytes: 1"), "flow_bytes: 65536",
+                          "flow_bytes: 1048576"),
+                7, "transport.message_bytes"},
+        BadCase{"HugeSwitchBuffer",
+                std::string(kGood) + "network:\n  switch_buffer_bytes: 18446744073709551615\n", 12,
+                "network.switch_buffer_bytes"},
+        BadCase{"NegativeExpectedFailures", std::string(kGood) + "expect:\n  flows_failed: -1\n",
+                12, "expect.flows_failed"},
+        BadCase{"FaultStartNaN",
+                std::string(kGood) + "faults:\n  - {kind: loss, link: tier:1, start_us: .nan}\n",
+                12, "faults[0].start_us"},
+        BadCase{"FaultEndOverflows",
+                std::string(kGood) +
+                    "faults:\n  - {kind: loss, link: tier:1, start_us: 5e12, duration_us: 5e12}\n",
+                12, "faults[0].duration_us"},
+        BadCase{"FaultDelayOverflows",
+                std::string(kGood) + "faults:\n  - {kind: delay, link: tier:1, delay_us: 9e12}\n",
+                12, "faults[0].delay_us"},
+        BadCase{"FaultLinkBudgetNaN",
+                std::string(kGood) + "faults:\n  - kind: fec\n    link: tier:1\n    link_budget:\n"
+                                     "      rx_sensitivity_dbm: -10\n      length_km: .nan\n",
+                16, "faults[0].link_budget.length_km"},
+        BadCase{"FatTreeTooLargeForMemory",
+                Replace("preset: \"fat-tree:k=4\"", "fat_tree: {k: 64}"), 5, "need about"}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
 
 // Issue 24: a run with failed flows and no `expect` block met its
@@ -301,6 +357,51 @@ TEST(ScenarioTest, CaptureOfASwitchTakesAllItsLinks) {
   for (const char* f : {"a", "b", "c", "d", "e", "f"}) {
     std::remove((dir + "/cap_" + f + ".pcap").c_str());
   }
+
+// An all-to-all of 1024 hosts is 1047552 flows; 64 QPs each is more
+// connections than the driver is allowed to create.
+TEST(ScenarioLimitsTest, TooManyConnectionsIsRefusedAtLoad) {
+  auto sc = LoadScenarioString(
+      "end_time_us: 10\ntopology: {preset: large}\ntransport: {qps_per_connection: 64}\n"
+      "workload: {pattern: all_to_all, flow_bytes: 4096}\n",
+      "big.yaml");
+  ASSERT_FALSE(sc.ok());
+  EXPECT_THAT(sc.status().message(), HasSubstr("big.yaml:3:"));
+  EXPECT_THAT(sc.status().message(), HasSubstr("transport.qps_per_connection"));
+  EXPECT_THAT(sc.status().message(), HasSubstr("67043328 connections"));
+}
+
+TEST(ScenarioLimitsTest, ADirectoryIsNotAScenario) {
+  const std::string dir = ::testing::TempDir();
+  auto sc = LoadScenario(dir);
+  ASSERT_FALSE(sc.ok());
+  EXPECT_THAT(sc.status().message(), HasSubstr("is a directory"));
+  EXPECT_THAT(sc.status().message(), ::testing::Not(HasSubstr("end_time_us")));
+}
+
+TEST(ScenarioLimitsTest, LargestTimesStillLoad) {
+  // 9e12 us is the documented ceiling; it and its sums are accepted.
+  auto sc = LoadScenarioString(Replace("end_time_us: 1000", "end_time_us: 9e12") +
+                                   "  start_us: 4e12\n  start_jitter_us: 5e12\n",
+                               "edge.yaml");
+  EXPECT_TRUE(sc.ok()) << sc.status().ToString();
+}
+
+// The `--fault` string form goes through the same checks.
+TEST(ScenarioLimitsTest, FaultFlagTimesAreChecked) {
+  for (const char* flag :
+       {"kind=loss,link=tier:1,start_us=.nan", "kind=loss,link=tier:1,start_us=1e300",
+        "kind=loss,link=tier:1,start_us=5e12,duration_us=5e12",
+        "kind=delay,link=tier:1,jitter_us=1e12", "kind=loss,link=tier:1,rate=.nan"}) {
+    auto f = faults::ParseFaultFlag(flag);
+    ASSERT_FALSE(f.ok()) << flag;
+    EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument) << flag;
+    EXPECT_THAT(f.status().message(), HasSubstr("--fault")) << flag;
+  }
+  auto bad = faults::ParseFaultFlag(std::string("kind=loss,\x1b[31m"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().find('\x1b'), std::string::npos) << bad.status().message();
+  EXPECT_THAT(bad.status().message(), HasSubstr("\\x1b"));
 }
 
 }  // namespace

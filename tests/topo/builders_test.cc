@@ -5,7 +5,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <limits>
 #include <map>
+#include <string>
+
+#include "tests/cli_run.h"
 
 namespace fathom::topo {
 namespace {
@@ -277,6 +282,83 @@ TEST(ScaleLevels, SizeRules) {
   EXPECT_EQ(ft->name(), "fat-tree k=8");
   EXPECT_THAT(BuildScaleLevel(Connection::kOpticalEngine, 10, 8).status().message(),
               HasSubstr("k^3/4"));
+}
+
+// Issue 24: sizes validation accepted used to abort with std::bad_alloc
+// (k=64, k=128) or run for minutes (k=48). They are refused from the
+// parameters, before anything is allocated, with the estimate and the limit.
+class TopologySizeTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ::unsetenv("FATHOM_TOPOLOGY_MEMORY_LIMIT"); }
+  void TearDown() override { ::unsetenv("FATHOM_TOPOLOGY_MEMORY_LIMIT"); }
+};
+
+TEST_F(TopologySizeTest, HugePresetsAreRefusedWithTheEstimate) {
+  for (const char* preset :
+       {"fat-tree:k=128", "fat-tree:k=64", "fat-tree:k=48", "fat-tree:k=40",
+        "leaf-spine:leaves=4096,spines=256,hosts=8", "fat-tree:k=16,hosts_per_edge=4096"}) {
+    auto t = BuildPreset(preset);
+    ASSERT_FALSE(t.ok()) << preset;
+    EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument) << preset;
+    EXPECT_THAT(t.status().message(), HasSubstr("need about")) << preset;
+    EXPECT_THAT(t.status().message(), HasSubstr("more than the limit of")) << preset;
+    EXPECT_THAT(t.status().message(), HasSubstr("FATHOM_TOPOLOGY_MEMORY_LIMIT")) << preset;
+  }
+  EXPECT_THAT(BuildPreset("fat-tree:k=128").status().message(),
+              HasSubstr("544768 nodes x 524288 hosts"));
+  EXPECT_THAT(BuildPreset("back-to-back:gpus=2000000000").status().message(),
+              HasSubstr("more than 2^20 hosts"));
+}
+
+TEST_F(TopologySizeTest, EveryPresetAndSmallFatTreeStillBuilds) {
+  for (const char* preset : {"small", "medium", "large", "back-to-back", "back-to-back:gpus=4",
+                             "leaf-spine:leaves=4,spines=2,hosts=8"}) {
+    EXPECT_TRUE(BuildPreset(preset).ok()) << preset << ": " << BuildPreset(preset).status().ToString();
+  }
+  for (int k = 2; k <= 16; k += 2) {
+    const bool whole_servers = k * k * k / 4 % 8 == 0;
+    const std::string preset = "fat-tree:k=" + std::to_string(k) + (whole_servers ? "" : ",gpus=1");
+    EXPECT_TRUE(BuildPreset(preset).ok()) << preset << ": " << BuildPreset(preset).status().ToString();
+  }
+}
+
+TEST_F(TopologySizeTest, EstimateCoversTheRoutingTables) {
+  // k=32: 9472 nodes x 8192 hosts; routes alone are 4 * 9472 * 8192 bytes.
+  const int64_t k32 = EstimateTopologyBytes(9472, 8192, 24576);
+  EXPECT_GE(k32, int64_t{4} * 9472 * 8192 + int64_t{2} * 8192 * 8192);
+  EXPECT_LE(k32, kDefaultTopologyMemoryLimit);
+  // Saturates instead of overflowing.
+  EXPECT_EQ(EstimateTopologyBytes(int64_t{1} << 40, int64_t{1} << 40, 1),
+            std::numeric_limits<int64_t>::max());
+}
+
+TEST_F(TopologySizeTest, TheLimitComesFromTheEnvironment) {
+  ASSERT_EQ(::setenv("FATHOM_TOPOLOGY_MEMORY_LIMIT", "1K", 1), 0);
+  auto t = BuildPreset("fat-tree:k=4");
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(t.status().message(), HasSubstr("FATHOM_TOPOLOGY_MEMORY_LIMIT=1K"));
+  ASSERT_EQ(::setenv("FATHOM_TOPOLOGY_MEMORY_LIMIT", "lots", 1), 0);
+  EXPECT_THAT(BuildPreset("fat-tree:k=4").status().message(), HasSubstr("is not a byte count"));
+  ASSERT_EQ(::setenv("FATHOM_TOPOLOGY_MEMORY_LIMIT", "2G", 1), 0);
+  EXPECT_TRUE(BuildPreset("fat-tree:k=4").ok());
+}
+
+TEST_F(TopologySizeTest, CliExitsTwoWithTheEstimateInsteadOfAborting) {
+  const auto r =
+      fathom::test_util::RunCommand(std::string(FATHOM_TOPO_CLI) + " topo fat-tree:k=128");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("need about 1.5 TiB"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("bad_alloc")));
+}
+
+TEST(LeafSpineTest, TinyOversubscriptionIsAnErrorNotAnOverflow) {
+  LeafSpineOptions o;
+  o.leaves = 2;
+  o.hosts_per_leaf = 8;
+  o.oversubscription = 1e-300;
+  auto t = BuildLeafSpine(o);
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(t.status().message(), HasSubstr("not a whole number"));
 }
 
 }  // namespace

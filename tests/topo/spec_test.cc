@@ -171,5 +171,32 @@ TEST(SpecTest, ExampleFilesBuildAndValidate) {
   EXPECT_EQ(LoadTopologyFile("/nonexistent/x.yaml").status().code(), StatusCode::kIoError);
 }
 
+// Issue 24: a YAML topology too large to route is refused on its line,
+// with the estimate, before anything is allocated.
+TEST(TopologySpecTest, TooLargeForMemoryNamesTheLine) {
+  auto t = FromYaml("# too big\nfat_tree: {k: 64}\n");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(t.status().message(), HasSubstr("net.yaml:2:"));
+  EXPECT_THAT(t.status().message(), HasSubstr("need about 25.3 GiB"));
+  auto ls = FromYaml("leaf_spine: {leaves: 4096, spines: 256, hosts_per_leaf: 8}\n");
+  ASSERT_FALSE(ls.ok());
+  EXPECT_THAT(ls.status().message(), HasSubstr("net.yaml:1:"));
+  EXPECT_THAT(ls.status().message(), HasSubstr("more than the limit of"));
+}
+
+TEST(TopologySpecTest, RatesAndDelaysMustBeFiniteAndRepresentable) {
+  for (const char* link : {"{rate_gbps: .nan}", "{rate_gbps: 1e-300}", "{rate_gbps: .inf}",
+                           "{latency_ns: .nan}", "{latency_ns: 1e300}", "{latency_ns: -1}"}) {
+    auto t = FromYaml(std::string("fat_tree:\n  k: 4\n  host_link: ") + link + "\n");
+    ASSERT_FALSE(t.ok()) << link;
+    EXPECT_THAT(t.status().message(), HasSubstr("net.yaml:3:")) << link;
+    EXPECT_THAT(t.status().message(), HasSubstr("fat_tree.host_link.")) << link;
+  }
+  auto over = FromYaml("leaf_spine: {leaves: 2, hosts_per_leaf: 8, oversubscription: 1e-300}\n");
+  ASSERT_FALSE(over.ok());
+  EXPECT_THAT(over.status().message(), HasSubstr("not a whole number"));
+}
+
 }  // namespace
 }  // namespace fathom::topo
