@@ -6,10 +6,15 @@
 // the last completion instead of hanging. Exit 0 ok, 1 the run failed
 // (completion error, deadline, data mismatch), 2 bad usage or no device.
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <map>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
 
 #include "tools/command.h"
 #include "transport/bootstrap/bootstrap.h"
@@ -101,14 +106,61 @@ Status CheckPattern(const uint8_t* p, uint64_t size, uint64_t check_bytes, const
 
 uint64_t Addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
+// The CPU's cycle counter (x86 TSC, arm64 CNTVCT; the monotonic clock in ns
+// elsewhere): what the latency loops and the pollers stamp progress with.
+// perftest reads it too (get_cycles). The monotonic clock is not always that
+// cheap: where the kernel's clocksource has no vDSO path (a TCG guest whose
+// TSC the clocksource watchdog marked unstable runs on hpet or acpi_pm),
+// every clock_gettime is a system call and an emulated device read, which in
+// qemu takes the lock the I/O thread holds while it delivers a packet.
+uint64_t CycleCount() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#elif defined(__aarch64__)
+  uint64_t v;
+  asm volatile("mrs %0, cntvct_el0" : "=r"(v));
+  return v;
+#else
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+#endif
+}
+
+// Converts cycle counts to time by reading the monotonic clock at both ends
+// of a span: exact on average over the span, two clock reads in all.
+class CycleSpan {
+ public:
+  explicit CycleSpan(transport::Clock& clock)
+      : clock_(clock), wall0_(clock.Now()), cycles0_(CycleCount()) {}
+  // Cycles per microsecond from the start until now (one clock read).
+  double CyclesPerUs() {
+    const double us = (clock_.Now() - wall0_).us();
+    const double cycles = static_cast<double>(CycleCount() - cycles0_);
+    return us > 0 && cycles > 0 ? cycles / us : 1;
+  }
+
+ private:
+  transport::Clock& clock_;
+  Picoseconds wall0_;
+  uint64_t cycles0_;
+};
+
 // Polls the CQ once; on no progress for the stall deadline, fails naming the QP.
+// Progress is stamped with the cycle counter and the clock is read only every
+// `idle_check` empty polls (a power of two), so a latency loop that finds a
+// completion on each pass makes no clock call at all.
 // In event mode (-e) an empty poll sleeps on the completion channel instead
 // of spinning (perftest's -e): the CQ is armed at creation and re-armed by
 // HandleEvents() before the next poll, so no completion is missed.
 class Poller {
  public:
-  Poller(Session& s, double stall_s) : s_(s), stall_(Picoseconds::FromSeconds(stall_s)) {
-    last_progress_ = s_.clock.Now();
+  Poller(Session& s, double stall_s, uint64_t idle_check = 1024)
+      : s_(s),
+        stall_(Picoseconds::FromSeconds(stall_s)),
+        span_(s.clock),
+        idle_mask_(idle_check - 1),
+        last_progress_(CycleCount()) {
     if (s_.events) events_cq_ = dynamic_cast<tv::VerbsCompletionQueue*>(s_.cq.get());
   }
   // Returns completions (0..16) or an error for a failed completion / stall.
@@ -117,18 +169,17 @@ class Poller {
   StatusOr<int> Poll(std::array<Completion, 16>& out) {
     const int n = s_.cq->Poll(out);
     if (n > 0) {
-      const Picoseconds now = s_.clock.Now();
       for (int i = 0; i < n; ++i) {
         last_ = out[static_cast<size_t>(i)];
         const Status st = transport::CompletionStatus(last_);
         if (!st.ok()) {
           char buf[96];
           std::snprintf(buf, sizeof(buf), " (%.3f s after the last progress)",
-                        (now - last_progress_).seconds());
+                        SecondsSinceProgress());
           return Status(st.code(), st.message() + buf);
         }
       }
-      last_progress_ = now;
+      last_progress_ = CycleCount();
       return n;
     }
     if (events_cq_ != nullptr) {
@@ -138,26 +189,36 @@ class Poller {
       FATHOM_RETURN_IF_ERROR(CheckStall());
       return 0;
     }
-    if ((++idle_ & 1023) == 0) FATHOM_RETURN_IF_ERROR(CheckStall());
+    if ((++idle_ & idle_mask_) == 0) FATHOM_RETURN_IF_ERROR(CheckStall());
     return 0;
   }
+  // Marks progress that came another way (write_lat's memory polling).
+  void Progressed() { last_progress_ = CycleCount(); }
   Status CheckStall() {
-    if (s_.clock.Now() - last_progress_ < stall_) return Status::Ok();
+    const double since = SecondsSinceProgress();
+    if (since < stall_.seconds()) return Status::Ok();
     const QueuePair& qp = *s_.qps[0];
     char buf[200];
     std::snprintf(buf, sizeof(buf),
                   ": no progress for %.1f s (outstanding %d send WRs, %d recv WRs; QP state %s); "
                   "last completion: ",
-                  stall_.seconds(), qp.outstanding_sends(), qp.outstanding_recvs(),
+                  since, qp.outstanding_sends(), qp.outstanding_recvs(),
                   std::string(QpStateName(qp.state())).c_str());
     return DeadlineExceeded("perf " + transport::DescribeQp(qp) + buf +
                             (last_.qp_num ? transport::DescribeCompletion(last_) : "none"));
   }
 
  private:
+  double SecondsSinceProgress() {
+    const double per_us = span_.CyclesPerUs();
+    return static_cast<double>(CycleCount() - last_progress_) / per_us / 1e6;
+  }
+
   Session& s_;
   Picoseconds stall_;
-  Picoseconds last_progress_;
+  CycleSpan span_;
+  uint64_t idle_mask_;
+  uint64_t last_progress_;  // cycle count
   Completion last_;
   uint64_t idle_ = 0;
   tv::VerbsCompletionQueue* events_cq_ = nullptr;  // event mode only
@@ -272,91 +333,99 @@ Status RunSendBwServer(Session& s, const PerfFlags& f, uint64_t size) {
   }
 }
 
-// Spins until the last byte of our landing region holds `value`. Every 4096
-// spins it polls the CQ (errors, the stall deadline) and retires the signaled
-// send completions it finds from `*sends_in_flight`.
-Status WaitForByte(Session& s, Poller& poller, uint64_t size, uint8_t value, int* sends_in_flight) {
+// Empty polls (or memory spins) between two reads of the clock in the
+// latency loops: the deadline is 30 s, so a check every few milliseconds of
+// spinning is plenty, and a normal iteration reads no clock at all.
+constexpr uint64_t kLatIdleCheck = uint64_t{1} << 18;
+
+// Spins until the last byte of our landing region holds `value` (write_lat:
+// the peer's RDMA WRITE is seen in memory, not in the CQ). Every
+// kLatIdleCheck spins it checks the stall deadline.
+Status WaitForByte(Session& s, Poller& poller, uint64_t size, uint8_t value) {
   volatile uint8_t* p = s.local.data() + size - 1;
   uint64_t spins = 0;
   while (*p != value) {
-    if ((++spins & 4095) == 0) {
-      std::array<Completion, 16> wcs;
-      FATHOM_ASSIGN_OR_RETURN(int n, poller.Poll(wcs));
-      *sends_in_flight -= n;  // write_lat posts no receives: all are sends
-      FATHOM_RETURN_IF_ERROR(poller.CheckStall());
-    }
+    if ((++spins & (kLatIdleCheck - 1)) == 0) FATHOM_RETURN_IF_ERROR(poller.CheckStall());
   }
+  poller.Progressed();
   return Status::Ok();
 }
 
 // Ping-pong latency (write_lat, send_lat) and read_lat; both sides run it.
+// The loop is perftest's (run_iter_lat_write and friends): every WR is
+// signaled and its completion polled before the next step, one cycle-counter
+// stamp per iteration (no clock call inside the loop), and a sample is the
+// time from one iteration's post to the next one's (halved for ping-pong).
 StatusOr<tv::LatResult> RunLat(Session& s, const PerfFlags& f, uint64_t size) {
   QueuePair& qp = *s.qps[0];
-  Poller poller(s, f.stall_s);
+  Poller poller(s, f.stall_s, kLatIdleCheck);
   std::array<Completion, 16> wcs;
-  std::vector<double> samples;
-  samples.reserve(f.iters);
   const bool is_write = f.test == "write_lat";
-  const bool is_send = f.test == "send_lat";
-  if (f.test == "read_lat") {
-    if (!s.client) return tv::LatResult{};
-    for (uint64_t i = 0; i < f.iters; ++i) {
-      transport::SendWr wr = MakeWr(s, 0, WrOpcode::kRdmaRead, size);
-      const auto t0 = s.clock.Now();
-      FATHOM_RETURN_IF_ERROR(qp.PostSend(wr));
-      int n = 0;
-      while (n == 0) {
-        FATHOM_ASSIGN_OR_RETURN(n, poller.Poll(wcs));
+  const bool is_read = f.test == "read_lat";
+  if (is_read && !s.client) return tv::LatResult{};
+  std::vector<uint64_t> stamps;  // cycle count at each iteration's post, then at the end
+  stamps.reserve(f.iters + 1);
+  // Polls until `sends` send completions and `recvs` receive completions have
+  // come (errors and the stall deadline end it); receives are reposted. One
+  // that comes early (the peer's next send before our send's completion) is
+  // kept for the next call.
+  int sends_seen = 0, recvs_seen = 0;
+  auto complete = [&](int sends, int recvs) -> Status {
+    while (sends_seen < sends || recvs_seen < recvs) {
+      FATHOM_ASSIGN_OR_RETURN(int n, poller.Poll(wcs));
+      for (int k = 0; k < n; ++k) {
+        if (wcs[static_cast<size_t>(k)].opcode == WcOpcode::kRecv) {
+          ++recvs_seen;
+          FATHOM_RETURN_IF_ERROR(PostRecvs(s, 0, size, 1));
+        } else {
+          ++sends_seen;
+        }
       }
-      samples.push_back((s.clock.Now() - t0).us());
     }
-    return tv::ComputeLat(size, samples);
-  }
-  // Receives for send_lat: one per iteration in flight, reposted as consumed.
-  int sends_in_flight = 0;
-  auto send_one = [&](uint64_t i) -> Status {
-    transport::SendWr wr = MakeWr(s, 0, is_write ? WrOpcode::kRdmaWrite : WrOpcode::kSend, size);
+    sends_seen -= sends;
+    recvs_seen -= recvs;
+    return Status::Ok();
+  };
+  auto post = [&](uint64_t i) -> Status {
+    const WrOpcode op =
+        is_read ? WrOpcode::kRdmaRead : (is_write ? WrOpcode::kRdmaWrite : WrOpcode::kSend);
+    transport::SendWr wr = MakeWr(s, 0, op, size);
     if (is_write) s.src[size - 1] = static_cast<uint8_t>(i % 255 + 1);
-    // Signal periodically so the send queue never fills (perftest's cq_mod),
-    // and the last one so that the drain below leaves the send queue empty.
-    wr.signaled = (i % 64) == 63 || i + 1 == f.iters;
-    if (wr.signaled) ++sends_in_flight;
+    wr.signaled = true;
+    if (s.client) stamps.push_back(CycleCount());
     return qp.PostSend(wr);
   };
-  auto recv_one = [&](uint64_t i) -> Status {
-    if (is_write) {
-      return WaitForByte(s, poller, size, static_cast<uint8_t>(i % 255 + 1), &sends_in_flight);
-    }
-    for (;;) {
-      FATHOM_ASSIGN_OR_RETURN(int n, poller.Poll(wcs));
-      bool got = false;
-      for (int k = 0; k < n; ++k) {
-        if (wcs[static_cast<size_t>(k)].opcode == WcOpcode::kRecv)
-          got = true;
-        else
-          --sends_in_flight;
-      }
-      if (got) return PostRecvs(s, 0, size, 1);
-    }
-  };
-  (void)is_send;
+  CycleSpan span(s.clock);
   for (uint64_t i = 0; i < f.iters; ++i) {
-    const auto t0 = s.clock.Now();
-    if (s.client) {
-      FATHOM_RETURN_IF_ERROR(send_one(i));
-      FATHOM_RETURN_IF_ERROR(recv_one(i));
+    if (is_read) {
+      FATHOM_RETURN_IF_ERROR(post(i));
+      FATHOM_RETURN_IF_ERROR(complete(1, 0));
+    } else if (is_write) {
+      // The server answers each of the client's writes; the client starts.
+      if (!s.client) {
+        FATHOM_RETURN_IF_ERROR(WaitForByte(s, poller, size, static_cast<uint8_t>(i % 255 + 1)));
+      }
+      FATHOM_RETURN_IF_ERROR(post(i));
+      FATHOM_RETURN_IF_ERROR(complete(1, 0));
+      if (s.client) {
+        FATHOM_RETURN_IF_ERROR(WaitForByte(s, poller, size, static_cast<uint8_t>(i % 255 + 1)));
+      }
+    } else if (s.client) {
+      FATHOM_RETURN_IF_ERROR(post(i));
+      FATHOM_RETURN_IF_ERROR(complete(1, 1));
     } else {
-      FATHOM_RETURN_IF_ERROR(recv_one(i));
-      FATHOM_RETURN_IF_ERROR(send_one(i));
+      FATHOM_RETURN_IF_ERROR(complete(0, 1));
+      FATHOM_RETURN_IF_ERROR(post(i));
+      FATHOM_RETURN_IF_ERROR(complete(1, 0));
     }
-    if (s.client) samples.push_back((s.clock.Now() - t0).us() / 2);  // one-way, as perftest
   }
-  // Drain signaled sends so the next size starts clean.
-  while (sends_in_flight > 0) {
-    FATHOM_ASSIGN_OR_RETURN(int n, poller.Poll(wcs));
-    for (int k = 0; k < n; ++k) {
-      if (wcs[static_cast<size_t>(k)].opcode != WcOpcode::kRecv) --sends_in_flight;
-    }
+  if (!s.client) return tv::LatResult{};
+  stamps.push_back(CycleCount());
+  const double per_us = span.CyclesPerUs() * (is_read ? 1 : 2);  // one-way, as perftest
+  std::vector<double> samples;
+  samples.reserve(f.iters);
+  for (size_t i = 0; i + 1 < stamps.size(); ++i) {
+    samples.push_back(static_cast<double>(stamps[i + 1] - stamps[i]) / per_us);
   }
   return tv::ComputeLat(size, samples);
 }
