@@ -116,6 +116,9 @@ struct QpOptions {
   int service_level = 0;
   int max_rd_atomic = 16;  // outstanding RDMA READ / atomics, both directions
   int path_mtu = 0;        // bytes; 0 = min(local, remote active_mtu)
+  // Largest send/write posted inline (bytes); -1 = the backend's default
+  // (verbs: 128, or 0 on a device without inline support).
+  int max_inline_data = -1;
 };
 
 // The connection record a QP's owner sends to its peer (over the bootstrap,

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "tests/cli_run.h"
 #include "transport/verbs/verbs_device.h"
@@ -58,6 +59,77 @@ TEST(PerfCliTest, UsageErrorsAndNoDevice) {
   r = Shell(kFathom + " perf write_bw -p " + Port());
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("no RDMA device"), std::string::npos) << r.out;
+}
+
+// Every perftest flag of issue 24 that users paste, alone and all together:
+// the command line parses (no "not expected"), and the run then stops at the
+// device named by -d, which does not exist: exit 2 naming it. Before the fix
+// CLI11 rejected each of these flags.
+TEST(PerfCliTest, PerftestFlagsAreAcceptedThenTheMissingDeviceIsNamed) {
+  const std::string json = "/tmp/fathom_perf_cli_" + std::to_string(getpid()) + ".json";
+  const std::vector<std::string> flags = {"-F",
+                                          "-b",
+                                          "-c RC",
+                                          "-Q 10",
+                                          "-I 64",
+                                          "-l 4",
+                                          "-S 3",
+                                          "-T 96",
+                                          "-W counters/port_xmit_data",
+                                          "--out_json --out_json_file " + json,
+                                          "--run_infinitely -D 1",
+                                          "--tclass 96",
+                                          "--retry_count 5"};
+  std::string all;
+  for (const std::string& flag : flags) {
+    all += " " + flag;
+    const ShellRun r =
+        Shell(kFathom + " perf write_bw " + flag + " -d fathom_no_dev0 -p " + Port());
+    EXPECT_EQ(r.exit_code, 2) << flag << "\n" << r.out;
+    EXPECT_EQ(r.out.find("not expected"), std::string::npos) << flag << "\n" << r.out;
+    EXPECT_NE(r.out.find("device \"fathom_no_dev0\": NOT_FOUND"), std::string::npos) << flag << "\n"
+                                                                                     << r.out;
+  }
+  const ShellRun r = Shell(kFathom + " perf write_bw" + all + " -d fathom_no_dev0 -p " + Port());
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("device \"fathom_no_dev0\": NOT_FOUND"), std::string::npos) << r.out;
+  // -F is accepted and said to be ignored, in one line.
+  EXPECT_NE(r.out.find("fathom perf: -F accepted and ignored: "), std::string::npos) << r.out;
+  // No report file from a run that did not happen.
+  EXPECT_NE(access(json.c_str(), F_OK), 0);
+}
+
+TEST(PerfCliTest, PerftestFlagsWithoutAMeaningHereAreRejectedOrNoted) {
+  ShellRun r = Shell(kFathom + " perf write_bw -R");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("-R (rdma_cm) is not supported"), std::string::npos) << r.out;
+  r = Shell(kFathom + " perf send_bw -c UD");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("-c UD: fathom perf runs RC queue pairs only"), std::string::npos) << r.out;
+  r = Shell(kFathom + " perf write_lat -b");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("-b (bidirectional) is for the _bw tests only"), std::string::npos) << r.out;
+  r = Shell(kFathom + " perf write_lat --run_infinitely");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--run_infinitely is for the _bw tests only"), std::string::npos) << r.out;
+  r = Shell(kFathom + " perf write_bw -T 8 --tclass 16");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("disagree"), std::string::npos) << r.out;
+  // -Q and -l mean nothing to a latency test: noted, then the run goes on
+  // (to the missing device).
+  r = Shell(kFathom + " perf write_lat -Q 4 -l 2 -d fathom_no_dev0 -p " + Port());
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("-Q accepted and ignored"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("-l accepted and ignored"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("device \"fathom_no_dev0\": NOT_FOUND"), std::string::npos) << r.out;
+  // -V prints the version and exits 0, without a test name.
+  r = Shell(kFathom + " perf -V");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("fathom perf 0.1.0"), std::string::npos) << r.out;
+  // --help says which flags are accepted and ignored.
+  r = Shell(kFathom + " perf --help");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("perftest flags accepted and ignored: -F"), std::string::npos) << r.out;
 }
 
 }  // namespace
