@@ -28,15 +28,19 @@ bool HasDevice() {
 // Below the kernel's ephemeral range (32768..), so no test's client socket takes it.
 std::string Port() { return std::to_string(10000 + getpid() % 20000); }
 
-TEST(DoctorCliTest, TwoProcessesMeetOverTheBootstrapAndReport) {
+// Two doctor ranks as two processes; rank 0 dialled at `root`. Without a
+// device both still meet and rank 0 reports them, then exits 2 (no device).
+void ExpectTwoRanksMeet(const std::string& root) {
   const std::string port = Port();
-  const std::string common = kFathom + " doctor -n 2 --wait 30 --token t0k -p " + port;
-  const ShellRun r = Shell("(" + common + " -r 1 > /dev/null 2>&1 &); " + common + " -r 0");
+  // Rank 1 dials the loopback: whatever rank 0 bound for `root` must take it.
+  const std::string common = kFathom + " doctor --nranks 2 --wait 30 --token t0k -p " + port;
+  const ShellRun r = Shell("(" + common + " --rank 1 --root 127.0.0.1 > /dev/null 2>&1 &); " +
+                           common + " --root " + root + " --rank 0");
   if (HasDevice()) {
     EXPECT_NE(r.out.find("all-pairs check: 2 of 2 directions ok"), std::string::npos) << r.out;
     return;
   }
-  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("rank 0 ("), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rank 1 ("), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("has no usable device: OpenDevice: no RDMA device"), std::string::npos)
@@ -44,10 +48,60 @@ TEST(DoctorCliTest, TwoProcessesMeetOverTheBootstrapAndReport) {
   EXPECT_NE(r.out.find("pair 0 -> 1 failed: no device on this rank"), std::string::npos) << r.out;
 }
 
+TEST(DoctorCliTest, TwoProcessesMeetOverTheBootstrapAndReport) { ExpectTwoRanksMeet("127.0.0.1"); }
+
+// Issue 24: rank 0 bound 127.0.0.1 unless --bind was given, so ranks dialling
+// --root ADDR got "Connection refused". It must listen where --root says:
+// 127.0.0.2 is an address of this host (all of 127/8 is, on Linux), and rank
+// 1 dials 127.0.0.2 only.
+TEST(DoctorCliTest, RankZeroListensWhereRootSays) {
+  const std::string port = Port();
+  const std::string common =
+      kFathom + " doctor --nranks 2 --wait 30 --token t0k -p " + port + " --root 127.0.0.2";
+  const ShellRun r = Shell("(" + common + " --rank 1 > /dev/null 2>&1 &); " + common + " --rank 0");
+  EXPECT_NE(r.out.find("rank 1 ("), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("did not register"), std::string::npos) << r.out;
+  EXPECT_EQ(r.exit_code, HasDevice() ? 0 : 2) << r.out;
+}
+
+// An address that is not this host's (TEST-NET-1: a NAT's public side, say):
+// rank 0 says so and listens on all addresses, where rank 1 reaches it.
+TEST(DoctorCliTest, RankZeroListensEverywhereWhenRootIsNotLocal) {
+  ExpectTwoRanksMeet("192.0.2.1");
+  const ShellRun r =
+      Shell(kFathom + " doctor --nranks 1 --rank 0 --wait 5 --root 192.0.2.1 -p " + Port());
+  EXPECT_NE(r.out.find("--root 192.0.2.1 is not an address of this host; rank 0 listens on "
+                       "0.0.0.0"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(DoctorCliTest, MissingRankIsAClearDeadlineNotAHang) {
-  const ShellRun r = Shell(kFathom + " doctor -n 2 -r 0 --wait 1 -p " + Port());
-  EXPECT_EQ(r.exit_code, 1) << r.out;
+  const ShellRun r = Shell(kFathom + " doctor --nranks 2 --rank 0 --wait 1 -p " + Port());
+  EXPECT_EQ(r.exit_code, HasDevice() ? 1 : 2) << r.out;
   EXPECT_NE(r.out.find("rank(s) 1 did not register"), std::string::npos) << r.out;
+}
+
+// -n/-r meant ranks/rank in doctor but iterations (perf) and root (coll)
+// elsewhere: they are refused with the names that replaced them.
+TEST(DoctorCliTest, OldRankFlagsAreRefusedWithTheNewNames) {
+  const ShellRun r = Shell(kFathom + " doctor -n 2 -r 0 --wait 1 -p " + Port());
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("-n 2 -r 0: doctor takes --nranks N and --rank R"), std::string::npos)
+      << r.out;
+  const ShellRun help = Shell(kFathom + " doctor --help");
+  EXPECT_NE(help.out.find("--nranks"), std::string::npos) << help.out;
+  EXPECT_EQ(help.out.find("-n,"), std::string::npos) << help.out;
+}
+
+// A missing device exits 2 in doctor as in perf, and the message names it.
+TEST(DoctorCliTest, MissingDeviceExitsTwoNamingIt) {
+  const ShellRun r =
+      Shell(kFathom + " doctor --nranks 1 --rank 0 --wait 5 -d fathom_no_dev0 -p " + Port());
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("rank 0: device \"fathom_no_dev0\": OpenDevice: no RDMA device"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(PerfCliTest, UsageErrorsAndNoDevice) {
