@@ -5,8 +5,8 @@
 // Every wait has a deadline: a stalled run fails with the QP, the peer and
 // the last completion instead of hanging. Exit 0 ok, 1 the run failed
 // (completion error, deadline, data mismatch), 2 bad usage or no device.
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -517,6 +517,21 @@ Status Setup(Session& s, const PerfFlags& f, uint64_t max_size) {
   r.connect_timeout = Picoseconds::FromSeconds(s.client ? 30 : 600);
   r.op_timeout = op_timeout;
   FATHOM_ASSIGN_OR_RETURN(s.rank, tb::Rank::Connect(r));
+  // The flags both sides must share (perftest's SYMMETRIC ones): with a -b or
+  // --run_infinitely on one side only, the other would wait for traffic or a
+  // window that never comes. Checked once, before any QP is connected.
+  char shape[160];
+  std::snprintf(shape, sizeof(shape), "%s -s %llu%s -n %llu -D %g -q %d%s%s", f.test.c_str(),
+                static_cast<unsigned long long>(f.size), f.all_sizes ? " -a" : "",
+                static_cast<unsigned long long>(f.iters), f.duration, f.qps,
+                f.bidirectional ? " -b" : "", f.run_infinitely ? " --run_infinitely" : "");
+  FATHOM_ASSIGN_OR_RETURN(auto shapes, s.rank->AllGather(shape));
+  if (shapes.size() == 2 && shapes[0] != shapes[1]) {
+    return InvalidArgument("the two sides disagree: server \"" + shapes[0] + "\", client \"" +
+                           shapes[1] +
+                           "\" (the test, -s, -a, -n, -D, -q, -b and --run_infinitely must be "
+                           "the same on both sides)");
+  }
 
   s.region = max_size;
   const uint64_t bytes = max_size * static_cast<uint64_t>(f.qps);
@@ -680,8 +695,9 @@ constexpr const char* kIgnoredHelp =
     "perftest flags accepted and ignored: -F (fathom times with the cycle counter scaled by the "
     "monotonic clock, not /proc/cpuinfo's cpu MHz, so there is no CPU-frequency warning to "
     "silence); -Q and -l in the _lat tests (they signal and post every WR alone, as perftest's "
-    "do); -I in read tests (an RDMA READ carries no inline data). Rejected with exit 2: -c other "
-    "than RC, -R (rdma_cm).";
+    "do); -I in read tests (an RDMA READ carries no inline data). Partly: -l in the _bw tests "
+    "posts in lists of N with perftest's CQ moderation, but one ibv_post_send per WR. Rejected "
+    "with exit 2: -c other than RC, -R (rdma_cm).";
 
 // Checks the flags that only make sense together and fills the defaults that
 // depend on the test. Returns kExitUsage after printing why, or -1 to go on.
@@ -746,6 +762,10 @@ int CheckFlags(PerfFlags& f) {
   }
   if (!bw && f.post_list > 1) {
     note("-l accepted and ignored: the _lat tests post one WR at a time, as perftest's do");
+  } else if (f.post_list > 1) {
+    note("-l " + std::to_string(f.post_list) +
+         ": WRs go out in lists of that many with perftest's CQ moderation, but each by its own "
+         "ibv_post_send (the transport posts one WR per call), so one doorbell per WR");
   }
   if (f.test.starts_with("read") && f.inline_size >= 0) {
     note("-I accepted and ignored: an RDMA READ carries no inline data");
@@ -990,7 +1010,7 @@ FATHOM_REGISTER_COMMAND(
                           "max message size posted inline (default 128)")
               ->check(CLI::Range(0, 1024));
           sub->add_option("-l,--post_list", f->post_list,
-                          "bw tests: post WRs in lists of this many")
+                          "bw tests: post WRs in lists of this many (see below)")
               ->check(CLI::Range(1, 4096));
           sub->add_option("-S,--sl", f->sl, "service level (0)")->check(CLI::Range(0, 15));
           sub->add_option("-T,--tos", f->tos,
