@@ -57,7 +57,7 @@ struct PerfFlags {
   int tx_depth = 128;
   double stall_s = 30;
   // perftest's flags beyond the basics (perftest_parameters.c's usage text).
-  bool cpu_freq_f = false;     // -F: accepted, nothing to silence (see kIgnoredNotes)
+  bool cpu_freq_f = false;     // -F: accepted, nothing to silence (kIgnoredHelp)
   bool bidirectional = false;  // -b: both sides send; the figures are the sum
   std::string connection;      // -c: RC only
   int cq_mod = 0;              // -Q: signal one WR in this many (0 = default)
