@@ -62,7 +62,7 @@ struct PerfFlags {
   std::string connection;      // -c: RC only
   int cq_mod = 0;              // -Q: signal one WR in this many (0 = default)
   int inline_size = -1;        // -I: max bytes posted inline (-1 = device default 128)
-  int post_list = 1;           // -l: WRs posted per ibv_post_send
+  int post_list = 1;           // -l: WRs chained into one ibv_post_send
   int sl = 0;                  // -S: service level
   int tos = -1;                // -T: ToS, which is the GRH traffic class (-1 = unset)
   int tclass = -1;             // --tclass: GRH traffic class (-1 = unset)
@@ -299,6 +299,8 @@ StatusOr<tv::BwResult> RunBw(Session& s, const PerfFlags& f, uint64_t size, bool
   auto last_t = start;
   bool stop = false, peer_done = false;
   uint64_t total_done = 0;
+  std::vector<transport::SendWr> wrs;  // one post list
+  wrs.reserve(list);
   // A receive completion: the peer's done marker, or a message to repost for.
   auto on_recv = [&](const Completion& c) -> Status {
     if (c.has_imm && c.imm_data == kDoneImm) {
@@ -311,23 +313,28 @@ StatusOr<tv::BwResult> RunBw(Session& s, const PerfFlags& f, uint64_t size, bool
     if (timed && !stop && (g_interrupted || s.clock.Now() >= end)) stop = true;
     bool all_posted = true;
     for (size_t q = 0; q < nq; ++q) {
-      // A whole post list at a time (the last one may be shorter).
+      // A whole post list at a time, one ibv_post_send (the last list may be
+      // shorter).
       for (;;) {
         const uint64_t batch = std::min(list, iters - posted[q]);
         if (stop || batch == 0 || posted[q] - done[q] + batch > static_cast<uint64_t>(depth)) break;
+        wrs.clear();
         for (uint64_t k = 0; k < batch; ++k) {
           transport::SendWr wr = MakeWr(s, static_cast<int>(q), op, size);
           ++unsignaled[q];
-          const bool last = !timed && posted[q] + 1 == iters;
-          wr.signaled = unsignaled[q] >= cq_mod || last ||
-                        posted[q] + 1 - done[q] >= static_cast<uint64_t>(depth);
+          const uint64_t n = posted[q] + k;  // WRs posted before this one
+          const bool last = !timed && n + 1 == iters;
+          wr.signaled =
+              unsignaled[q] >= cq_mod || last || n + 1 - done[q] >= static_cast<uint64_t>(depth);
           if (wr.signaled) {
             wr.wr_id = static_cast<uint64_t>(unsignaled[q]);  // WRs this completion covers
             unsignaled[q] = 0;
           }
-          FATHOM_RETURN_IF_ERROR(s.qps[q]->PostSend(wr));
-          ++posted[q];
+          wrs.push_back(wr);
         }
+        FATHOM_RETURN_IF_ERROR(batch == 1 ? s.qps[q]->PostSend(wrs[0])
+                                          : s.qps[q]->PostSendList(wrs));
+        posted[q] += batch;
       }
       if (posted[q] < iters && !stop) all_posted = false;
     }
@@ -695,9 +702,8 @@ constexpr const char* kIgnoredHelp =
     "perftest flags accepted and ignored: -F (fathom times with the cycle counter scaled by the "
     "monotonic clock, not /proc/cpuinfo's cpu MHz, so there is no CPU-frequency warning to "
     "silence); -Q and -l in the _lat tests (they signal and post every WR alone, as perftest's "
-    "do); -I in read tests (an RDMA READ carries no inline data). Partly: -l in the _bw tests "
-    "posts in lists of N with perftest's CQ moderation, but one ibv_post_send per WR. Rejected "
-    "with exit 2: -c other than RC, -R (rdma_cm).";
+    "do); -I in read tests (an RDMA READ carries no inline data). Rejected with exit 2: -c other "
+    "than RC, -R (rdma_cm).";
 
 // Checks the flags that only make sense together and fills the defaults that
 // depend on the test. Returns kExitUsage after printing why, or -1 to go on.
@@ -762,10 +768,6 @@ int CheckFlags(PerfFlags& f) {
   }
   if (!bw && f.post_list > 1) {
     note("-l accepted and ignored: the _lat tests post one WR at a time, as perftest's do");
-  } else if (f.post_list > 1) {
-    note("-l " + std::to_string(f.post_list) +
-         ": WRs go out in lists of that many with perftest's CQ moderation, but each by its own "
-         "ibv_post_send (the transport posts one WR per call), so one doorbell per WR");
   }
   if (f.test.starts_with("read") && f.inline_size >= 0) {
     note("-I accepted and ignored: an RDMA READ carries no inline data");
@@ -1010,7 +1012,8 @@ FATHOM_REGISTER_COMMAND(
                           "max message size posted inline (default 128)")
               ->check(CLI::Range(0, 1024));
           sub->add_option("-l,--post_list", f->post_list,
-                          "bw tests: post WRs in lists of this many (see below)")
+                          "bw tests: post WRs in chained lists of this many (one ibv_post_send "
+                          "each)")
               ->check(CLI::Range(1, 4096));
           sub->add_option("-S,--sl", f->sl, "service level (0)")->check(CLI::Range(0, 15));
           sub->add_option("-T,--tos", f->tos,
