@@ -10,7 +10,8 @@
 //
 // Rank 0 hosts the bootstrap root where --root says (the address the other
 // ranks dial), or on the wildcard address when that is not an address of
-// this host (a NAT or load-balancer address); --bind overrides both.
+// this host (a NAT or load-balancer address) or is a host name; --bind
+// overrides both.
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -258,14 +259,17 @@ proto::PairChecks CheckPairs(const DoctorFlags& f, transport::Device* dev, tb::R
   return out;
 }
 
-// The numeric address `host` resolves to when this host can bind it (it is
-// one of ours: 127.0.0.2 is, on Linux), or "" when it cannot (EADDRNOTAVAIL:
-// an address of another host, a NAT) or it does not resolve.
-std::string LocalAddressOf(const std::string& host) {
+// `addr` when it is a numeric address this host can bind (one of ours:
+// 127.0.0.2 is, on Linux), or "" when it cannot (EADDRNOTAVAIL: an address
+// of another host, a NAT) or is a host name: a name can resolve differently
+// here (Debian's /etc/hosts maps the host's own name to 127.0.1.1) than on
+// the ranks that dial it.
+std::string LocalAddressOf(const std::string& addr) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST;
   addrinfo* res = nullptr;
-  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) return "";
+  if (getaddrinfo(addr.c_str(), nullptr, &hints, &res) != 0) return "";
   std::string found;
   for (addrinfo* a = res; a != nullptr && found.empty(); a = a->ai_next) {
     const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
@@ -300,8 +304,8 @@ RootAddress RootBindAddress(const DoctorFlags& f) {
   if (!local.empty()) return {local, local};
   const std::string any = f.root.find(':') != std::string::npos ? "::" : "0.0.0.0";
   std::fprintf(stderr,
-               "fathom doctor: --root %s is not an address of this host; rank 0 listens on %s "
-               "port %d (all addresses; --bind ADDR to choose one)\n",
+               "fathom doctor: --root %s is not an address of this host (or is a name); rank 0 "
+               "listens on %s port %d (all addresses; --bind ADDR to choose one)\n",
                f.root.c_str(), any.c_str(), f.tcp_port);
   return {any, dial_for(any)};
 }
@@ -475,7 +479,8 @@ FATHOM_REGISTER_COMMAND(
           auto f = std::make_shared<DoctorFlags>();
           sub->footer(
               "Every rank dials --root ADDR:PORT; rank 0 listens there, or on all addresses "
-              "when ADDR is not one of its host's (it says so). Exit 0 all clear, 1 anything "
+              "when ADDR is a host name or not one of its host's (it says so). Exit 0 all clear, 1 "
+              "anything "
               "flagged, 2 bad usage or no RDMA device on this rank.");
           sub->add_option("--nranks", f->world, "number of ranks (2)")->check(CLI::Range(1, 4096));
           sub->add_option("--rank", f->rank, "this rank (0 hosts the bootstrap root)");
