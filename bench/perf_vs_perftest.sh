@@ -58,8 +58,15 @@ retry() {
 }
 PT="-d \$FATHOM_RDMA_DEV -x 1 -F"
 # perftest converts CPU cycles to time with the guest's "cpu MHz", which a
-# TCG guest calibrates at boot; fathom reads the monotonic clock.
+# TCG guest calibrates at boot; fathom reads the same counter (rdtsc) and
+# scales it by the monotonic clock over the whole loop.
 echo "vm\$FATHOM_VM_ID \$(grep -m1 'cpu MHz' /proc/cpuinfo)" >> steps.txt
+# The guest's clocksource, at the start and the end: a TCG guest whose TSC the
+# watchdog marks unstable falls back to hpet or acpi_pm, where clock_gettime
+# is a system call and an emulated device read instead of a vDSO read.
+CS=/sys/devices/system/clocksource/clocksource0
+clocksource() { echo "vm\$FATHOM_VM_ID \$1 clocksource \$(cat \$CS/current_clocksource) (available: \$(cat \$CS/available_clocksource))" >> steps.txt; }
+clocksource start
 # Which tool goes first alternates, so neither always runs right after the other.
 run_pair() {
   test=\$1 first=\$2 second=\$3 p=\$4 pt_args=\$5 fa_args=\$6
@@ -81,6 +88,8 @@ for r in \$(seq 1 $REPS); do
   run_pair bw \$a \$b \$((18500 + 10 * r)) "-s $SIZE -n $ITERS" "-s $SIZE -n $ITERS"
   run_pair lat \$a \$b \$((18502 + 10 * r)) "-s 2 -n $LAT_ITERS" "-s 2 -n $LAT_ITERS"
 done
+clocksource end
+dmesg | grep -i -e clocksource -e 'tsc' | sed "s/^/vm\$FATHOM_VM_ID dmesg: /" >> steps.txt
 cat steps.txt
 SCRIPT_EOF
 

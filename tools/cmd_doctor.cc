@@ -4,7 +4,16 @@
 // every inconsistency (transport/verbs/preflight.h). Then each pair of ranks
 // connects a QP with a short timeout and moves one full-MTU message and one
 // 1 MiB message each way; the failing pairs are named with the completion
-// status they got. Exit 0 all clear, 1 anything flagged, 2 bad usage.
+// status they got. Exit 0 all clear, 1 anything flagged, 2 bad usage or no
+// RDMA device on this rank (as `fathom perf`; such a rank still reports, so
+// rank 0's table names it).
+//
+// Rank 0 hosts the bootstrap root where --root says (the address the other
+// ranks dial), or on the wildcard address when that is not an address of
+// this host (a NAT or load-balancer address) or is a host name; --bind
+// overrides both.
+#include <netdb.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -27,7 +36,10 @@ struct DoctorFlags {
   int world = 2;
   int rank = 0;
   std::string root = "127.0.0.1";
-  std::string bind = "127.0.0.1";
+  std::string bind;  // empty = where --root says (see RootBindAddress)
+  // The old -n/-r (ranks/rank here, iterations/root elsewhere): set only to
+  // say what replaced them.
+  std::string old_n, old_r;
   int tcp_port = tb::kDefaultPort;
   std::string token;
   std::string device;
@@ -247,7 +259,68 @@ proto::PairChecks CheckPairs(const DoctorFlags& f, transport::Device* dev, tb::R
   return out;
 }
 
+// `addr` when it is a numeric address this host can bind (one of ours:
+// 127.0.0.2 is, on Linux), or "" when it cannot (EADDRNOTAVAIL: an address
+// of another host, a NAT) or is a host name: a name can resolve differently
+// here (Debian's /etc/hosts maps the host's own name to 127.0.1.1) than on
+// the ranks that dial it.
+std::string LocalAddressOf(const std::string& addr) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(addr.c_str(), nullptr, &hints, &res) != 0) return "";
+  std::string found;
+  for (addrinfo* a = res; a != nullptr && found.empty(); a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    // Port 0 in ai_addr (no service asked): any free port, only to ask "ours?".
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      char buf[NI_MAXHOST];
+      if (getnameinfo(a->ai_addr, a->ai_addrlen, buf, sizeof(buf), nullptr, 0, NI_NUMERICHOST) ==
+          0) {
+        found = buf;
+      }
+    }
+    ::close(fd);
+  }
+  freeaddrinfo(res);
+  return found;
+}
+
+// Where rank 0 listens, and the address its own rank dials to reach it.
+struct RootAddress {
+  std::string bind, dial;
+};
+
+RootAddress RootBindAddress(const DoctorFlags& f) {
+  auto dial_for = [](const std::string& bind) {
+    if (bind == "0.0.0.0") return std::string("127.0.0.1");
+    if (bind == "::") return std::string("::1");
+    return bind;
+  };
+  if (!f.bind.empty()) return {f.bind, dial_for(f.bind)};
+  const std::string local = LocalAddressOf(f.root);
+  if (!local.empty()) return {local, local};
+  const std::string any = f.root.find(':') != std::string::npos ? "::" : "0.0.0.0";
+  std::fprintf(stderr,
+               "fathom doctor: --root %s is not an address of this host (or is a name); rank 0 "
+               "listens on %s port %d (all addresses; --bind ADDR to choose one)\n",
+               f.root.c_str(), any.c_str(), f.tcp_port);
+  return {any, dial_for(any)};
+}
+
 int RunDoctor(const DoctorFlags& f) {
+  // -n and -r meant ranks and rank here but iterations (perf) and root (coll)
+  // elsewhere; they must not silently mean either.
+  if (!f.old_n.empty() || !f.old_r.empty()) {
+    std::fprintf(stderr,
+                 "fathom doctor: %s%s: doctor takes --nranks N and --rank R, as fathom coll "
+                 "--backend verbs does (-n is perf's iterations, -r coll's root)\n",
+                 f.old_n.empty() ? "" : ("-n " + f.old_n).c_str(),
+                 f.old_r.empty() ? "" : ((f.old_n.empty() ? "-r " : " -r ") + f.old_r).c_str());
+    return kExitUsage;
+  }
   if (f.rank < 0 || f.rank >= f.world) {
     std::fprintf(stderr, "fathom doctor: --rank %d is outside 0..%d\n", f.rank, f.world - 1);
     return kExitUsage;
@@ -263,16 +336,25 @@ int RunDoctor(const DoctorFlags& f) {
   facts.rank = f.rank;
   facts.host = host;
   auto dev = tv::OpenDevice(d);
+  // No device, or none of that name, port or GID: bad input on this host,
+  // exit 2 once the ranks have met (the others learn it from rank 0's table).
+  bool no_device = false;
   if (dev.ok()) {
     facts.info = (*dev)->info();
   } else {
-    facts.error = dev.status().message();
+    no_device = dev.status().code() == StatusCode::kNotFound ||
+                dev.status().code() == StatusCode::kInvalidArgument;
+    facts.error = (f.device.empty() ? std::string() : "device \"" + f.device + "\": ") +
+                  dev.status().message();
+    std::fprintf(stderr, "fathom doctor: rank %d: %s\n", f.rank, facts.error.c_str());
   }
+  const auto exit_failure = [&] { return no_device ? kExitUsage : kExitFailure; };
 
   std::unique_ptr<tb::Root> root;
+  const RootAddress where = f.rank == 0 ? RootBindAddress(f) : RootAddress{};
   if (f.rank == 0) {
     tb::RootOptions ro;
-    ro.bind_address = f.bind;
+    ro.bind_address = where.bind;
     ro.port = static_cast<uint16_t>(f.tcp_port);
     ro.world_size = f.world;
     ro.token = f.token;
@@ -285,7 +367,7 @@ int RunDoctor(const DoctorFlags& f) {
     root = std::move(*r);
   }
   tb::RankOptions ro;
-  ro.root_address = f.rank == 0 ? f.bind : f.root;
+  ro.root_address = f.rank == 0 ? where.dial : f.root;
   ro.root_port = static_cast<uint16_t>(f.tcp_port);
   ro.rank = f.rank;
   ro.world_size = f.world;
@@ -297,12 +379,12 @@ int RunDoctor(const DoctorFlags& f) {
   auto boot = tb::Rank::Connect(ro);
   if (!boot.ok()) {
     std::fprintf(stderr, "fathom doctor: %s\n", boot.status().ToString().c_str());
-    return kExitFailure;
+    return exit_failure();
   }
   auto gathered = (*boot)->AllGather(ToProto(facts).SerializeAsString());
   if (!gathered.ok()) {
     std::fprintf(stderr, "fathom doctor: %s\n", gathered.status().ToString().c_str());
-    return kExitFailure;
+    return exit_failure();
   }
   std::vector<tv::RankFacts> all;
   for (const std::string& s : *gathered) {
@@ -316,12 +398,12 @@ int RunDoctor(const DoctorFlags& f) {
   proto::PairChecks mine = CheckPairs(f, dev.ok() ? dev->get() : nullptr, **boot, &fatal);
   if (!fatal.ok()) {
     std::fprintf(stderr, "fathom doctor: all-pairs check: %s\n", fatal.ToString().c_str());
-    return kExitFailure;
+    return exit_failure();
   }
   auto pairs = (*boot)->AllGather(mine.SerializeAsString());
   if (!pairs.ok()) {
     std::fprintf(stderr, "fathom doctor: %s\n", pairs.status().ToString().c_str());
-    return kExitFailure;
+    return exit_failure();
   }
   int pairs_ok = 0, pairs_total = 0;
   std::vector<std::string> pair_lines;
@@ -384,6 +466,7 @@ int RunDoctor(const DoctorFlags& f) {
       for (const std::string& r : rejected) std::fprintf(stderr, "  %s\n", r.c_str());
     }
   }
+  if (no_device) return kExitUsage;
   return flags.empty() ? kExitOk : kExitFailure;
 }
 
@@ -394,10 +477,22 @@ FATHOM_REGISTER_COMMAND(
         "preflight across ranks: device/port facts, inconsistencies, all-pairs RDMA check",
         [](CLI::App* sub) -> std::function<int()> {
           auto f = std::make_shared<DoctorFlags>();
-          sub->add_option("-n,--ranks", f->world, "number of ranks")->check(CLI::Range(1, 4096));
-          sub->add_option("-r,--rank", f->rank, "this rank (0 hosts the bootstrap root)");
-          sub->add_option("--root", f->root, "address of rank 0 (127.0.0.1)");
-          sub->add_option("--bind", f->bind, "rank 0: address to listen on (127.0.0.1)");
+          sub->footer(
+              "Every rank dials --root ADDR:PORT; rank 0 listens there, or on all addresses "
+              "when ADDR is a host name or not one of its host's (it says so). Exit 0 all clear, 1 "
+              "anything "
+              "flagged, 2 bad usage or no RDMA device on this rank.");
+          sub->add_option("--nranks", f->world, "number of ranks (2)")->check(CLI::Range(1, 4096));
+          sub->add_option("--rank", f->rank, "this rank (0 hosts the bootstrap root)");
+          // The old spellings: --ranks still means the rank count; -n and -r
+          // are refused with the new names (RunDoctor).
+          sub->add_option("--ranks", f->world)->check(CLI::Range(1, 4096))->group("");
+          sub->add_option("-n", f->old_n)->group("");
+          sub->add_option("-r", f->old_r)->group("");
+          sub->add_option("--root", f->root,
+                          "address of rank 0, which every rank dials (127.0.0.1); rank 0 listens "
+                          "there, or on all addresses when it is not one of this host's");
+          sub->add_option("--bind", f->bind, "rank 0: listen on this address instead");
           sub->add_option("-p,--port", f->tcp_port, "bootstrap TCP port (18515)")
               ->check(CLI::Range(1, 65535));
           sub->add_option("--token", f->token, "shared token that keeps strangers out");

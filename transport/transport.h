@@ -116,6 +116,9 @@ struct QpOptions {
   int service_level = 0;
   int max_rd_atomic = 16;  // outstanding RDMA READ / atomics, both directions
   int path_mtu = 0;        // bytes; 0 = min(local, remote active_mtu)
+  // Largest send/write posted inline (bytes); -1 = the backend's default
+  // (verbs: 128, or 0 on a device without inline support).
+  int max_inline_data = -1;
 };
 
 // The connection record a QP's owner sends to its peer (over the bootstrap,
@@ -158,6 +161,13 @@ class QueuePair {
   // The path MTU in bytes chosen by Connect() (0 before).
   virtual int path_mtu() const = 0;
   virtual Status PostSend(const SendWr& wr) = 0;
+  // Posts `wrs` in order with one doorbell where the backend can (verbs: one
+  // ibv_post_send of a chained list, perftest's -l); by default one by one.
+  // On an error the WRs before the failing one stay posted.
+  virtual Status PostSendList(std::span<const SendWr> wrs) {
+    for (const SendWr& wr : wrs) FATHOM_RETURN_IF_ERROR(PostSend(wr));
+    return Status::Ok();
+  }
   virtual Status PostRecv(const RecvWr& wr) = 0;
   // WRs posted and not yet completed (signaled or not), per queue.
   virtual int outstanding_sends() const = 0;

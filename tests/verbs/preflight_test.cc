@@ -39,6 +39,10 @@ TEST(PreflightTest, MtuMismatchIsFlaggedWithRanks) {
   EXPECT_TRUE(Has(f, "active_mtu differs: 1024 on rank 1; 4096 on ranks 0, 2"));
   EXPECT_TRUE(
       Has(f, "Ethernet MTU of the RoCE netdevs differs: 1500 on rank 1; 9000 on ranks 0, 2"));
+  // The findings state the fact itself: a field engineer has no CASES.md.
+  EXPECT_TRUE(Has(f, "sends packets the other end drops"));
+  EXPECT_TRUE(Has(f, "frames larger than the smaller MTU are dropped silently"));
+  EXPECT_FALSE(Has(f, "CASES"));
 }
 
 TEST(PreflightTest, StateLinkLayerGidTypeFirmwareAndMissingDevice) {

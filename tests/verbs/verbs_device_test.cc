@@ -207,6 +207,35 @@ TEST_F(LoopbackTest, ManyOutstandingUnsignaledWritesRetireWithTheSignaledOne) {
   EXPECT_EQ(std::memcmp(a_buf_.data(), b_buf_.data(), kWrs * kLen), 0);
 }
 
+// perftest's -l: lists of 16 chained writes, one ibv_post_send each, the
+// last of each list signaled; every WR lands and retires in order.
+TEST_F(LoopbackTest, PostSendListPostsChainedWritesThatAllLand) {
+  constexpr int kLists = 8, kPerList = 16;
+  constexpr uint32_t kLen = 8192;
+  Fill(a_buf_, kLists * kPerList * kLen, 5);
+  for (int l = 0; l < kLists; ++l) {
+    std::vector<SendWr> list(kPerList);
+    for (int k = 0; k < kPerList; ++k) {
+      const uint64_t off = static_cast<uint64_t>(l * kPerList + k) * kLen;
+      SendWr& s = list[static_cast<size_t>(k)];
+      s.wr_id = static_cast<uint64_t>(l * kPerList + k);
+      s.opcode = WrOpcode::kRdmaWrite;
+      s.signaled = k == kPerList - 1;
+      s.sge = {reinterpret_cast<uint64_t>(a_buf_.data()) + off, kLen, mr_a_->lkey()};
+      s.remote_addr = reinterpret_cast<uint64_t>(b_buf_.data()) + off;
+      s.rkey = mr_b_->rkey();
+    }
+    const Status st = qp_a_->PostSendList(list);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  EXPECT_EQ(qp_a_->outstanding_sends(), kLists * kPerList);
+  const auto done = Wait(*cq_a_, *qp_a_, kLists);
+  ASSERT_EQ(done.size(), static_cast<size_t>(kLists));
+  EXPECT_EQ(done.back().wr_id, static_cast<uint64_t>(kLists * kPerList - 1));
+  EXPECT_EQ(qp_a_->outstanding_sends(), 0);
+  EXPECT_EQ(std::memcmp(a_buf_.data(), b_buf_.data(), kLists * kPerList * kLen), 0);
+}
+
 TEST_F(LoopbackTest, FullSendQueueIsUnavailableNamingTheDepth) {
   // A QP whose peer never leaves INIT: nothing is acknowledged, so every
   // posted WR stays outstanding until the queue is full (a loopback peer

@@ -103,10 +103,9 @@ TEST_F(VerbsVmTest, DoctorFlagsTheMtuMismatchAndFourRanksConnectAllPairs) {
   // work, so ACKs can take longer than doctor's default 16.8 ms x 4 budget:
   // give the pair check 537 ms x 7 (a dead pair still fails in seconds).
   const std::string common =
-      kFathom +
-      " doctor -n 4 -p 18602 --root $FATHOM_VM0_IP4 --bind $FATHOM_VM0_IP4 -u 17 --retry-cnt 6";
-  auto r = Pair("(" + common + " -r 2 > r2.out 2>&1 &) ; " + common + " -r 0",
-                common + " -r 1 & " + common + " -r 3 > r3.out 2>&1; wait", seconds(240));
+      kFathom + " doctor --nranks 4 -p 18602 --root $FATHOM_VM0_IP4 -u 17 --retry-cnt 6";
+  auto r = Pair("(" + common + " --rank 2 > r2.out 2>&1 &) ; " + common + " --rank 0",
+                common + " --rank 1 & " + common + " --rank 3 > r3.out 2>&1; wait", seconds(240));
   EXPECT_EQ(r.first.exit_status, 1) << Describe(r);  // the mismatch is a finding
   const std::string& out = r.first.stdout_text;
   EXPECT_NE(out.find("all-pairs check: 12 of 12 directions ok"), std::string::npos) << Describe(r);
@@ -161,10 +160,11 @@ TEST_F(VerbsVmTest, BootstrapRootServesTheRealRanksWhileHostileClientsHitItFromT
   // sends garbage, a 2 GiB length prefix, a Hello of a wrong protocol version
   // and a Hello with a wrong token, each answered with an Error; then the
   // real rank 1 joins from the same VM and the run completes.
-  const std::string common = kFathom + " doctor -n 2 -p 18604 --token s3cret -u 17 --retry-cnt 6";
-  auto r = Pair(common + " -r 0 --bind $FATHOM_VM0_IP4",
+  const std::string common =
+      kFathom + " doctor --nranks 2 -p 18604 --token s3cret -u 17 --retry-cnt 6";
+  auto r = Pair(common + " --rank 0 --bind $FATHOM_VM0_IP4",
                 kHostile + " $FATHOM_VM0_IP4 18604; echo \"hostile rc=$?\"; " + common +
-                    " -r 1 --root $FATHOM_VM0_IP4",
+                    " --rank 1 --root $FATHOM_VM0_IP4",
                 seconds(240));
   const std::string& client = r.second.stdout_text;
   EXPECT_NE(client.find("hostile rc=0"), std::string::npos) << Describe(r);

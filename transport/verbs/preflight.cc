@@ -42,15 +42,17 @@ std::vector<std::string> FindInconsistencies(const std::vector<RankFacts>& ranks
       Spread(ranks, [](const RankFacts& r) { return std::to_string(r.info.active_mtu); });
   if (!s.empty()) {
     out.push_back("active_mtu differs: " + s +
-                  " (connections must use the minimum; a QP that takes its own MTU hangs on "
-                  "large messages, CASES.md 1-4)");
+                  " (a connection must use the smaller of its two ends' MTUs; a side that "
+                  "uses its own larger MTU sends packets the other end drops, and large "
+                  "messages hang in retransmissions)");
   }
   s = Spread(ranks, [](const RankFacts& r) {
     return r.info.link_layer == "Ethernet" ? std::to_string(r.info.netdev_mtu) : std::string("n/a");
   });
   if (!s.empty()) {
     out.push_back("Ethernet MTU of the RoCE netdevs differs: " + s +
-                  " (frames over the smaller MTU are dropped silently, CASES.md 4)");
+                  " (frames larger than the smaller MTU are dropped silently on the way, so "
+                  "large messages hang in retransmissions)");
   }
   s = Spread(ranks, [](const RankFacts& r) { return r.info.link_layer; });
   if (!s.empty()) out.push_back("link layers are mixed: " + s);

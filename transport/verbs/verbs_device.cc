@@ -91,15 +91,18 @@ StatusOr<std::unique_ptr<QueuePair>> VerbsDevice::CreateQp(int peer_rank, const 
   init.cap.max_send_sge = 1;
   init.cap.max_recv_sge = 1;
   // Small messages inline (perftest does the same): saves the NIC a DMA read.
-  init.cap.max_inline_data = 128;
+  // An inline size the caller asked for is kept or the QP fails.
+  const bool asked_inline = options.max_inline_data >= 0;
+  init.cap.max_inline_data = asked_inline ? static_cast<uint32_t>(options.max_inline_data) : 128;
   ibv_qp* qp = ibv_create_qp(pd_.get(), &init);
-  if (qp == nullptr) {
+  if (qp == nullptr && !asked_inline) {
     init.cap.max_inline_data = 0;  // a device without inline support
     qp = ibv_create_qp(pd_.get(), &init);
   }
   if (qp == nullptr) {
     return VerbsError("ibv_create_qp",
                       info_.name + " type=RC max_send_wr=" + std::to_string(options.max_send_wr) +
+                          " max_inline_data=" + std::to_string(init.cap.max_inline_data) +
                           " max_recv_wr=" + std::to_string(options.max_recv_wr) +
                           " peer_rank=" + std::to_string(peer_rank),
                       errno);

@@ -135,6 +135,7 @@ class VerbsQp final : public QueuePair {
   Status Connect(const EndpointInfo& remote) override;
   int path_mtu() const override { return path_mtu_; }
   Status PostSend(const SendWr& wr) override;
+  Status PostSendList(std::span<const SendWr> wrs) override;
   Status PostRecv(const RecvWr& wr) override;
   int outstanding_sends() const override { return static_cast<int>(sends_.size()); }
   int outstanding_recvs() const override { return static_cast<int>(recvs_.size()); }
@@ -163,6 +164,9 @@ class VerbsQp final : public QueuePair {
   std::deque<PostedWr> sends_;
   std::deque<bool> send_signaled_;
   std::deque<PostedWr> recvs_;
+  // PostSendList's chain, kept to post without allocating.
+  std::vector<ibv_send_wr> list_wrs_;
+  std::vector<ibv_sge> list_sges_;
 };
 
 class VerbsDevice final : public Device {

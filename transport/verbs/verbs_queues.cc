@@ -222,32 +222,43 @@ Status VerbsQp::Connect(const EndpointInfo& remote) {
   return Status::Ok();
 }
 
-Status VerbsQp::PostSend(const SendWr& wr) {
-  ibv_sge sge{wr.sge.addr, wr.sge.length, wr.sge.lkey};
-  ibv_send_wr w{};
-  w.wr_id = wr.wr_id;
-  w.sg_list = &sge;
-  w.num_sge = 1;
-  w.opcode = static_cast<ibv_wr_opcode>(wr.opcode);
-  w.send_flags = wr.signaled ? IBV_SEND_SIGNALED : 0;
+namespace {
+
+// One ibv_send_wr (and its one SGE) from a SendWr; `inline_size` is the QP's.
+void FillSendWr(const SendWr& wr, uint32_t inline_size, ibv_send_wr* w, ibv_sge* sge) {
+  *sge = {wr.sge.addr, wr.sge.length, wr.sge.lkey};
+  *w = ibv_send_wr{};
+  w->wr_id = wr.wr_id;
+  w->sg_list = sge;
+  w->num_sge = 1;
+  w->opcode = static_cast<ibv_wr_opcode>(wr.opcode);
+  w->send_flags = wr.signaled ? IBV_SEND_SIGNALED : 0;
   const bool can_inline = wr.opcode == WrOpcode::kSend || wr.opcode == WrOpcode::kSendWithImm ||
                           wr.opcode == WrOpcode::kRdmaWrite ||
                           wr.opcode == WrOpcode::kRdmaWriteWithImm;
-  if (can_inline && wr.sge.length > 0 && wr.sge.length <= inline_size_) {
-    w.send_flags |= IBV_SEND_INLINE;
+  if (can_inline && wr.sge.length > 0 && wr.sge.length <= inline_size) {
+    w->send_flags |= IBV_SEND_INLINE;
   }
   if (wr.opcode == WrOpcode::kSendWithImm || wr.opcode == WrOpcode::kRdmaWriteWithImm) {
-    w.imm_data = htonl(wr.imm_data);
+    w->imm_data = htonl(wr.imm_data);
   }
   if (wr.opcode == WrOpcode::kAtomicCmpAndSwp || wr.opcode == WrOpcode::kAtomicFetchAndAdd) {
-    w.wr.atomic.remote_addr = wr.remote_addr;
-    w.wr.atomic.rkey = wr.rkey;
-    w.wr.atomic.compare_add = wr.compare_add;
-    w.wr.atomic.swap = wr.swap;
+    w->wr.atomic.remote_addr = wr.remote_addr;
+    w->wr.atomic.rkey = wr.rkey;
+    w->wr.atomic.compare_add = wr.compare_add;
+    w->wr.atomic.swap = wr.swap;
   } else {
-    w.wr.rdma.remote_addr = wr.remote_addr;
-    w.wr.rdma.rkey = wr.rkey;
+    w->wr.rdma.remote_addr = wr.remote_addr;
+    w->wr.rdma.rkey = wr.rkey;
   }
+}
+
+}  // namespace
+
+Status VerbsQp::PostSend(const SendWr& wr) {
+  ibv_sge sge;
+  ibv_send_wr w;
+  FillSendWr(wr, inline_size_, &w, &sge);
   ibv_send_wr* bad = nullptr;
   if (const int rc = ibv_post_send(qp_.get(), &w, &bad); rc != 0) {
     const std::string detail =
@@ -260,6 +271,43 @@ Status VerbsQp::PostSend(const SendWr& wr) {
   }
   sends_.push_back({wr.wr_id, SendCompletionOpcode(wr.opcode)});
   send_signaled_.push_back(wr.signaled);
+  return Status::Ok();
+}
+
+Status VerbsQp::PostSendList(std::span<const SendWr> wrs) {
+  if (wrs.empty()) return Status::Ok();
+  if (list_wrs_.size() < wrs.size()) {
+    list_wrs_.resize(wrs.size());
+    list_sges_.resize(wrs.size());
+  }
+  for (size_t i = 0; i < wrs.size(); ++i) {
+    FillSendWr(wrs[i], inline_size_, &list_wrs_[i], &list_sges_[i]);
+    list_wrs_[i].next = i + 1 < wrs.size() ? &list_wrs_[i + 1] : nullptr;
+  }
+  ibv_send_wr* bad = nullptr;
+  const int rc = ibv_post_send(qp_.get(), list_wrs_.data(), &bad);
+  // verbs posts the WRs before `bad` and none from it on.
+  const size_t posted =
+      rc == 0 ? wrs.size()
+              : (bad != nullptr ? static_cast<size_t>(bad - list_wrs_.data()) : size_t{0});
+  for (size_t i = 0; i < posted && i < wrs.size(); ++i) {
+    sends_.push_back({wrs[i].wr_id, SendCompletionOpcode(wrs[i].opcode)});
+    send_signaled_.push_back(wrs[i].signaled);
+  }
+  if (rc != 0) {
+    const SendWr& wr = wrs[std::min(posted, wrs.size() - 1)];
+    std::string detail =
+        Describe() + " peer_rank=" + std::to_string(peer_rank_) + " wr_id=" + Hex(wr.wr_id) +
+        " opcode=" + std::string(WrOpcodeName(wr.opcode)) +
+        " len=" + std::to_string(wr.sge.length) + " outstanding=" + std::to_string(sends_.size()) +
+        " max_send_wr=" + std::to_string(options_.max_send_wr);
+    if (wrs.size() > 1) {
+      detail +=
+          " (WR " + std::to_string(posted) + " of a list of " + std::to_string(wrs.size()) + ")";
+    }
+    if (rc == ENOMEM) return Unavailable(VerbsCallError("ibv_post_send", detail, rc));
+    return VerbsError("ibv_post_send", detail, rc);
+  }
   return Status::Ok();
 }
 
