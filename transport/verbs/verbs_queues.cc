@@ -223,6 +223,15 @@ Status VerbsQp::Connect(const EndpointInfo& remote) {
 }
 
 Status VerbsQp::PostSend(const SendWr& wr) {
+  // The send queue works from RTS on (IBTA 10.3.1). Providers differ before
+  // that (EINVAL, or a WQE queued until RTS), so refuse here, before the
+  // provider sees the WR, as the emulated NIC does.
+  if (state_ == QpState::kReset || state_ == QpState::kInit || state_ == QpState::kRtr) {
+    return FailedPrecondition(
+        "ibv_post_send " + Describe() + " peer_rank=" + std::to_string(peer_rank_) +
+        " wr_id=" + Hex(wr.wr_id) + ": QP in " + std::string(QpStateName(state_)) +
+        ", not IBV_QPS_RTS (Connect() first)");
+  }
   ibv_sge sge{wr.sge.addr, wr.sge.length, wr.sge.lkey};
   ibv_send_wr w{};
   w.wr_id = wr.wr_id;
