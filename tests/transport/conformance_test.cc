@@ -469,9 +469,12 @@ TEST_P(ConformanceTest, WorkPostedInErrCompletesWithFlushError) {
   EXPECT_EQ(qp_[0]->state(), QpState::kErr);
 }
 
-// An lkey that names no region: IBV_WC_LOC_PROT_ERR on the requester (more
-// than verbs' inline size, so the NIC reads the SGE), and the QP goes to ERR.
-TEST_P(ConformanceTest, BadLkeyIsALocalProtectionError) {
+// An lkey that names no region (more than verbs' inline size, so the NIC
+// reads the SGE): a local error completion on the requester and the QP goes
+// to ERR. Hardware (and the emulated NIC) say IBV_WC_LOC_PROT_ERR; rxe of
+// Linux 6.1 says IBV_WC_LOC_QP_OP_ERR (seen in the testbed), so either is
+// verbs' answer.
+TEST_P(ConformanceTest, BadLkeyIsALocalError) {
   CreatePair();
   ConnectPair();
   ASSERT_TRUE(qp_[1]->PostRecv(Recv(1, 0x61, 0, 4096)).ok());
@@ -480,7 +483,11 @@ TEST_P(ConformanceTest, BadLkeyIsALocalProtectionError) {
   ASSERT_TRUE(qp_[0]->PostSend(w).ok());
   const auto wc = Wait(0, 1);
   ASSERT_EQ(wc.size(), 1u);
-  EXPECT_EQ(wc[0].status, WcStatus::kLocProtErr) << Describe(wc);
+  EXPECT_TRUE(wc[0].status == WcStatus::kLocProtErr || wc[0].status == WcStatus::kLocQpOpErr)
+      << Describe(wc);
+  if (GetParam() == "emulated") {
+    EXPECT_EQ(wc[0].status, WcStatus::kLocProtErr);
+  }
   EXPECT_EQ(wc[0].wr_id, 1u);
   EXPECT_EQ(qp_[0]->state(), QpState::kErr);
 }
