@@ -6,9 +6,12 @@
 //
 // Semantics are those of libibverbs, on purpose:
 //  - completion statuses, opcodes and QP states are verbs' (base/verbs_types.h);
-//  - a QP goes RESET -> INIT -> RTR -> RTS in Connect(), and to ERR on a
-//    completion error, after which every outstanding WR completes with
-//    IBV_WC_WR_FLUSH_ERR;
+//  - CreateQp() returns the QP in INIT (receives may be posted from then on),
+//    Connect() takes it INIT -> RTR -> RTS, and a completion error takes it
+//    to ERR, after which every outstanding WR, and every WR posted later,
+//    completes with IBV_WC_WR_FLUSH_ERR; PostSend() before RTS is
+//    FAILED_PRECONDITION (tests/transport/conformance_test.cc pins all this
+//    on every backend);
 //  - Post*() never waits: a full queue is an error (ibv_post_send's ENOMEM),
 //    reported with the queue depth.
 //  - Path MTU is min(local active_mtu, remote active_mtu) on both sides
@@ -155,8 +158,9 @@ class QueuePair {
   virtual QpState state() const = 0;
   // Our half of the connection record (valid from creation on).
   virtual EndpointInfo LocalInfo() const = 0;
-  // RESET -> INIT -> RTR -> RTS toward `remote` with the options given at
-  // creation. Errors name the transition, the QPNs and the values.
+  // INIT -> RTR -> RTS toward `remote` with the options given at creation.
+  // Errors name the transition, the QPNs and the values; FAILED_PRECONDITION
+  // when the QP is not in INIT (connected already, or in ERR).
   virtual Status Connect(const EndpointInfo& remote) = 0;
   // The path MTU in bytes chosen by Connect() (0 before).
   virtual int path_mtu() const = 0;

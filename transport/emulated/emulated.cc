@@ -116,8 +116,13 @@ class EmulatedQp final : public QueuePair {
                              " differs from the fabric's " +
                              std::to_string(fabric_->ActiveMtu(peer_)));
     }
+    // CreateQp() took the QP to INIT; Connect() is INIT -> RTR -> RTS only,
+    // as on verbs (a second Connect() is refused, naming the state).
+    if (state() != QpState::kInit) {
+      return FailedPrecondition(call + ": QP is in " + std::string(QpStateName(state())) +
+                                ", not IBV_QPS_INIT");
+    }
     const int32_t host = fabric_->NodeOf(peer_);
-    FATHOM_RETURN_IF_ERROR(nic_->ModifyToInit(qpn_).WithContext(call));
     FATHOM_RETURN_IF_ERROR(nic_->ModifyToRtr(qpn_, host, remote.qpn, remote.psn).WithContext(call));
     FATHOM_RETURN_IF_ERROR(nic_->ModifyToRts(qpn_, Psn()).WithContext(call));
     connected_ = true;
@@ -141,6 +146,18 @@ class EmulatedQp final : public QueuePair {
     s.compare_add = wr.compare_add;
     s.swap = wr.swap;
     sends_.push_back(wr.signaled);
+    if (state() == QpState::kErr) {
+      // verbs accepts WRs in ERR and completes each with a flush error
+      // (IBTA C10-42; rxe, mlx5), where the NIC model refuses them.
+      sim::Completion c;
+      c.wr_id = wr.wr_id;
+      c.status = WcStatus::kWrFlushErr;
+      c.opcode = SendCompletionOpcode(wr.opcode);
+      c.qp_num = qpn_;
+      c.time = fabric_->engine().Now();
+      cq_->sim_cq()->Push(c);
+      return Status::Ok();
+    }
     Status st = nic_->PostSend(qpn_, s);
     if (!st.ok()) sends_.pop_back();
     return st;
@@ -262,6 +279,11 @@ class EmulatedDevice final : public Device {
     attr.rxe_infinite_retry = fabric_->options().rxe_infinite_retry;
     attr.ack_every_packets = fabric_->options().ack_every_packets;
     FATHOM_ASSIGN_OR_RETURN(uint32_t qpn, nic_->CreateQp(ecq->sim_cq(), ecq->sim_cq(), attr));
+    // Straight to INIT, as the verbs backend (and rc_pingpong) does, so that
+    // receives can be posted before Connect() on both (ibv_post_recv is
+    // valid from INIT on, not in RESET).
+    FATHOM_RETURN_IF_ERROR(nic_->ModifyToInit(qpn).WithContext(
+        "ibv_create_qp rank " + std::to_string(rank_) + " peer " + std::to_string(peer_rank)));
     return std::unique_ptr<QueuePair>(
         new EmulatedQp(fabric_, nic_, ecq, rank_, peer_rank, qpn, options, path, local));
   }

@@ -10,7 +10,8 @@
 // Device it opened, and transport.h's rules hold for what a Device hands out.
 // Threading: everything runs on the engine's thread.
 //
-// Differences from real verbs, on purpose: path MTU is chosen when the QP is
+// As on verbs, CreateQp() leaves the QP in INIT (receives may be posted
+// before Connect()). Differences from real verbs, on purpose: path MTU is chosen when the QP is
 // created (the simulated NIC takes it then), from the peer's active MTU that
 // the fabric knows, and Connect() checks the peer's record agrees; lkey/rkey
 // 0 mean "modelled bytes" (timed and counted, no data moved).

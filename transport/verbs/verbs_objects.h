@@ -88,6 +88,12 @@ class VerbsCq final : public VerbsCompletionQueue {
   uint64_t events() const override { return events_; }
 
   ibv_cq* cq() const { return cq_.get(); }
+  // A completion made here, not by the device (a receive posted in ERR):
+  // Poll() returns it after the device's, and the notify callback runs now.
+  void AddFlushed(const Completion& c) {
+    flushed_.push_back(c);
+    if (notify_) notify_();
+  }
   void Attach(uint32_t qpn, VerbsQp* qp) { qps_[qpn] = qp; }
   void Detach(uint32_t qpn) { qps_.erase(qpn); }
 
@@ -96,6 +102,7 @@ class VerbsCq final : public VerbsCompletionQueue {
   std::unique_ptr<ibv_cq, CqDeleter> cq_;
   std::unordered_map<uint32_t, VerbsQp*> qps_;
   std::function<void()> notify_;
+  std::deque<Completion> flushed_;
   unsigned int unacked_events_ = 0;
   uint64_t events_ = 0;
   int* live_;
@@ -148,6 +155,8 @@ class VerbsQp final : public QueuePair {
 
  private:
   std::string Describe() const { return "qpn=" + Hex(qp_->qp_num); }
+  // FAILED_PRECONDITION unless the QP is in RTS or later (ERR flushes).
+  Status CheckCanSend(const SendWr& wr) const;
 
   std::unique_ptr<ibv_qp, QpDeleter> qp_;
   VerbsCq* cq_;
