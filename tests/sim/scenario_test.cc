@@ -357,6 +357,7 @@ TEST(ScenarioTest, CaptureOfASwitchTakesAllItsLinks) {
   for (const char* f : {"a", "b", "c", "d", "e", "f"}) {
     std::remove((dir + "/cap_" + f + ".pcap").c_str());
   }
+}
 
 // An all-to-all of 1024 hosts is 1047552 flows; 64 QPs each is more
 // connections than the driver is allowed to create.
