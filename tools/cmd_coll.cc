@@ -7,8 +7,9 @@
 // here are accepted at their neutral value and otherwise ignored with a note
 // on stderr, or refused (exit 2) where ignoring them would run something
 // else. The size sweep, the per-rank data and its check
-// (transport/collectives/nccl_tests.h) and the table are shared by both
-// backends:
+// (transport/collectives/nccl_tests.h) and the table (RunSweep,
+// transport/worlds/sweep.h) are shared by both backends
+// (transport/worlds/sim_backend.h, verbs_backend.h):
 //  - sim: every rank runs in this process over the emulated NIC on a
 //    topology (a preset, a topology file, or a scenario's topology +
 //    transport + faults); time is virtual.
@@ -24,11 +25,8 @@
 // --trace writes one Chrome trace of every rank's steps; with verbs rank 0
 // gathers the ranks' steps through the bootstrap after the run, or, after a
 // failure, from the reports the ranks sent (VerbsBackend::WriteTrace).
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
-#include <cmath>
+// This file is the command line only: the flags, their checks, and the
+// world and sweep they ask for.
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -36,7 +34,6 @@
 #include <string>
 #include <vector>
 
-#include "base/json.h"
 #include "fabric/sim/fault_attach.h"
 #include "fabric/sim/scenario.h"
 #include "tools/command.h"
@@ -44,15 +41,16 @@
 #include "topologies/spec.h"
 #include "transport/collectives/launcher_env.h"
 #include "transport/collectives/nccl_tests.h"
-#include "transport/collectives/report.h"
-#include "transport/collectives/sim_world.h"
-#include "transport/collectives/verbs_world.h"
 #include "transport/verbs/verbs_device.h"
+#include "transport/worlds/sim_backend.h"
+#include "transport/worlds/sweep.h"
+#include "transport/worlds/verbs_backend.h"
 
 namespace fathom::tools {
 namespace {
 
-using namespace fathom::transport::coll;  // NOLINT: one tool, one library
+using namespace fathom::transport::coll;    // NOLINT: one tool, its libraries
+using namespace fathom::transport::worlds;  // NOLINT
 
 struct Options {
   std::string op;
@@ -89,336 +87,6 @@ struct Options {
   // The flags the user typed (they win over the environment).
   std::set<std::string> given;
   HcaSpec hca;  // NCCL_IB_HCA, when --ib-dev is not given
-};
-
-// Progress of a sweep on stderr when it is a terminal (never in pipes or
-// tests), at most 5 times a second, like `fathom sim`'s.
-class Progress {
- public:
-  explicit Progress(bool enabled) : enabled_(enabled) {}
-  ~Progress() { Clear(); }
-  bool enabled() const { return enabled_; }
-  void Update(const std::string& text) {
-    if (!enabled_) return;
-    text_ = text;
-    Show(text, false);
-  }
-  // Within one long collective (the sim's events): the last text and where
-  // the collective stands.
-  void Tick(const std::string& suffix) { Show(text_ + suffix, true); }
-  // Before a line goes to stdout (often the same terminal).
-  void Clear() {
-    if (!shown_) return;
-    std::fprintf(stderr, "\r%78s\r", "");
-    std::fflush(stderr);
-    shown_ = false;
-  }
-
- private:
-  void Show(const std::string& line, bool throttle_first) {
-    if (!enabled_) return;
-    const auto now = std::chrono::steady_clock::now();
-    if ((shown_ || throttle_first) && now - last_ < std::chrono::milliseconds(200)) return;
-    last_ = now;
-    std::fprintf(stderr, "\r[coll] %-70.70s", line.c_str());
-    std::fflush(stderr);
-    shown_ = true;
-  }
-
-  bool enabled_;
-  bool shown_ = false;
-  std::string text_;
-  std::chrono::steady_clock::time_point last_;
-};
-
-// What the sweep needs from a backend: run one collective on the ranks this
-// process holds, and combine per-rank figures across processes.
-class Backend {
- public:
-  virtual ~Backend() = default;
-  virtual const char* name() const = 0;
-  virtual int nranks() const = 0;
-  virtual std::vector<int> local_ranks() const = 0;
-  // This process prints the table (the sim's only process, verbs' rank 0).
-  virtual bool prints() const = 0;
-  // "4 ranks on fat-tree k=4" / "rank 0 of 2 on rxe0".
-  virtual std::string Where() const = 0;
-  // The JSON members naming where it ran: "topology":"..." / "device":"...".
-  virtual std::string WhereJson() const = 0;
-  // nccl-tests' "# Using devices" lines, one per rank (verbs: gathered from
-  // every rank; called by every rank at the same point).
-  virtual std::vector<std::string> DeviceLines() = 0;
-  // For the choice of algorithm by size: one link's bandwidth, the same on
-  // every rank. Called once, at the same point by every rank.
-  virtual BitsPerSecond link_bandwidth() = 0;
-  virtual RunOutcome Run(const CollSpec& spec, DataType type, RedOp op,
-                         const std::vector<const void*>& in, const std::vector<void*>& out,
-                         Trace* trace) = 0;
-  // Across processes: the largest per-iteration time and the sum of #wrong
-  // (-1 stays -1: not checked).
-  virtual Status Combine(double* time_us, int64_t* wrong) = 0;
-  virtual Status Barrier() = 0;
-  // Reports progress inside one collective where the backend can (the
-  // sim's engine); null stops it.
-  virtual void WatchProgress(Progress*) {}
-  // --trace: writes `trace` (this process's ranks' steps) where the backend
-  // puts it; `failed` says the run stopped on a failure. Returns an exit
-  // code (kExitUsage when a file cannot be written).
-  virtual int WriteTrace(const std::string& path, const Trace& trace, bool failed) = 0;
-};
-
-// Writes `text` to `path`; false (and a line on stderr) when it cannot.
-bool WriteTextFile(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) {
-    std::fprintf(stderr, "fathom coll: --trace %s: cannot open for writing\n", path.c_str());
-    return false;
-  }
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !ok) {
-    std::fprintf(stderr, "fathom coll: --trace %s: write failed\n", path.c_str());
-    return false;
-  }
-  return true;
-}
-
-class SimBackend final : public Backend {
- public:
-  explicit SimBackend(SimWorld* world) : world_(world) {}
-  const char* name() const override { return "sim"; }
-  int nranks() const override { return world_->nranks(); }
-  std::vector<int> local_ranks() const override {
-    std::vector<int> r(static_cast<size_t>(world_->nranks()));
-    for (size_t i = 0; i < r.size(); ++i) r[i] = static_cast<int>(i);
-    return r;
-  }
-  bool prints() const override { return true; }
-  std::string Where() const override {
-    return std::to_string(nranks()) + " ranks on " + world_->topology().name();
-  }
-  std::string WhereJson() const override {
-    return "\"topology\":\"" + world_->topology().name() + "\"";
-  }
-  std::vector<std::string> DeviceLines() override {
-    std::vector<std::string> lines;
-    for (int r = 0; r < nranks(); ++r) {
-      const std::string dev = world_->comm(r).device().info().name;
-      const std::string host = dev.rfind("sim:", 0) == 0 ? dev.substr(4) : dev;
-      lines.push_back(DeviceLine(r, static_cast<int>(getpid()), host, dev + " (emulated)"));
-    }
-    return lines;
-  }
-  BitsPerSecond link_bandwidth() override {
-    return BitsPerSecond::Gbps(static_cast<int64_t>(world_->comm(0).device().info().active_gbps));
-  }
-  RunOutcome Run(const CollSpec& spec, DataType type, RedOp op, const std::vector<const void*>& in,
-                 const std::vector<void*>& out, Trace* trace) override {
-    return world_->Run(spec, type, op, in, out, trace);
-  }
-  Status Combine(double*, int64_t*) override { return Status::Ok(); }
-  Status Barrier() override { return Status::Ok(); }
-  void WatchProgress(Progress* progress) override {
-    if (progress == nullptr || !progress->enabled()) {
-      world_->engine().set_progress(nullptr, nullptr, 0);
-      return;
-    }
-    // Every 64K events: cheap next to the events themselves.
-    world_->engine().set_progress(
-        [](void* ctx, const sim::Engine& e) {
-          char buf[48];
-          std::snprintf(buf, sizeof(buf), ", sim t=%.0fus", e.Now().us());
-          static_cast<Progress*>(ctx)->Tick(buf);
-        },
-        progress, 1u << 16);
-  }
-  // Every rank is in this process, on the one virtual clock: one file as is.
-  int WriteTrace(const std::string& path, const Trace& trace, bool) override {
-    return WriteTextFile(path, trace.ToJson()) ? kExitOk : kExitUsage;
-  }
-
- private:
-  SimWorld* world_;
-};
-
-class VerbsBackend final : public Backend {
- public:
-  // `average`: nccl-tests' -a, how rank 0 reports the ranks' times: 0 rank
-  // 0's, 1 their average, 2 the minimum, 3 the maximum.
-  VerbsBackend(VerbsWorld* world, int average) : world_(world), average_(average) {}
-  const char* name() const override { return "verbs"; }
-  int nranks() const override { return world_->nranks(); }
-  std::vector<int> local_ranks() const override { return {world_->rank()}; }
-  bool prints() const override { return world_->rank() == 0; }
-  std::string Where() const override {
-    return std::to_string(nranks()) + " ranks (one per process), rank " +
-           std::to_string(world_->rank()) + " on " + world_->device_info().name + " (" +
-           world_->device_info().gid_type + ", active_mtu " +
-           std::to_string(world_->device_info().active_mtu) + ")";
-  }
-  std::string WhereJson() const override {
-    return "\"device\":\"" + world_->device_info().name +
-           "\",\"rank\":" + std::to_string(world_->rank());
-  }
-  std::vector<std::string> DeviceLines() override {
-    char host[256] = "?";
-    gethostname(host, sizeof(host) - 1);
-    const auto& d = world_->device_info();
-    const std::string mine =
-        DeviceLine(world_->rank(), static_cast<int>(getpid()), host,
-                   d.name + " port " + std::to_string(d.port) + " (" + d.gid_type + ", " +
-                       d.link_layer + ", active_mtu " + std::to_string(d.active_mtu) + ")");
-    auto all = world_->bootstrap().AllGather(mine);
-    if (!all.ok()) return {mine};
-    return *all;
-  }
-  // The slowest rank's port speed: every rank must pick the same algorithm
-  // for a size (ring and tree use different QPs), so they agree on the input.
-  BitsPerSecond link_bandwidth() override {
-    double g = world_->device_info().active_gbps;
-    auto all = world_->bootstrap().AllGather(std::to_string(g));
-    if (all.ok()) {
-      for (const std::string& s : *all) g = std::min(g, std::atof(s.c_str()));
-    }
-    return BitsPerSecond(static_cast<int64_t>((g > 0 ? g : 10) * 1e9));
-  }
-  RunOutcome Run(const CollSpec& spec, DataType type, RedOp op, const std::vector<const void*>& in,
-                 const std::vector<void*>& out, Trace* trace) override {
-    return world_->Run(spec, type, op, in.at(0), out.at(0), trace);
-  }
-  Status Combine(double* time_us, int64_t* wrong) override {
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "%.17g %lld", *time_us, static_cast<long long>(*wrong));
-    FATHOM_ASSIGN_OR_RETURN(auto all, world_->bootstrap().AllGather(buf));
-    double sum = 0, lo = 0, hi = 0, first = 0;
-    int64_t w = -1;
-    for (size_t i = 0; i < all.size(); ++i) {
-      const std::string& s = all[i];
-      double rt = 0;
-      long long rw = -1;
-      if (std::sscanf(s.c_str(), "%lf %lld", &rt, &rw) != 2) {
-        return InvalidArgument("fathom coll: malformed per-rank result '" + s + "'");
-      }
-      if (i == 0) first = lo = hi = rt;
-      sum += rt;
-      lo = std::min(lo, rt);
-      hi = std::max(hi, rt);
-      if (rw >= 0) w = (w < 0 ? 0 : w) + rw;
-    }
-    *time_us = average_ == 0   ? first
-               : average_ == 2 ? lo
-               : average_ == 3 ? hi
-                               : sum / static_cast<double>(std::max<size_t>(1, all.size()));
-    *wrong = w;
-    return Status::Ok();
-  }
-  Status Barrier() override { return world_->bootstrap().Barrier(); }
-
-  // Rank 0 writes one file with every rank's steps, gathered through the
-  // bootstrap, each rank's clock shifted to the reference they all read
-  // after the setup barrier (VerbsWorld::trace_origin). The other ranks
-  // write nothing, except what would otherwise be lost, on their own host:
-  //  - FILE.<rank> with this rank's whole trace when it was over its share
-  //    of the gather (rank 0's file then has its first events and says so);
-  //  - when the gather cannot run (a failed run aborts the bootstrap for
-  //    every rank, or the gather itself fails): rank 0 writes FILE with its
-  //    own steps and each other rank FILE.<rank> with its own, all on the
-  //    common timeline, and each says so on stderr.
-  int WriteTrace(const std::string& path, const Trace& trace, bool failed) override {
-    const int me = world_->rank();
-    const std::string own_path = path + "." + std::to_string(me);
-    std::vector<std::string> notes = {kAlignmentNote};
-    std::string why;
-    if (failed) {
-      // After a failure the bootstrap is usually aborted: then the gather
-      // would only fail (or wait for ranks that will not come). The ranks
-      // sent their steps with their reports instead.
-      if (Status s = world_->bootstrap().PollAbort(); !s.ok()) why = s.message();
-    }
-    const RankTrace mine = world_->OwnSteps(trace);
-    if (!why.empty() && me != 0) {
-      // This rank's steps went to rank 0 with its report; all of them here.
-      std::fprintf(stderr,
-                   "fathom coll: rank %d: --trace: the run failed; %zu of %zu events went to "
-                   "rank 0 with this rank's report, all of them are in %s\n",
-                   me, world_->reported_trace_events(), trace.events.size(), own_path.c_str());
-      notes.push_back("rank " + std::to_string(me) + "'s steps only, all of them; rank 0's " +
-                      path + " has every rank's that reached it");
-      return WriteTextFile(own_path, MergedTraceJson({mine}, notes)) ? kExitOk : kExitUsage;
-    }
-    if (!why.empty()) {
-      auto all = world_->TracesAfterFailure(trace);
-      if (all.ok() && all->size() > 1) {
-        notes.push_back("the run failed (" + why +
-                        "); the other ranks sent their steps with their reports");
-        for (const RankTrace& r : *all) {
-          if (r.events.size() < r.total_events) {
-            notes.push_back("rank " + std::to_string(r.rank) + ": the first " +
-                            std::to_string(r.events.size()) + " of " +
-                            std::to_string(r.total_events) + " events; all of them are in " + path +
-                            "." + std::to_string(r.rank) + " on rank " + std::to_string(r.rank) +
-                            "'s host");
-          }
-        }
-        if (all->size() < static_cast<size_t>(nranks())) {
-          notes.push_back(std::to_string(nranks() - static_cast<int>(all->size())) +
-                          " rank(s) sent no steps (their process may be gone)");
-        }
-        return WriteTextFile(path, MergedTraceJson(*all, notes)) ? kExitOk : kExitUsage;
-      }
-      if (!all.ok()) why += "; " + all.status().message();
-    }
-    if (why.empty()) {
-      size_t sent = 0;
-      auto all = world_->GatherTrace(trace, kTraceGatherBudgetBytes, &sent);
-      if (all.ok()) {
-        int rc = kExitOk;
-        if (sent < trace.events.size()) {
-          std::fprintf(stderr,
-                       "fathom coll: rank %d: --trace: %zu of %zu events went to rank 0 (%zu "
-                       "bytes per rank at most); all of them are in %s\n",
-                       me, sent, trace.events.size(),
-                       kTraceGatherBudgetBytes / static_cast<size_t>(std::max(1, nranks() - 1)),
-                       own_path.c_str());
-          if (!WriteTextFile(own_path, MergedTraceJson({mine}, notes))) rc = kExitUsage;
-        }
-        if (me != 0) return rc;
-        for (const RankTrace& r : *all) {
-          if (r.events.size() < r.total_events) {
-            notes.push_back(
-                "rank " + std::to_string(r.rank) + ": the first " +
-                std::to_string(r.events.size()) + " of " + std::to_string(r.total_events) +
-                " events (the gather's share per rank is full); all of them are in " + path + "." +
-                std::to_string(r.rank) + " on rank " + std::to_string(r.rank) + "'s host");
-            std::fprintf(stderr, "fathom coll: --trace %s: %s\n", path.c_str(),
-                         notes.back().c_str());
-          }
-        }
-        return WriteTextFile(path, MergedTraceJson(*all, notes)) ? rc : kExitUsage;
-      }
-      why = all.status().message();
-    }
-    const std::string where = me == 0 ? path : own_path;
-    notes.push_back("rank " + std::to_string(me) +
-                    "'s steps only: the ranks' traces could not be gathered (" + why +
-                    "); rank 0 writes " + path + ", each other rank " + path +
-                    ".<rank> on its own host, all on this timeline");
-    std::fprintf(stderr,
-                 "fathom coll: rank %d: --trace: cannot gather every rank's steps on rank 0 "
-                 "(%s); wrote this rank's to %s\n",
-                 me, why.c_str(), where.c_str());
-    return WriteTextFile(where, MergedTraceJson({mine}, notes)) ? kExitOk : kExitUsage;
-  }
-
- private:
-  // What every rank downloads for the gather at most (every round goes to
-  // every rank): rank r > 0 may send budget / (nranks - 1) bytes, about
-  // 60 bytes an event.
-  static constexpr size_t kTraceGatherBudgetBytes = size_t{64} << 20;
-  static constexpr const char* kAlignmentNote =
-      "ts 0 = each rank's exit from the bootstrap barrier after connecting; ranks are aligned to "
-      "that barrier's skew";
-  VerbsWorld* world_;
-  int average_;
 };
 
 struct Parsed {
@@ -583,215 +251,41 @@ StatusOr<Parsed> ParseFlags(const Options& o, std::vector<std::string>* notes) {
   return p;
 }
 
-std::string SizeText(uint64_t bytes) {
-  char buf[32];
-  if (bytes >= (uint64_t{1} << 30) && bytes % (uint64_t{1} << 30) == 0) {
-    std::snprintf(buf, sizeof(buf), "%lluG", static_cast<unsigned long long>(bytes >> 30));
-  } else if (bytes >= (uint64_t{1} << 20) && bytes % (uint64_t{1} << 20) == 0) {
-    std::snprintf(buf, sizeof(buf), "%lluM", static_cast<unsigned long long>(bytes >> 20));
-  } else if (bytes >= 1024 && bytes % 1024 == 0) {
-    std::snprintf(buf, sizeof(buf), "%lluK", static_cast<unsigned long long>(bytes >> 10));
-  } else {
-    std::snprintf(buf, sizeof(buf), "%llu", static_cast<unsigned long long>(bytes));
-  }
-  return buf;
+// The sweep as the flags ask for it.
+SweepOptions SweepFromFlags(const Options& o, const Parsed& p) {
+  SweepOptions s;
+  s.kind = p.kind;
+  s.combos = p.combos;
+  s.algo = p.algo;
+  s.sizes = p.sizes;
+  s.min_bytes = p.min_bytes;
+  s.max_bytes = p.max_bytes;
+  s.step_bytes = p.step_bytes;
+  s.step_factor = o.stepfactor;
+  s.nthreads = o.nthreads;
+  s.ngpus = o.ngpus;
+  s.iters = o.iters;
+  s.warmup = o.warmup;
+  s.agg_iters = o.agg_iters;
+  s.check = o.check;
+  s.run_cycles = o.run_cycles;
+  s.root = o.root;
+  s.modelled = o.modelled;
+  s.json = o.json;
+  s.trace_path = o.trace;
+  return s;
 }
 
-double GiB(uint64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(1u << 30); }
-
-// The nccl-tests loop, the same for both backends: per (type, op) and size,
-// out-of-place then in-place, warmup + timed iterations (-m collectives
-// each), then the checked iterations; -N times over.
-int RunSweep(const Options& o, const Parsed& p, Backend& backend, const CommOptions& comm) {
-  const int n = backend.nranks();
-  const std::vector<int> local = backend.local_ranks();
-  const Picoseconds alpha = Picoseconds::FromMicroseconds(2);
-  const BitsPerSecond bw = backend.link_bandwidth();
-  const int checks = o.modelled ? 0 : o.check;
-  const bool rooted = p.kind == CollKind::kBroadcast;
-  const bool reduces = p.kind == CollKind::kAllReduce || p.kind == CollKind::kReduceScatter;
-  const bool print = backend.prints();
-  // One set of buffers for every type: sizes are bytes, so buffers built for
-  // the smallest element hold every type's count.
-  DataType smallest = p.combos.front().first;
-  for (const auto& c : p.combos) {
-    if (DataTypeSize(c.first) < DataTypeSize(smallest)) smallest = c.first;
-  }
-  std::vector<std::unique_ptr<RankBuffers>> bufs;
-  if (!o.modelled) {
-    const uint64_t unit = CountUnitBytes(p.kind, n, smallest);
-    const uint64_t max_count = p.sizes.empty() ? 0 : p.sizes.back() / unit;
-    const uint64_t need =
-        static_cast<uint64_t>(local.size()) * RankBuffers::BytesFor(p.kind, n, smallest, max_count);
-    const uint64_t avail = AvailableMemoryBytes();
-    if (avail > 0 && need > avail) {
-      std::fprintf(
-          stderr,
-          "fathom coll: -e %s: the buffers of the %zu rank(s) in this process need %.1f "
-          "GiB, more than the %.1f GiB of memory available here (MemAvailable); lower "
-          "-e%s\n",
-          SizeText(p.sizes.back()).c_str(), local.size(), GiB(need), GiB(avail),
-          std::string(backend.name()) == "sim" ? ", or add --modelled (timing only, no data)" : "");
+int ExitCode(SweepResult r) {
+  switch (r) {
+    case SweepResult::kOk:
+      return kExitOk;
+    case SweepResult::kFailure:
+      return kExitFailure;
+    case SweepResult::kUsage:
       return kExitUsage;
-    }
-    for (int r : local) {
-      bufs.push_back(std::make_unique<RankBuffers>(p.kind, n, r, smallest, max_count));
-    }
   }
-  Progress progress(!o.json && isatty(STDERR_FILENO) != 0);
-  backend.WatchProgress(&progress);
-  Trace trace;
-  std::vector<ReportRow> rows;
-  if (!o.json) {
-    const std::vector<std::string> devices = backend.DeviceLines();  // every rank takes part
-    if (print) {
-      SweepParams sp;
-      sp.nthreads = o.nthreads;
-      sp.ngpus = o.ngpus;
-      sp.min_bytes = p.min_bytes;
-      sp.max_bytes = p.max_bytes;
-      sp.step_bytes = p.step_bytes;
-      sp.step_factor = o.stepfactor;
-      sp.warmup_iters = o.warmup;
-      sp.iters = o.iters;
-      sp.agg_iters = o.agg_iters;
-      sp.check = checks;
-      sp.graph = 0;
-      std::printf("%s#\n# Using devices\n", ParamsLine(sp).c_str());
-      for (const std::string& d : devices) std::printf("%s", d.c_str());
-      std::printf("#\n");
-      std::string types;
-      for (const auto& c : p.combos) {
-        const std::string t(DataTypeName(c.first));
-        if (types.find(t) == std::string::npos) types += (types.empty() ? "" : ",") + t;
-      }
-      std::printf("# fathom coll %s: backend %s, %s, %s, channels %d, chunk %llu B%s\n",
-                  std::string(CollKindName(p.kind)).c_str(), backend.name(),
-                  backend.Where().c_str(), types.c_str(), comm.channels,
-                  static_cast<unsigned long long>(comm.chunk_bytes),
-                  o.modelled ? ", modelled bytes (no data, no check)" : "");
-      std::printf("#\n%s", TableHeader().c_str());
-      std::fflush(stdout);
-    }
-  }
-  int exit_code = kExitOk;
-  std::string failure;
-  for (int cycle = 0; failure.empty() && (o.run_cycles == 0 || cycle < o.run_cycles); ++cycle) {
-    for (const auto& [type, op] : p.combos) {
-      if (!failure.empty()) break;
-      for (auto& b : bufs) b->SetType(type);
-      const uint64_t unit = CountUnitBytes(p.kind, n, type);
-      for (size_t si = 0; si < p.sizes.size() && failure.empty(); ++si) {
-        const uint64_t size = p.sizes[si];
-        const uint64_t count = size / unit;
-        ReportRow row;
-        row.size_bytes = count * unit;
-        row.count = count;
-        row.type = type;
-        row.redop = reduces ? std::string(RedOpName(op)) : "none";
-        row.root = rooted ? o.root : -1;
-        CollSpec spec;
-        spec.kind = p.kind;
-        spec.nranks = n;
-        spec.count = count;
-        spec.root = o.root;
-        spec.algorithm = p.algo == Algorithm::kAuto
-                             ? ChooseAlgorithm(p.kind, row.size_bytes, n, alpha, bw)
-                             : p.algo;
-        if (p.kind != CollKind::kAllReduce) spec.algorithm = Algorithm::kRing;
-        // What ran: BuildPlan runs a barrier as a tree, a broadcast as a chain.
-        row.algo = p.kind == CollKind::kBarrier     ? "tree"
-                   : p.kind == CollKind::kBroadcast ? "chain"
-                                                    : std::string(AlgorithmName(spec.algorithm));
-        for (int place = 0; place < 2 && failure.empty(); ++place) {
-          std::vector<const void*> in(local.size(), nullptr);
-          std::vector<void*> out(local.size(), nullptr);
-          auto fill = [&] {
-            for (size_t i = 0; i < bufs.size(); ++i) {
-              bufs[i]->Fill(count, place == 1);
-              in[i] = bufs[i]->in();
-              out[i] = bufs[i]->out();
-            }
-          };
-          fill();
-          if (Status s = backend.Barrier(); !s.ok()) {
-            failure = s.message() + "\n";
-            break;
-          }
-          const int timed = o.iters * o.agg_iters;
-          const int total = o.warmup + timed + checks;
-          double total_us = 0;
-          int64_t wrong = checks > 0 ? 0 : -1;
-          for (int it = 0; it < total; ++it) {
-            const bool checking = it >= o.warmup + timed;
-            if (checking) fill();
-            char what[160];
-            std::snprintf(what, sizeof(what), "%s %s %s %s (%zu/%zu) %s %s %d/%d",
-                          std::string(CollKindName(p.kind)).c_str(),
-                          std::string(DataTypeName(type)).c_str(), row.redop.c_str(),
-                          SizeText(size).c_str(), si + 1, p.sizes.size(),
-                          place == 0 ? "out-of-place" : "in-place",
-                          it < o.warmup ? "warmup"
-                          : checking    ? "check"
-                                        : "iter",
-                          it < o.warmup ? it + 1
-                          : checking    ? it - o.warmup - timed + 1
-                                        : it - o.warmup + 1,
-                          it < o.warmup ? o.warmup
-                          : checking    ? checks
-                                        : timed);
-            progress.Update(what);
-            Trace* t = (!o.trace.empty() && place == 0 && it == o.warmup) ? &trace : nullptr;
-            RunOutcome res = backend.Run(spec, type, op, in, out, t);
-            if (!res.status.ok()) {
-              failure = res.report.empty() ? res.status.message() + "\n" : res.report;
-              break;
-            }
-            if (it >= o.warmup && !checking) total_us += (res.end - res.start).us();
-            if (checking) {
-              for (const auto& b : bufs) wrong += b->CountWrong(count, op, o.root);
-            }
-          }
-          if (!failure.empty()) break;
-          double time_us = total_us / timed;
-          if (Status s = backend.Combine(&time_us, &wrong); !s.ok()) {
-            failure = s.message() + "\n";
-            break;
-          }
-          if (wrong > 0) exit_code = kExitFailure;
-          (place == 0 ? row.out_of_place : row.in_place) =
-              Measure(p.kind, n, row.size_bytes, time_us, wrong);
-        }
-        if (!failure.empty()) break;
-        rows.push_back(row);
-        if (print && !o.json) {
-          progress.Clear();
-          std::printf("%s", TableRow(row).c_str());
-          std::fflush(stdout);
-        }
-      }
-    }
-  }
-  backend.WatchProgress(nullptr);
-  progress.Clear();
-  if (!failure.empty()) exit_code = kExitFailure;
-  if (!o.trace.empty()) {
-    if (int rc = backend.WriteTrace(o.trace, trace, !failure.empty()); rc != kExitOk) return rc;
-  }
-  if (o.json && (print || !failure.empty())) {
-    std::printf(
-        "{\"op\":\"%s\",\"backend\":\"%s\",\"nranks\":%d,%s,\"rows\":%s,"
-        "\"avg_busbw_gbs\":%g,\"status\":\"%s\",\"report\":\"%s\"}\n",
-        std::string(CollKindName(p.kind)).c_str(), backend.name(), n, backend.WhereJson().c_str(),
-        RowsToJson(rows).c_str(), AverageBusBw(rows),
-        failure.empty() ? (exit_code == kExitOk ? "ok" : "wrong") : "failed",
-        JsonEscape(failure).c_str());
-  } else if (print && !o.json) {
-    std::printf("%s", TableFooter(rows).c_str());
-    if (!failure.empty()) std::printf("# %s: run stopped\n", "FAILED");
-  }
-  if (!failure.empty()) std::fprintf(stderr, "%s", failure.c_str());
-  return exit_code;
+  return kExitFailure;
 }
 
 CommOptions CommFromFlags(const Options& o, const Parsed& p) {
@@ -849,7 +343,7 @@ int RunSim(const Options& o, const Parsed& p) {
     faults = std::move(f).value();
   }
   SimBackend backend(&world);
-  return RunSweep(o, p, backend, wopt.comm);
+  return ExitCode(RunSweep(SweepFromFlags(o, p), backend, wopt.comm));
 }
 
 int RunVerbs(const Options& o, const Parsed& p) {
@@ -915,7 +409,7 @@ int RunVerbs(const Options& o, const Parsed& p) {
                                                                                  : kExitFailure;
   }
   VerbsBackend backend(world_or.value().get(), o.average);
-  int rc = RunSweep(o, p, backend, wopt.comm);
+  int rc = ExitCode(RunSweep(SweepFromFlags(o, p), backend, wopt.comm));
   if (Status s = world_or.value()->Finish(); !s.ok() && rc == kExitOk) {
     std::fprintf(stderr, "fathom coll: rank %d: %s\n", o.rank, s.ToString().c_str());
     rc = kExitFailure;

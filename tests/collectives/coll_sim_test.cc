@@ -9,10 +9,13 @@
 #include <vector>
 
 #include "topologies/builders.h"
-#include "transport/collectives/sim_world.h"
+#include "transport/worlds/sim_world.h"
 
 namespace fathom::transport::coll {
 namespace {
+
+using worlds::SimWorld;
+using worlds::SimWorldOptions;
 
 // A topology with at least n hosts: a k=4 fat-tree (16 hosts) or the
 // medium preset (128) or a k=8 fat-tree.

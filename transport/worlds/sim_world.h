@@ -17,12 +17,12 @@
 #include "transport/collectives/driver.h"
 #include "transport/emulated/emulated.h"
 
-namespace fathom::transport::coll {
+namespace fathom::transport::worlds {
 
 struct SimWorldOptions {
   int nranks = 0;  // ranks, placed by PlaceRanks(); 0 = as many as PlaceRanks finds
   uint64_t seed = 1;
-  CommOptions comm;
+  coll::CommOptions comm;
   emulated::EmulatedOptions emulated;
   sim::NetworkConfig network;
   // No rank progressed for this long (virtual time): the watchdog fires.
@@ -49,12 +49,13 @@ class SimWorld {
   sim::Network& network() { return *network_; }
   emulated::EmulatedFabric& fabric() { return *fabric_; }
   const topo::Topology& topology() const { return *topology_; }
-  Communicator& comm(int rank) { return *comms_[static_cast<size_t>(rank)]; }
+  coll::Communicator& comm(int rank) { return *comms_[static_cast<size_t>(rank)]; }
 
   // Runs one collective on all ranks; in[r] / out[r] are rank r's buffers
   // (null in modelled mode). spec.algorithm must be resolved.
-  RunOutcome Run(const CollSpec& spec, DataType type, RedOp op, const std::vector<const void*>& in,
-                 const std::vector<void*>& out, Trace* trace = nullptr);
+  coll::RunOutcome Run(const coll::CollSpec& spec, coll::DataType type, coll::RedOp op,
+                       const std::vector<const void*>& in, const std::vector<void*>& out,
+                       coll::Trace* trace = nullptr);
 
  private:
   SimWorld() = default;
@@ -64,8 +65,8 @@ class SimWorld {
   std::unique_ptr<sim::Network> network_;
   std::unique_ptr<emulated::EmulatedFabric> fabric_;
   std::vector<std::unique_ptr<Device>> devices_;
-  std::vector<std::unique_ptr<Communicator>> comms_;
-  std::unique_ptr<Driver> driver_;
+  std::vector<std::unique_ptr<coll::Communicator>> comms_;
+  std::unique_ptr<coll::Driver> driver_;
 };
 
-}  // namespace fathom::transport::coll
+}  // namespace fathom::transport::worlds

@@ -1,8 +1,10 @@
-#include "transport/collectives/sim_world.h"
+#include "transport/worlds/sim_world.h"
 
 #include <algorithm>
 
-namespace fathom::transport::coll {
+namespace fathom::transport::worlds {
+
+using namespace fathom::transport::coll;  // NOLINT: the worlds run the collectives
 
 StatusOr<std::vector<int>> PlaceRanks(const topo::Topology& topology, int nranks) {
   const auto& hosts = topology.hosts();
@@ -98,4 +100,4 @@ RunOutcome SimWorld::Run(const CollSpec& spec, DataType type, RedOp op,
   return driver_->Run(ptrs);
 }
 
-}  // namespace fathom::transport::coll
+}  // namespace fathom::transport::worlds
