@@ -34,7 +34,6 @@
 #include <string>
 #include <vector>
 
-#include "fabric/sim/fault_attach.h"
 #include "fabric/sim/scenario.h"
 #include "tools/coll_flags.h"
 #include "tools/command.h"
@@ -76,38 +75,23 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
   wopt.comm = CommFromFlags(o, p);
   wopt.emulated.rxe_infinite_retry = o.rxe;
   if (p.timeout_s > 0) wopt.watchdog = Picoseconds::FromSeconds(p.timeout_s);
-  topo::Topology topology;
-  std::unique_ptr<sim::LoadedScenario> scenario;
+  std::unique_ptr<SimWorld> world;
   if (!o.scenario.empty()) {
     auto sc = sim::LoadScenario(o.scenario);
     if (!sc.ok()) return usage(sc.status());
-    scenario = std::make_unique<sim::LoadedScenario>(std::move(sc).value());
-    topology = scenario->topology;
-    const auto& t = scenario->spec.transport();
-    if (t.has_ib_timeout()) wopt.comm.qp.timeout = t.ib_timeout();
-    if (t.has_retry_cnt()) wopt.comm.qp.retry_cnt = t.retry_cnt();
-    if (t.has_qps_per_connection()) wopt.comm.channels = t.qps_per_connection();
-    if (t.has_mtu_bytes()) wopt.comm.qp.path_mtu = t.mtu_bytes();
-    if (t.rxe_infinite_retry()) wopt.emulated.rxe_infinite_retry = true;
-    if (scenario->spec.seed() != 0) wopt.seed = scenario->spec.seed();
+    auto w = SimWorld::CreateFromScenario(sc.value(), wopt);
+    if (!w.ok()) return usage(w.status());
+    world = std::move(w).value();
   } else {
     auto t = o.topology.find(".yaml") != std::string::npos ? topo::LoadTopologyFile(o.topology)
                                                            : topo::BuildPreset(o.topology);
     if (!t.ok()) return usage(t.status().WithContext("--topology"));
-    topology = std::move(t).value();
+    auto w = SimWorld::Create(std::move(t).value(), wopt);
+    if (!w.ok()) return usage(w.status());
+    world = std::move(w).value();
   }
-  auto world_or = SimWorld::Create(std::move(topology), wopt);
-  if (!world_or.ok()) return usage(world_or.status());
-  auto& world = *world_or.value();
-  std::unique_ptr<sim::FaultAttachment> faults;
-  if (scenario && scenario->spec.faults_size() > 0) {
-    auto f = sim::FaultAttachment::Attach(&world.network(), scenario->spec.faults(), wopt.seed,
-                                          scenario->map);
-    if (!f.ok()) return usage(f.status());
-    faults = std::move(f).value();
-  }
-  SimBackend backend(&world);
-  return ExitCode(RunSweep(SweepFromFlags(o, p), backend, wopt.comm));
+  SimBackend backend(world.get());
+  return ExitCode(RunSweep(SweepFromFlags(o, p), backend, world->comm_options()));
 }
 
 int RunVerbs(const CollOptions& o, const CollParsed& p) {

@@ -76,10 +76,31 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
     return fabric->Evidence(refs);
   };
   w->driver_ = std::make_unique<Driver>(&w->fabric_->clock(), comms, dopt);
+  w->comm_options_ = options.comm;
+  return w;
+}
+
+StatusOr<std::unique_ptr<SimWorld>> SimWorld::CreateFromScenario(
+    const sim::LoadedScenario& scenario, SimWorldOptions options) {
+  const auto& t = scenario.spec.transport();
+  if (t.has_ib_timeout()) options.comm.qp.timeout = t.ib_timeout();
+  if (t.has_retry_cnt()) options.comm.qp.retry_cnt = t.retry_cnt();
+  if (t.has_qps_per_connection()) options.comm.channels = t.qps_per_connection();
+  if (t.has_mtu_bytes()) options.comm.qp.path_mtu = t.mtu_bytes();
+  if (t.rxe_infinite_retry()) options.emulated.rxe_infinite_retry = true;
+  if (scenario.spec.seed() != 0) options.seed = scenario.spec.seed();
+  FATHOM_ASSIGN_OR_RETURN(std::unique_ptr<SimWorld> w, Create(scenario.topology, options));
+  if (scenario.spec.faults_size() > 0) {
+    FATHOM_ASSIGN_OR_RETURN(w->faults_,
+                            sim::FaultAttachment::Attach(w->network_.get(), scenario.spec.faults(),
+                                                         options.seed, scenario.map));
+  }
   return w;
 }
 
 SimWorld::~SimWorld() {
+  // The faults hook the network's links: they go first.
+  faults_.reset();
   driver_.reset();
   comms_.clear();
   devices_.clear();
