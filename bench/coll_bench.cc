@@ -11,11 +11,13 @@
 
 #include "topologies/builders.h"
 #include "transport/collectives/report.h"
-#include "transport/collectives/sim_world.h"
+#include "transport/worlds/sim_world.h"
 
 int main(int argc, char** argv) {
   using namespace fathom;
   using namespace fathom::transport::coll;
+  using fathom::transport::worlds::SimWorld;
+  using fathom::transport::worlds::SimWorldOptions;
   const uint64_t bytes = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : uint64_t{1} << 30;
   const std::string preset = argc > 2 ? argv[2] : "large";
   const std::string algo = argc > 3 ? argv[3] : "ring";

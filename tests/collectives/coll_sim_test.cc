@@ -8,11 +8,15 @@
 #include <cstring>
 #include <vector>
 
+#include "fabric/sim/scenario.h"
 #include "topologies/builders.h"
-#include "transport/collectives/sim_world.h"
+#include "transport/worlds/sim_world.h"
 
 namespace fathom::transport::coll {
 namespace {
+
+using worlds::SimWorld;
+using worlds::SimWorldOptions;
 
 // A topology with at least n hosts: a k=4 fat-tree (16 hosts) or the
 // medium preset (128) or a k=8 fat-tree.
@@ -295,6 +299,72 @@ TEST(CollSimTest, BarrierCompletesOnEveryRank) {
   RunOutcome res = world->Run(spec, DataType::kInt32, RedOp::kSum, in, out);
   ASSERT_TRUE(res.status.ok()) << res.status.ToString();
   for (int r = 0; r < 7; ++r) EXPECT_EQ(outs[r], 7);
+}
+
+// A scenario's world: its topology, its transport settings over the
+// caller's, and its faults attached (a black hole on h0's link: the barrier
+// fails with retry exceeded; without the fault it completes).
+std::string BlackHoleScenario(bool with_fault) {
+  std::string yaml = R"(name: world-from-scenario
+seed: 5
+end_time_us: 10000
+topology:
+  preset: "leaf-spine:leaves=2,spines=1,hosts=2,gpus=1"
+transport:
+  ib_timeout: 8
+  retry_cnt: 2
+  qps_per_connection: 2
+workload:
+  pattern: flows
+  flows:
+    - {src: h0, dst: h2, bytes: 4096}
+)";
+  if (with_fault) yaml += "faults:\n  - {kind: black_hole, link: h0-leaf0, from: h0}\n";
+  return yaml;
+}
+
+RunOutcome RunBarrier(SimWorld& world) {
+  const int n = world.nranks();
+  CollSpec spec;
+  spec.kind = CollKind::kBarrier;
+  spec.algorithm = Algorithm::kTree;
+  spec.nranks = n;
+  std::vector<int32_t> ones(static_cast<size_t>(n), 1), outs(static_cast<size_t>(n), 0);
+  std::vector<const void*> in;
+  std::vector<void*> out;
+  for (int r = 0; r < n; ++r) {
+    in.push_back(&ones[static_cast<size_t>(r)]);
+    out.push_back(&outs[static_cast<size_t>(r)]);
+  }
+  return world.Run(spec, DataType::kInt32, RedOp::kSum, in, out);
+}
+
+TEST(SimWorldTest, CreateFromScenarioTakesItsTransportAndFaults) {
+  SimWorldOptions opt;
+  opt.comm.qp.timeout = 14;
+  opt.comm.qp.retry_cnt = 7;
+  opt.comm.channels = 1;
+  opt.comm.chunk_bytes = 64 << 10;
+  for (bool with_fault : {false, true}) {
+    SCOPED_TRACE(with_fault ? "black hole" : "no fault");
+    auto sc = sim::LoadScenarioString(BlackHoleScenario(with_fault), "world.yaml");
+    ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+    auto world_or = SimWorld::CreateFromScenario(sc.value(), opt);
+    ASSERT_TRUE(world_or.ok()) << world_or.status().ToString();
+    SimWorld& world = *world_or.value();
+    EXPECT_EQ(world.nranks(), 4);
+    EXPECT_EQ(world.comm_options().qp.timeout, 8);
+    EXPECT_EQ(world.comm_options().qp.retry_cnt, 2);
+    EXPECT_EQ(world.comm_options().channels, 2);
+    EXPECT_EQ(world.comm_options().chunk_bytes, uint64_t{64} << 10);  // not in the scenario
+    RunOutcome res = RunBarrier(world);
+    if (with_fault) {
+      EXPECT_FALSE(res.status.ok());
+      EXPECT_NE(res.report.find("IBV_WC_RETRY_EXC_ERR"), std::string::npos) << res.report;
+    } else {
+      EXPECT_TRUE(res.status.ok()) << res.status.ToString() << res.report;
+    }
+  }
 }
 
 }  // namespace

@@ -12,10 +12,13 @@
 
 #include "fabric/sim/packet.h"
 #include "topologies/builders.h"
-#include "transport/collectives/sim_world.h"
+#include "transport/worlds/sim_world.h"
 
 namespace fathom::transport::coll {
 namespace {
+
+using worlds::SimWorld;
+using worlds::SimWorldOptions;
 
 topo::Topology MtuMismatchFabric() {
   topo::LeafSpineOptions o;

@@ -30,7 +30,7 @@
 #include "transport/verbs/verbs_device.h"
 #include "transport/wait.h"
 
-namespace fathom::transport::coll {
+namespace fathom::transport::worlds {
 
 struct VerbsWorldOptions {
   int nranks = 2;
@@ -45,7 +45,7 @@ struct VerbsWorldOptions {
   // watchdog, so that a stuck rank is reported by its own watchdog first.
   Picoseconds bootstrap_timeout = Picoseconds::FromSeconds(60);
   verbs::DeviceOptions device;  // cq_mode: busy polling (default) or completion events
-  CommOptions comm;
+  coll::CommOptions comm;
   // No completion and no step on this rank for this long (wall time): the
   // watchdog stops the run.
   Picoseconds watchdog = Picoseconds::FromSeconds(30);
@@ -61,7 +61,7 @@ class VerbsWorld {
   int rank() const { return options_.rank; }
   int nranks() const { return options_.nranks; }
   const DeviceInfo& device_info() const { return device_->info(); }
-  Communicator& comm() { return *comm_; }
+  coll::Communicator& comm() { return *comm_; }
   bootstrap::Rank& bootstrap() { return *boot_; }
 
   // Runs one collective on this rank (spec.algorithm resolved; every rank
@@ -69,8 +69,8 @@ class VerbsWorld {
   // ranks are told before it returns. On any failure every rank sends its
   // report (where it stood) to the root, and rank 0's report ends with all
   // of them: the hang seen from every rank, in one place.
-  RunOutcome Run(const CollSpec& spec, DataType type, RedOp op, const void* in, void* out,
-                 Trace* trace = nullptr);
+  coll::RunOutcome Run(const coll::CollSpec& spec, coll::DataType type, coll::RedOp op,
+                       const void* in, void* out, coll::Trace* trace = nullptr);
 
   // This rank's clock reading (the clock of Run()'s trace events) just as it
   // left the bootstrap barrier that ends the connection setup: the common
@@ -80,7 +80,7 @@ class VerbsWorld {
   // microseconds on a LAN, more in busy VMs), not better.
   Picoseconds trace_origin() const { return trace_origin_; }
   // All of `trace` as this rank's RankTrace, on that timeline.
-  RankTrace OwnSteps(const Trace& trace) const;
+  coll::RankTrace OwnSteps(const coll::Trace& trace) const;
 
   // Sends this rank's `trace` to rank 0 through the bootstrap
   // (AllGatherChunked), its clock shifted by trace_origin(). Rank 0 gets
@@ -89,8 +89,8 @@ class VerbsWorld {
   // round); the other ranks get an empty vector. *sent is how many of this
   // rank's events went. Every rank calls it at the same point, with a
   // bootstrap that was not aborted.
-  StatusOr<std::vector<RankTrace>> GatherTrace(const Trace& trace, size_t budget_bytes,
-                                               size_t* sent);
+  StatusOr<std::vector<coll::RankTrace>> GatherTrace(const coll::Trace& trace, size_t budget_bytes,
+                                                     size_t* sent);
 
   // Says goodbye to the bootstrap; rank 0 then waits (bounded) until every
   // rank has, so its root outlives the others' last round. The destructor
@@ -101,7 +101,7 @@ class VerbsWorld {
   // `trace`) and those the other ranks sent with their reports (their first
   // events within kMaxReportTraceBytes each), by rank; FAILED_PRECONDITION
   // elsewhere. On the other ranks, how many of their events went.
-  StatusOr<std::vector<RankTrace>> TracesAfterFailure(const Trace& trace) const;
+  StatusOr<std::vector<coll::RankTrace>> TracesAfterFailure(const coll::Trace& trace) const;
   size_t reported_trace_events() const { return reported_trace_events_; }
 
  private:
@@ -137,12 +137,12 @@ class VerbsWorld {
   std::unique_ptr<bootstrap::Root> root_;
   std::unique_ptr<bootstrap::Rank> boot_;
   std::unique_ptr<Device> device_;
-  std::unique_ptr<Communicator> comm_;
-  std::unique_ptr<Driver> driver_;
+  std::unique_ptr<coll::Communicator> comm_;
+  std::unique_ptr<coll::Driver> driver_;
   Picoseconds trace_origin_;
   bool finished_ = false;
   std::vector<proto::Report> failure_reports_;  // rank 0, after a failed Run()
   size_t reported_trace_events_ = 0;
 };
 
-}  // namespace fathom::transport::coll
+}  // namespace fathom::transport::worlds

@@ -4,7 +4,8 @@
 // and the benchmark use it, so they all run the same code path as verbs.
 //
 // Ownership: a SimWorld owns the topology, engine, network, devices and
-// communicators it builds; callers own the buffers they pass to Run().
+// communicators it builds (and a scenario's faults, CreateFromScenario);
+// callers own the buffers they pass to Run().
 #pragma once
 
 #include <memory>
@@ -12,17 +13,19 @@
 #include <vector>
 
 #include "fabric/sim/engine.h"
+#include "fabric/sim/fault_attach.h"
 #include "fabric/sim/network.h"
+#include "fabric/sim/scenario.h"
 #include "topologies/topology.h"
 #include "transport/collectives/driver.h"
 #include "transport/emulated/emulated.h"
 
-namespace fathom::transport::coll {
+namespace fathom::transport::worlds {
 
 struct SimWorldOptions {
   int nranks = 0;  // ranks, placed by PlaceRanks(); 0 = as many as PlaceRanks finds
   uint64_t seed = 1;
-  CommOptions comm;
+  coll::CommOptions comm;
   emulated::EmulatedOptions emulated;
   sim::NetworkConfig network;
   // No rank progressed for this long (virtual time): the watchdog fires.
@@ -42,6 +45,12 @@ class SimWorld {
  public:
   static StatusOr<std::unique_ptr<SimWorld>> Create(topo::Topology topology,
                                                     const SimWorldOptions& options);
+  // A world on a scenario: its topology; its transport settings where it
+  // sets them (ib_timeout, retry_cnt, qps_per_connection, mtu_bytes,
+  // rxe_infinite_retry) over `options`; its seed when not 0; and its faults,
+  // attached to the network and owned by the world.
+  static StatusOr<std::unique_ptr<SimWorld>> CreateFromScenario(const sim::LoadedScenario& scenario,
+                                                                SimWorldOptions options);
   ~SimWorld();
 
   int nranks() const { return static_cast<int>(comms_.size()); }
@@ -49,12 +58,16 @@ class SimWorld {
   sim::Network& network() { return *network_; }
   emulated::EmulatedFabric& fabric() { return *fabric_; }
   const topo::Topology& topology() const { return *topology_; }
-  Communicator& comm(int rank) { return *comms_[static_cast<size_t>(rank)]; }
+  coll::Communicator& comm(int rank) { return *comms_[static_cast<size_t>(rank)]; }
+  // What the ranks' communicators were built with (a scenario's settings
+  // applied).
+  const coll::CommOptions& comm_options() const { return comm_options_; }
 
   // Runs one collective on all ranks; in[r] / out[r] are rank r's buffers
   // (null in modelled mode). spec.algorithm must be resolved.
-  RunOutcome Run(const CollSpec& spec, DataType type, RedOp op, const std::vector<const void*>& in,
-                 const std::vector<void*>& out, Trace* trace = nullptr);
+  coll::RunOutcome Run(const coll::CollSpec& spec, coll::DataType type, coll::RedOp op,
+                       const std::vector<const void*>& in, const std::vector<void*>& out,
+                       coll::Trace* trace = nullptr);
 
  private:
   SimWorld() = default;
@@ -64,8 +77,10 @@ class SimWorld {
   std::unique_ptr<sim::Network> network_;
   std::unique_ptr<emulated::EmulatedFabric> fabric_;
   std::vector<std::unique_ptr<Device>> devices_;
-  std::vector<std::unique_ptr<Communicator>> comms_;
-  std::unique_ptr<Driver> driver_;
+  std::vector<std::unique_ptr<coll::Communicator>> comms_;
+  std::unique_ptr<coll::Driver> driver_;
+  coll::CommOptions comm_options_;
+  std::unique_ptr<sim::FaultAttachment> faults_;  // a scenario's; on network_
 };
 
-}  // namespace fathom::transport::coll
+}  // namespace fathom::transport::worlds

@@ -1,4 +1,4 @@
-#include "transport/collectives/verbs_world.h"
+#include "transport/worlds/verbs_world.h"
 
 #include <sched.h>
 
@@ -8,7 +8,10 @@
 
 #include "transport/bootstrap/endpoints.h"
 
-namespace fathom::transport::coll {
+namespace fathom::transport::worlds {
+
+using namespace fathom::transport::coll;  // NOLINT: the worlds run the collectives
+
 namespace {
 
 // The abort reason other ranks print: the first line of a completion error,
@@ -274,4 +277,4 @@ VerbsWorld::~VerbsWorld() {
   device_.reset();
 }
 
-}  // namespace fathom::transport::coll
+}  // namespace fathom::transport::worlds

@@ -1,8 +1,10 @@
-#include "transport/collectives/sim_world.h"
+#include "transport/worlds/sim_world.h"
 
 #include <algorithm>
 
-namespace fathom::transport::coll {
+namespace fathom::transport::worlds {
+
+using namespace fathom::transport::coll;  // NOLINT: the worlds run the collectives
 
 StatusOr<std::vector<int>> PlaceRanks(const topo::Topology& topology, int nranks) {
   const auto& hosts = topology.hosts();
@@ -74,10 +76,31 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
     return fabric->Evidence(refs);
   };
   w->driver_ = std::make_unique<Driver>(&w->fabric_->clock(), comms, dopt);
+  w->comm_options_ = options.comm;
+  return w;
+}
+
+StatusOr<std::unique_ptr<SimWorld>> SimWorld::CreateFromScenario(
+    const sim::LoadedScenario& scenario, SimWorldOptions options) {
+  const auto& t = scenario.spec.transport();
+  if (t.has_ib_timeout()) options.comm.qp.timeout = t.ib_timeout();
+  if (t.has_retry_cnt()) options.comm.qp.retry_cnt = t.retry_cnt();
+  if (t.has_qps_per_connection()) options.comm.channels = t.qps_per_connection();
+  if (t.has_mtu_bytes()) options.comm.qp.path_mtu = t.mtu_bytes();
+  if (t.rxe_infinite_retry()) options.emulated.rxe_infinite_retry = true;
+  if (scenario.spec.seed() != 0) options.seed = scenario.spec.seed();
+  FATHOM_ASSIGN_OR_RETURN(std::unique_ptr<SimWorld> w, Create(scenario.topology, options));
+  if (scenario.spec.faults_size() > 0) {
+    FATHOM_ASSIGN_OR_RETURN(w->faults_,
+                            sim::FaultAttachment::Attach(w->network_.get(), scenario.spec.faults(),
+                                                         options.seed, scenario.map));
+  }
   return w;
 }
 
 SimWorld::~SimWorld() {
+  // The faults hook the network's links: they go first.
+  faults_.reset();
   driver_.reset();
   comms_.clear();
   devices_.clear();
@@ -98,4 +121,4 @@ RunOutcome SimWorld::Run(const CollSpec& spec, DataType type, RedOp op,
   return driver_->Run(ptrs);
 }
 
-}  // namespace fathom::transport::coll
+}  // namespace fathom::transport::worlds

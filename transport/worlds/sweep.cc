@@ -1,0 +1,229 @@
+#include "transport/worlds/sweep.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "base/json.h"
+#include "transport/collectives/nccl_tests.h"
+#include "transport/collectives/report.h"
+
+namespace fathom::transport::worlds {
+
+using namespace fathom::transport::coll;  // NOLINT: the sweep runs the collectives
+
+namespace {
+
+std::string SizeText(uint64_t bytes) {
+  char buf[32];
+  if (bytes >= (uint64_t{1} << 30) && bytes % (uint64_t{1} << 30) == 0) {
+    std::snprintf(buf, sizeof(buf), "%lluG", static_cast<unsigned long long>(bytes >> 30));
+  } else if (bytes >= (uint64_t{1} << 20) && bytes % (uint64_t{1} << 20) == 0) {
+    std::snprintf(buf, sizeof(buf), "%lluM", static_cast<unsigned long long>(bytes >> 20));
+  } else if (bytes >= 1024 && bytes % 1024 == 0) {
+    std::snprintf(buf, sizeof(buf), "%lluK", static_cast<unsigned long long>(bytes >> 10));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%llu", static_cast<unsigned long long>(bytes));
+  }
+  return buf;
+}
+
+double GiB(uint64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(1u << 30); }
+
+}  // namespace
+
+SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOptions& comm) {
+  const int n = backend.nranks();
+  const std::vector<int> local = backend.local_ranks();
+  const Picoseconds alpha = Picoseconds::FromMicroseconds(2);
+  const BitsPerSecond bw = backend.link_bandwidth();
+  const int checks = opt.modelled ? 0 : opt.check;
+  const bool rooted = opt.kind == CollKind::kBroadcast;
+  const bool reduces = opt.kind == CollKind::kAllReduce || opt.kind == CollKind::kReduceScatter;
+  const bool print = backend.prints();
+  // One set of buffers for every type: sizes are bytes, so buffers built for
+  // the smallest element hold every type's count.
+  DataType smallest = opt.combos.front().first;
+  for (const auto& c : opt.combos) {
+    if (DataTypeSize(c.first) < DataTypeSize(smallest)) smallest = c.first;
+  }
+  std::vector<std::unique_ptr<RankBuffers>> bufs;
+  if (!opt.modelled) {
+    const uint64_t unit = CountUnitBytes(opt.kind, n, smallest);
+    const uint64_t max_count = opt.sizes.empty() ? 0 : opt.sizes.back() / unit;
+    const uint64_t need = static_cast<uint64_t>(local.size()) *
+                          RankBuffers::BytesFor(opt.kind, n, smallest, max_count);
+    const uint64_t avail = AvailableMemoryBytes();
+    if (avail > 0 && need > avail) {
+      std::fprintf(
+          stderr,
+          "fathom coll: -e %s: the buffers of the %zu rank(s) in this process need %.1f "
+          "GiB, more than the %.1f GiB of memory available here (MemAvailable); lower "
+          "-e%s\n",
+          SizeText(opt.sizes.back()).c_str(), local.size(), GiB(need), GiB(avail),
+          std::string(backend.name()) == "sim" ? ", or add --modelled (timing only, no data)" : "");
+      return SweepResult::kUsage;
+    }
+    for (int r : local) {
+      bufs.push_back(std::make_unique<RankBuffers>(opt.kind, n, r, smallest, max_count));
+    }
+  }
+  Progress progress(!opt.json && isatty(STDERR_FILENO) != 0);
+  backend.WatchProgress(&progress);
+  Trace trace;
+  std::vector<ReportRow> rows;
+  if (!opt.json) {
+    const std::vector<std::string> devices = backend.DeviceLines();  // every rank takes part
+    if (print) {
+      SweepParams sp;
+      sp.nthreads = opt.nthreads;
+      sp.ngpus = opt.ngpus;
+      sp.min_bytes = opt.min_bytes;
+      sp.max_bytes = opt.max_bytes;
+      sp.step_bytes = opt.step_bytes;
+      sp.step_factor = opt.step_factor;
+      sp.warmup_iters = opt.warmup;
+      sp.iters = opt.iters;
+      sp.agg_iters = opt.agg_iters;
+      sp.check = checks;
+      sp.graph = 0;
+      std::printf("%s#\n# Using devices\n", ParamsLine(sp).c_str());
+      for (const std::string& d : devices) std::printf("%s", d.c_str());
+      std::printf("#\n");
+      std::string types;
+      for (const auto& c : opt.combos) {
+        const std::string t(DataTypeName(c.first));
+        if (types.find(t) == std::string::npos) types += (types.empty() ? "" : ",") + t;
+      }
+      std::printf("# fathom coll %s: backend %s, %s, %s, channels %d, chunk %llu B%s\n",
+                  std::string(CollKindName(opt.kind)).c_str(), backend.name(),
+                  backend.Where().c_str(), types.c_str(), comm.channels,
+                  static_cast<unsigned long long>(comm.chunk_bytes),
+                  opt.modelled ? ", modelled bytes (no data, no check)" : "");
+      std::printf("#\n%s", TableHeader().c_str());
+      std::fflush(stdout);
+    }
+  }
+  SweepResult result = SweepResult::kOk;
+  std::string failure;
+  for (int cycle = 0; failure.empty() && (opt.run_cycles == 0 || cycle < opt.run_cycles); ++cycle) {
+    for (const auto& [type, op] : opt.combos) {
+      if (!failure.empty()) break;
+      for (auto& b : bufs) b->SetType(type);
+      const uint64_t unit = CountUnitBytes(opt.kind, n, type);
+      for (size_t si = 0; si < opt.sizes.size() && failure.empty(); ++si) {
+        const uint64_t size = opt.sizes[si];
+        const uint64_t count = size / unit;
+        ReportRow row;
+        row.size_bytes = count * unit;
+        row.count = count;
+        row.type = type;
+        row.redop = reduces ? std::string(RedOpName(op)) : "none";
+        row.root = rooted ? opt.root : -1;
+        CollSpec spec;
+        spec.kind = opt.kind;
+        spec.nranks = n;
+        spec.count = count;
+        spec.root = opt.root;
+        spec.algorithm = opt.algo == Algorithm::kAuto
+                             ? ChooseAlgorithm(opt.kind, row.size_bytes, n, alpha, bw)
+                             : opt.algo;
+        if (opt.kind != CollKind::kAllReduce) spec.algorithm = Algorithm::kRing;
+        // What ran: BuildPlan runs a barrier as a tree, a broadcast as a chain.
+        row.algo = opt.kind == CollKind::kBarrier     ? "tree"
+                   : opt.kind == CollKind::kBroadcast ? "chain"
+                                                      : std::string(AlgorithmName(spec.algorithm));
+        for (int place = 0; place < 2 && failure.empty(); ++place) {
+          std::vector<const void*> in(local.size(), nullptr);
+          std::vector<void*> out(local.size(), nullptr);
+          auto fill = [&] {
+            for (size_t i = 0; i < bufs.size(); ++i) {
+              bufs[i]->Fill(count, place == 1);
+              in[i] = bufs[i]->in();
+              out[i] = bufs[i]->out();
+            }
+          };
+          fill();
+          if (Status s = backend.Barrier(); !s.ok()) {
+            failure = s.message() + "\n";
+            break;
+          }
+          const int timed = opt.iters * opt.agg_iters;
+          const int total = opt.warmup + timed + checks;
+          double total_us = 0;
+          int64_t wrong = checks > 0 ? 0 : -1;
+          for (int it = 0; it < total; ++it) {
+            const bool checking = it >= opt.warmup + timed;
+            if (checking) fill();
+            char what[160];
+            std::snprintf(what, sizeof(what), "%s %s %s %s (%zu/%zu) %s %s %d/%d",
+                          std::string(CollKindName(opt.kind)).c_str(),
+                          std::string(DataTypeName(type)).c_str(), row.redop.c_str(),
+                          SizeText(size).c_str(), si + 1, opt.sizes.size(),
+                          place == 0 ? "out-of-place" : "in-place",
+                          it < opt.warmup ? "warmup"
+                          : checking      ? "check"
+                                          : "iter",
+                          it < opt.warmup ? it + 1
+                          : checking      ? it - opt.warmup - timed + 1
+                                          : it - opt.warmup + 1,
+                          it < opt.warmup ? opt.warmup
+                          : checking      ? checks
+                                          : timed);
+            progress.Update(what);
+            Trace* t =
+                (!opt.trace_path.empty() && place == 0 && it == opt.warmup) ? &trace : nullptr;
+            RunOutcome res = backend.Run(spec, type, op, in, out, t);
+            if (!res.status.ok()) {
+              failure = res.report.empty() ? res.status.message() + "\n" : res.report;
+              break;
+            }
+            if (it >= opt.warmup && !checking) total_us += (res.end - res.start).us();
+            if (checking) {
+              for (const auto& b : bufs) wrong += b->CountWrong(count, op, opt.root);
+            }
+          }
+          if (!failure.empty()) break;
+          double time_us = total_us / timed;
+          if (Status s = backend.Combine(&time_us, &wrong); !s.ok()) {
+            failure = s.message() + "\n";
+            break;
+          }
+          if (wrong > 0) result = SweepResult::kFailure;
+          (place == 0 ? row.out_of_place : row.in_place) =
+              Measure(opt.kind, n, row.size_bytes, time_us, wrong);
+        }
+        if (!failure.empty()) break;
+        rows.push_back(row);
+        if (print && !opt.json) {
+          progress.Clear();
+          std::printf("%s", TableRow(row).c_str());
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+  backend.WatchProgress(nullptr);
+  progress.Clear();
+  if (!failure.empty()) result = SweepResult::kFailure;
+  if (!opt.trace_path.empty()) {
+    if (!backend.WriteTrace(opt.trace_path, trace, !failure.empty())) return SweepResult::kUsage;
+  }
+  if (opt.json && (print || !failure.empty())) {
+    std::printf(
+        "{\"op\":\"%s\",\"backend\":\"%s\",\"nranks\":%d,%s,\"rows\":%s,"
+        "\"avg_busbw_gbs\":%g,\"status\":\"%s\",\"report\":\"%s\"}\n",
+        std::string(CollKindName(opt.kind)).c_str(), backend.name(), n, backend.WhereJson().c_str(),
+        RowsToJson(rows).c_str(), AverageBusBw(rows),
+        failure.empty() ? (result == SweepResult::kOk ? "ok" : "wrong") : "failed",
+        JsonEscape(failure).c_str());
+  } else if (print && !opt.json) {
+    std::printf("%s", TableFooter(rows).c_str());
+    if (!failure.empty()) std::printf("# %s: run stopped\n", "FAILED");
+  }
+  if (!failure.empty()) std::fprintf(stderr, "%s", failure.c_str());
+  return result;
+}
+
+}  // namespace fathom::transport::worlds
