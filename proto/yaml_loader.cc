@@ -41,6 +41,7 @@ std::optional<SourceLocation> SourceMap::Find(std::string_view path) const {
 std::string SourceMap::Where(std::string_view path) const {
   std::string_view p = path;
   while (true) {
+    if (auto origin = origins_.find(p); origin != origins_.end()) return origin->second;
     if (auto loc = Find(p)) {
       return file_ + ":" + std::to_string(loc->line) + ":" + std::to_string(loc->column);
     }

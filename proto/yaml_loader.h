@@ -57,6 +57,11 @@ class SourceMap {
 
   const std::string& file() const { return file_; }
   void Add(std::string path, SourceLocation location) { where_[std::move(path)] = location; }
+  // Errors at `path` or below come from `origin` (e.g. a command-line flag
+  // appended to the file's list), not from a line of the file.
+  void AddOrigin(std::string path, std::string origin) {
+    origins_[std::move(path)] = std::move(origin);
+  }
   // Exact path, if the file wrote it.
   std::optional<SourceLocation> Find(std::string_view path) const;
   // "file:line:col" of the path or of its nearest written ancestor
@@ -69,6 +74,7 @@ class SourceMap {
  private:
   std::string file_;
   std::map<std::string, SourceLocation, std::less<>> where_;
+  std::map<std::string, std::string, std::less<>> origins_;
 };
 
 // Called once per loaded message, innermost first, with its field path; a

@@ -102,9 +102,15 @@ int RunSim(const SimFlags& f) {
     std::fprintf(stderr, "fathom sim: %s\n", loaded.status().message().c_str());
     return kExitUsage;
   }
+  const int file_faults = loaded->spec.faults_size();
   if (Status s = faults::AppendFaultFlags(f.faults, loaded->spec.mutable_faults()); !s.ok()) {
     std::fprintf(stderr, "fathom sim: %s\n", s.message().c_str());
     return kExitUsage;
+  }
+  // An error in a flag's fault names the flag, not the scenario's last line.
+  for (size_t i = 0; i < f.faults.size(); ++i) {
+    loaded->map.AddOrigin("faults[" + std::to_string(file_faults + static_cast<int>(i)) + "]",
+                          "--fault '" + f.faults[i] + "'");
   }
 
   // Every output, before the run.

@@ -262,5 +262,15 @@ TEST(SimCliTest, TraceIsChromeTraceJson) {
   EXPECT_LE(last_ts, report.at("sim_time_ns").get<double>() / 1e3 + 1e-3);  // JSON: whole ns
 }
 
+// A --fault flag's error used to name the scenario's last fault line
+// ("retry_exceeded.yaml:18:3: faults[1].link"): it names the flag now.
+TEST(SimCliTest, ABadFaultFlagIsNamedNotTheScenarioLine) {
+  auto r = Sim(kScenarios + "retry_exceeded.yaml --quiet --fault kind=loss,link=nosuch,rate=0.1");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--fault 'kind=loss,link=nosuch,rate=0.1'"));
+  EXPECT_THAT(r.out, HasSubstr("'nosuch' matches no link"));
+  EXPECT_THAT(r.out, Not(HasSubstr("retry_exceeded.yaml:")));
+}
+
 }  // namespace
 }  // namespace fathom::sim
