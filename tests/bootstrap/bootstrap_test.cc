@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/bootstrap/test_options.h"
 #include "transport/bootstrap/framing.h"
 
 namespace fathom::transport::bootstrap {
@@ -23,23 +24,8 @@ namespace {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
-RootOptions RootOpts(int n) {
-  RootOptions o;
-  o.port = 0;  // any free port: tests run in parallel
-  o.world_size = n;
-  o.accept_timeout = Picoseconds::FromSeconds(30);
-  return o;
-}
-
-RankOptions RankOpts(const Root& root, int rank, int n) {
-  RankOptions o;
-  o.root_port = root.port();
-  o.rank = rank;
-  o.world_size = n;
-  o.connect_timeout = Picoseconds::FromSeconds(10);
-  o.op_timeout = Picoseconds::FromSeconds(20);
-  return o;
-}
+using test_util::RankOpts;
+using test_util::RootOpts;
 
 proto::EndpointRecord Record(int rank) {
   proto::EndpointRecord r;

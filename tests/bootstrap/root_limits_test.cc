@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "tests/bootstrap/test_options.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/framing.h"
 
@@ -30,23 +31,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-RootOptions RootOpts(int n) {
-  RootOptions o;
-  o.port = 0;
-  o.world_size = n;
-  o.accept_timeout = Picoseconds::FromSeconds(60);
-  return o;
-}
-
-RankOptions RankOpts(const Root& root, int rank, int n) {
-  RankOptions o;
-  o.root_port = root.port();
-  o.rank = rank;
-  o.world_size = n;
-  o.connect_timeout = Picoseconds::FromSeconds(20);
-  o.op_timeout = Picoseconds::FromSeconds(30);
-  return o;
-}
+using test_util::RankOpts;
+using test_util::RootOpts;
 
 // A blocking client socket to 127.0.0.1:port, or -1.
 int RawConnect(uint16_t port) {
