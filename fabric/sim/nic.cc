@@ -8,15 +8,6 @@
 #include "fabric/wire/psn.h"
 
 namespace fathom::sim {
-namespace {
-
-std::string Hex(uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%x", v);
-  return buf;
-}
-
-}  // namespace
 
 int CompletionQueue::Poll(std::span<Completion> out) {
   int n = 0;

@@ -7,28 +7,6 @@
 
 namespace fathom::sim {
 
-const char* DropReasonName(DropReason r) {
-  switch (r) {
-    case DropReason::kTailDrop:
-      return "tail_drop";
-    case DropReason::kMtuExceeded:
-      return "mtu_exceeded";
-    case DropReason::kNoRoute:
-      return "no_route";
-    case DropReason::kImpairment:
-      return "impairment";
-    case DropReason::kBadIcrc:
-      return "bad_icrc";
-    case DropReason::kQpNotReady:
-      return "qp_not_ready";
-    case DropReason::kHostCrashed:
-      return "host_crashed";
-    case DropReason::kCount:
-      break;
-  }
-  return "unknown";
-}
-
 uint64_t DropStats::total() const {
   uint64_t t = 0;
   for (uint64_t v : by_reason) t += v;

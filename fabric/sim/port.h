@@ -34,21 +34,13 @@
 #include "fabric/sim/arena.h"
 #include "fabric/sim/engine.h"
 #include "fabric/sim/packet.h"
+#include "faults/frame.h"
 
 namespace fathom::sim {
 
-// Why a packet vanished; the run summary counts drops by reason.
-enum class DropReason : uint8_t {
-  kTailDrop = 0,  // egress buffer full (port_xmit_discards)
-  kMtuExceeded,   // frame larger than the link MTU: dropped silently (CASES.md 4)
-  kNoRoute,       // a switch has no next hop (rail-only wiring, CASES.md 8)
-  kImpairment,    // a fault model dropped it on the wire
-  kBadIcrc,       // corrupted on the wire: receiver drops it (port_rcv_errors)
-  kQpNotReady,    // the destination QP does not exist or cannot receive
-  kHostCrashed,   // the destination host has crashed (its NIC is dead)
-  kCount,
-};
-const char* DropReasonName(DropReason r);
+// Why a packet vanished (one list for the fabric and the fault models).
+using faults::DropReason;
+using faults::DropReasonName;
 
 // Drops across the whole network, by reason.
 struct DropStats {

@@ -9,12 +9,6 @@
 namespace fathom::transport::emulated {
 namespace {
 
-std::string Hex(uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof(buf), "0x%x", v);
-  return buf;
-}
-
 class EmulatedMr final : public MemoryRegion {
  public:
   EmulatedMr(sim::Nic* nic, const sim::MemoryRegion& mr) : nic_(nic), mr_(mr) {}
