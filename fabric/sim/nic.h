@@ -228,7 +228,9 @@ class Nic {
   StatusOr<const MemoryRegion*> CheckLocal(const Sge& sge, uint32_t need) const;
   const MemoryRegion* CheckRemote(uint32_t rkey, uint64_t va, uint64_t len, uint32_t need) const;
   Packet* NewPacket(const Qp& qp, uint8_t opcode, uint32_t psn);
-  void Complete(Qp& qp, CompletionQueue* cq, const Completion& c);
+  // Queues `c` (the verbs fields; its qp_num is the QP's) at the current
+  // virtual time.
+  void Complete(Qp& qp, CompletionQueue* cq, const WorkCompletion& c);
   void EnterError(Qp& qp);  // QP -> ERROR, flush both queues
 
   // Scheduling (nic.cc).

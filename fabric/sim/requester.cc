@@ -110,7 +110,7 @@ Packet* Nic::RequesterNext(Qp& qp) {
       p->ext().rkey = wr.rkey;
       p->ext().dma_len = wr.sge.length;
     }
-    if (imm) p->ext().imm = wr.imm;
+    if (imm) p->ext().imm = wr.imm_data;
     const bool last = i + 1 == w.npkts;
     if (last || ++qp.pkts_since_ackreq >= qp.ack_every_packets) {
       p->ack_req = 1;
@@ -205,14 +205,8 @@ void Nic::AckUpTo(Qp& qp, uint32_t psn) {
     }
     if (done.wr.signaled) {
       Complete(qp, qp.send_cq,
-               Completion{done.wr.wr_id,
-                          WcStatus::kSuccess,
-                          SendCompletionOpcode(done.wr.opcode),
-                          done.wr.sge.length,
-                          0,
-                          false,
-                          0,
-                          {}});
+               WorkCompletion{done.wr.wr_id, WcStatus::kSuccess,
+                              SendCompletionOpcode(done.wr.opcode), done.wr.sge.length, 0, false});
     }
   }
   if (qp.state != QpState::kRts) return;  // a completion callback moved the QP
@@ -268,7 +262,7 @@ void Nic::FailFront(Qp& qp, WcStatus status) {
     const SendWqe w = qp.sq.front();
     qp.sq.pop_front();
     Complete(qp, qp.send_cq,
-             Completion{w.wr.wr_id, status, SendCompletionOpcode(w.wr.opcode), 0, 0, false, 0, {}});
+             WorkCompletion{w.wr.wr_id, status, SendCompletionOpcode(w.wr.opcode), 0, 0, false});
   }
   EnterError(qp);
 }
@@ -380,14 +374,8 @@ void Nic::OnResponse(Qp& qp, Packet* p) {
     if (qp.outstanding_rd > 0) --qp.outstanding_rd;
     if (finished.wr.signaled) {
       Complete(qp, qp.send_cq,
-               Completion{finished.wr.wr_id,
-                          WcStatus::kSuccess,
-                          SendCompletionOpcode(finished.wr.opcode),
-                          byte_len,
-                          0,
-                          false,
-                          0,
-                          {}});
+               WorkCompletion{finished.wr.wr_id, WcStatus::kSuccess,
+                              SendCompletionOpcode(finished.wr.opcode), byte_len, 0, false});
     }
     if (qp.state != QpState::kRts) return;
   }

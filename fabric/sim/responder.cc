@@ -91,9 +91,8 @@ void Nic::ExecuteRequest(Qp& qp, const Packet& p) {
       // IBV_WC_REM_INV_REQ_ERR at the requester (CASES.md 2).
       const RecvWqe failed = r;
       qp.rq.pop_front();
-      Complete(
-          qp, qp.recv_cq,
-          Completion{failed.wr.wr_id, WcStatus::kLocLenErr, WcOpcode::kRecv, 0, 0, false, 0, {}});
+      Complete(qp, qp.recv_cq,
+               WorkCompletion{failed.wr.wr_id, WcStatus::kLocLenErr, WcOpcode::kRecv, 0, 0, false});
       ResponderError(qp, p.psn, kAethNakInvalid);
       return;
     }
@@ -108,14 +107,8 @@ void Nic::ExecuteRequest(Qp& qp, const Packet& p) {
       qp.recv_active = false;
       ++qp.counters.rdma_recvs;
       Complete(qp, qp.recv_cq,
-               Completion{done.wr.wr_id,
-                          WcStatus::kSuccess,
-                          WcOpcode::kRecv,
-                          qp.recv_offset,
-                          p.ext().imm,
-                          HasImm(opc),
-                          0,
-                          {}});
+               WorkCompletion{done.wr.wr_id, WcStatus::kSuccess, WcOpcode::kRecv, qp.recv_offset,
+                              p.ext().imm, HasImm(opc)});
     }
   } else if (IsWrite(opc)) {
     if (opc == op::kWriteFirst || opc == op::kWriteOnly || opc == op::kWriteOnlyImm) {
@@ -138,14 +131,8 @@ void Nic::ExecuteRequest(Qp& qp, const Packet& p) {
       qp.rq.pop_front();
       ++qp.counters.rdma_recvs;
       Complete(qp, qp.recv_cq,
-               Completion{done.wr.wr_id,
-                          WcStatus::kSuccess,
-                          WcOpcode::kRecvRdmaWithImm,
-                          qp.write_len,
-                          p.ext().imm,
-                          true,
-                          0,
-                          {}});
+               WorkCompletion{done.wr.wr_id, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm,
+                              qp.write_len, p.ext().imm, true});
     }
   } else {
     ResponderError(qp, p.psn, kAethNakInvalid);

@@ -217,7 +217,7 @@ TEST(NicTest, RnrNakRecoversWhenReceiveIsPostedWithRealData) {
   SendWr wr;
   wr.wr_id = 11;
   wr.opcode = WrOpcode::kSendWithImm;
-  wr.imm = 0xabcd;
+  wr.imm_data = 0xabcd;
   wr.sge = Sge{smr.addr, 10000, smr.lkey};
   ASSERT_TRUE(net.nic(0).PostSend(qp.a, wr).ok());
   PostRecvLater later{&net, qp.b, RecvWr{22, Sge{dmr.addr, 10000, dmr.lkey}}};
@@ -233,7 +233,7 @@ TEST(NicTest, RnrNakRecoversWhenReceiveIsPostedWithRealData) {
   EXPECT_EQ(recvd[0].opcode, WcOpcode::kRecv);
   EXPECT_EQ(recvd[0].byte_len, 10000u);
   EXPECT_TRUE(recvd[0].has_imm);
-  EXPECT_EQ(recvd[0].imm, 0xabcdu);
+  EXPECT_EQ(recvd[0].imm_data, 0xabcdu);
   EXPECT_EQ(src, dst);
   EXPECT_GE(net.nic(0).GetQpCounters(qp.a).value().rcvd_rnr_err, 2u);
 }
@@ -290,7 +290,7 @@ TEST(NicTest, WriteWithImmAtomicsAndAccessError) {
   w.sge = Sge{smr.addr, 9000, smr.lkey};
   w.remote_addr = dmr.addr;
   w.rkey = dmr.rkey;
-  w.imm = 77;
+  w.imm_data = 77;
   ASSERT_TRUE(net.nic(0).PostSend(qp.a, w).ok());
   SendWr fa;
   fa.wr_id = 2;
@@ -312,7 +312,7 @@ TEST(NicTest, WriteWithImmAtomicsAndAccessError) {
   auto rwc = Drain(qp.bcq);
   ASSERT_EQ(rwc.size(), 1u);
   EXPECT_EQ(rwc[0].opcode, WcOpcode::kRecvRdmaWithImm);
-  EXPECT_EQ(rwc[0].imm, 77u);
+  EXPECT_EQ(rwc[0].imm_data, 77u);
   EXPECT_EQ(rwc[0].byte_len, 9000u);
 
   SendWr cas = fa;
@@ -396,7 +396,7 @@ PathRun RunBulkTraffic(bool loss_at_sender, bool pass) {
     wr.wr_id = id;
     wr.opcode = opcode;
     wr.sge.length = bytes;
-    wr.imm = static_cast<uint32_t>(id);
+    wr.imm_data = static_cast<uint32_t>(id);
     EXPECT_TRUE(nic.PostSend(qpn, wr).ok());
   };
   post(net.nic(0), q1.a, 1, WrOpcode::kRdmaWrite, 40 * 4096 + 100);

@@ -124,18 +124,8 @@ class EmulatedQp final : public QueuePair {
                          ": send queue full (max_send_wr " + std::to_string(options_.max_send_wr) +
                          ")");
     }
-    sim::SendWr s;
-    s.wr_id = wr.wr_id;
-    s.opcode = wr.opcode;
-    s.sge = {wr.sge.addr, wr.sge.length, wr.sge.lkey};
-    s.signaled = wr.signaled;
-    s.imm = wr.imm_data;
-    s.remote_addr = wr.remote_addr;
-    s.rkey = wr.rkey;
-    s.compare_add = wr.compare_add;
-    s.swap = wr.swap;
     sends_.push_back(wr.signaled);
-    Status st = nic_->PostSend(qpn_, s);
+    Status st = nic_->PostSend(qpn_, wr);
     if (!st.ok()) sends_.pop_back();
     return st;
   }
@@ -146,8 +136,7 @@ class EmulatedQp final : public QueuePair {
                          std::to_string(options_.max_recv_wr) + ")");
     }
     ++recvs_;
-    Status st =
-        nic_->PostRecv(qpn_, sim::RecvWr{wr.wr_id, {wr.sge.addr, wr.sge.length, wr.sge.lkey}});
+    Status st = nic_->PostRecv(qpn_, wr);
     if (!st.ok()) --recvs_;
     return st;
   }
@@ -184,14 +173,7 @@ class EmulatedQp final : public QueuePair {
 };
 
 void EmulatedCq::OnSim(const sim::Completion& c) {
-  Completion out;
-  out.wr_id = c.wr_id;
-  out.status = c.status;
-  out.opcode = c.opcode;
-  out.byte_len = c.byte_len;
-  out.imm_data = c.imm;
-  out.has_imm = c.has_imm;
-  out.qp_num = c.qp_num;
+  Completion out{c};  // the verbs fields as the NIC reported them; the peer below
   auto it = qps_.find(c.qp_num);
   if (it != qps_.end()) {
     out.peer_rank = it->second->peer_rank();
