@@ -196,7 +196,7 @@ StatusOr<uint32_t> Nic::CreateQp(CompletionQueue* send_cq, CompletionQueue* recv
   qp->flow.buffer_class = qp->buffer_class & 7;
   qp->flow.full_payload = static_cast<uint16_t>(attr.path_mtu_bytes) & 0x1FFF;
   qp->flow.full_wire_bytes = static_cast<uint16_t>(
-      FrameWireBytes(op::kWriteMiddle, static_cast<uint32_t>(attr.path_mtu_bytes), ipv6_));
+      FrameWireBytes(Opcode::kRdmaWriteMiddle, static_cast<uint32_t>(attr.path_mtu_bytes), ipv6_));
   qp->full_wire_bytes = qp->flow.full_wire_bytes;
   qp->ack_every_packets = static_cast<uint32_t>(attr.ack_every_packets);
   // rxe: source port 0xC000 + hash_32(qpn, 14), so each QP is its own ECMP flow.
@@ -337,7 +337,7 @@ QpCounters Nic::TotalCounters() const {
   return t;
 }
 
-Packet* Nic::NewPacket(const Qp& qp, uint8_t opcode, uint32_t psn) {
+Packet* Nic::NewPacket(const Qp& qp, Opcode opcode, uint32_t psn) {
   Packet* p = pool_->Alloc();
   p->flow = &qp.flow;
   p->buffer_class = qp.buffer_class & 7;
@@ -552,7 +552,7 @@ void Nic::Receive(void* nic, Packet* p, int32_t /*in_port*/) {
     return;
   }
   ++qp->rcvd_pkts;
-  if (p->opcode >= op::kReadRespFirst && p->opcode <= op::kAtomicAck) {
+  if (p->opcode >= Opcode::kRdmaReadResponseFirst && p->opcode <= Opcode::kAtomicAcknowledge) {
     self->OnResponse(*qp, p);
   } else {
     self->OnRequest(*qp, p);

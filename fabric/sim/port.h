@@ -87,7 +87,7 @@ using ReceivePrefetchFn = void (*)(const void* obj, uint32_t dest_qpn, bool full
 // AckReq (its payload, size and destination QP are the flow's). Returns
 // false, having done nothing, for a packet it wants whole: the port then
 // builds a pool packet and calls the ReceiveFn.
-using ReceiveFullSizeFn = bool (*)(void* obj, const QpFlow& flow, uint32_t psn, uint8_t opcode,
+using ReceiveFullSizeFn = bool (*)(void* obj, const QpFlow& flow, uint32_t psn, Opcode opcode,
                                    bool ack_req);
 
 struct PortConfig {
@@ -141,7 +141,7 @@ class Port {
   // (given, so that the flow's line is not read). Needs TakesFullSize(flow),
   // and the caller to count the packet in the port's pool first
   // (PacketPool::AddCompact), which the caller's lines reach.
-  void SendFullSize(const QpFlow& flow, uint32_t wire_bytes, uint8_t tc, uint8_t opcode,
+  void SendFullSize(const QpFlow& flow, uint32_t wire_bytes, uint8_t tc, Opcode opcode,
                     uint32_t psn, bool ack_req);
 
   // Time the serializer is busy until (a NIC sends when this is <= Now()).

@@ -65,7 +65,8 @@ TEST(NicTest, GoBackNRecoversOneDroppedPacketWithPredictedRetransmissions) {
   // 10 packets left (10 x 334 ns < 5 x 334 ns + 2 x 1 us), so go-back-N
   // resends #3..#9: exactly 7 packets.
   const uint32_t lost = wire::PsnAdd(kPsnA, 3);
-  DropIf drop{[&](const Packet& p) { return p.psn == lost && p.opcode == op::kWriteMiddle; }};
+  DropIf drop{
+      [&](const Packet& p) { return p.psn == lost && p.opcode == Opcode::kRdmaWriteMiddle; }};
   drop.pred = [&, done = false](const Packet& p) mutable {
     if (done || p.psn != lost) return false;
     return done = true;
@@ -249,7 +250,7 @@ TEST(NicTest, ReadWithLostResponseRecovers) {
   auto lmr = net.nic(0).RegisterMemory(local.data(), local.size(), kAccessLocalWrite).value();
   const uint32_t lost = wire::PsnAdd(kPsnA, 2);
   DropIf drop{[&, done = false](const Packet& p) mutable {
-    if (done || p.psn != lost || p.opcode != op::kReadRespMiddle) return false;
+    if (done || p.psn != lost || p.opcode != Opcode::kRdmaReadResponseMiddle) return false;
     return done = true;
   }};
   net.port(topo.hosts()[1], 0).set_impairment(&drop.hook);
@@ -339,7 +340,7 @@ TEST(NicTest, WriteWithImmAtomicsAndAccessError) {
 // What one run of RunBulkTraffic shows: every packet as the switch sends it
 // on to host 1 (when that port has the loss), every completion, counters.
 struct PathRun {
-  std::vector<std::tuple<uint8_t, uint32_t, uint32_t, bool, uint16_t, uint16_t, uint8_t, int64_t>>
+  std::vector<std::tuple<Opcode, uint32_t, uint32_t, bool, uint16_t, uint16_t, uint8_t, int64_t>>
       to_host1;  // opcode, psn, dest_qpn, ack_req, payload, wire bytes, hops, at
   std::vector<std::tuple<uint64_t, WcStatus, uint32_t, int64_t>> completions;
   std::vector<QpCounters> counters;
@@ -378,7 +379,7 @@ PathRun RunBulkTraffic(bool loss_at_sender, bool pass) {
   // Lose two middle packets of q1 on the way (go-back-N resends them and
   // what followed, through the same path).
   DropIf loss{[&, n = 0](const Packet& p) mutable {
-    return p.dest_qpn == q1.b && p.opcode == op::kWriteMiddle && (++n == 5 || n == 40);
+    return p.dest_qpn == q1.b && p.opcode == Opcode::kRdmaWriteMiddle && (++n == 5 || n == 40);
   }};
   DropIf pass_all{[](const Packet&) { return false; }};
   (loss_at_sender ? from_host0 : to_host1)->set_impairment(&loss.hook);
