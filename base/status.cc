@@ -1,6 +1,15 @@
 #include "base/status.h"
 
+#include <cinttypes>
+#include <cstdio>
+
 namespace fathom {
+
+std::string Hex(uint64_t v, int width) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%0*" PRIx64, width, v);
+  return buf;
+}
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cassert>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +29,10 @@ enum class StatusCode {
 };
 
 std::string_view StatusCodeName(StatusCode code);
+
+// "0x1f": how messages print QPNs, keys, PSNs and flags (as verbs tools do).
+// `width` pads the digits with zeros ("0x00001f" for width 6).
+std::string Hex(uint64_t v, int width = 0);
 
 class Status {
  public:

@@ -1,10 +1,12 @@
 // The verbs vocabulary shared by every layer that speaks RDMA: completion
-// statuses, completion opcodes, work-request opcodes and QP states, with the
-// same numbers and names as libibverbs (<infiniband/verbs.h>: ibv_wc_status,
-// ibv_wc_opcode, ibv_wr_opcode, ibv_qp_state). It lives in base/ because both
-// the emulated NIC (fabric/sim) and the transport backends (transport/) use
-// it, and the NIC may not depend on transport/. The verbs backend checks with
-// static_asserts that these numbers match the installed verbs.h.
+// statuses, completion opcodes, work-request opcodes, access flags, work
+// requests, completions and QP states, with the same numbers, names and
+// fields as libibverbs (<infiniband/verbs.h>: ibv_wc_status, ibv_wc_opcode,
+// ibv_wr_opcode, ibv_access_flags, ibv_sge, ibv_send_wr, ibv_recv_wr, ibv_wc,
+// ibv_qp_state). It lives in base/ because both the emulated NIC (fabric/sim)
+// and the transport backends (transport/) use it, and the NIC may not depend
+// on transport/. The verbs backend checks with static_asserts that these
+// numbers match the installed verbs.h.
 #pragma once
 
 #include <cstdint>
@@ -60,6 +62,55 @@ enum class WrOpcode : uint8_t {
   kRdmaRead = 4,
   kAtomicCmpAndSwp = 5,
   kAtomicFetchAndAdd = 6,
+};
+
+// ibv_access_flags bits (same values).
+enum AccessFlags : uint32_t {
+  kAccessLocalWrite = 1u << 0,
+  kAccessRemoteWrite = 1u << 1,
+  kAccessRemoteRead = 1u << 2,
+  kAccessRemoteAtomic = 1u << 3,
+  kAccessAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic,
+};
+
+// One scatter/gather element (ibv_sge). fathom posts one SGE per WR.
+struct Sge {
+  uint64_t addr = 0;
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+};
+
+// ibv_send_wr, flattened to the fields fathom uses.
+struct SendWr {
+  uint64_t wr_id = 0;
+  WrOpcode opcode = WrOpcode::kSend;
+  Sge sge;
+  bool signaled = true;      // IBV_SEND_SIGNALED
+  uint32_t imm_data = 0;     // *_WITH_IMM, host byte order
+  uint64_t remote_addr = 0;  // RDMA and atomics
+  uint32_t rkey = 0;         // RDMA and atomics
+  uint64_t compare_add = 0;  // atomics: FETCH_ADD's add, CMP_SWP's compare
+  uint64_t swap = 0;         // CMP_SWP
+};
+
+// ibv_recv_wr with one SGE.
+struct RecvWr {
+  uint64_t wr_id = 0;
+  Sge sge;
+};
+
+// ibv_wc, the fields fathom reads. The emulated NIC adds the virtual time
+// of the completion (sim::Completion), the transport API the peer's rank
+// (transport::Completion); both convert to and from this by slicing.
+struct WorkCompletion {
+  uint64_t wr_id = 0;
+  WcStatus status = WcStatus::kSuccess;
+  WcOpcode opcode = WcOpcode::kSend;
+  uint32_t byte_len = 0;
+  uint32_t imm_data = 0;  // valid when has_imm
+  bool has_imm = false;   // IBV_WC_WITH_IMM
+  uint32_t qp_num = 0;
+  uint32_t vendor_err = 0;
 };
 
 // ibv_qp_state.

@@ -27,14 +27,27 @@ struct Frame {
   int32_t dst_host;
 };
 
-// Why a model dropped a frame. Names follow the counters users look at.
+// Why a frame vanished, wherever that happened: the one list of reasons for
+// the fabric that carries frames (the simulator's ports and NICs count
+// these by reason for the run summary) and for the fault models below
+// (Verdict::reason). Names follow the counters users look at.
 enum class DropReason : uint8_t {
-  kNone = 0,
+  // Dropped by the fabric. The simulator mixes these values into its trace
+  // digest: renumbering them changes every golden trace.
+  kTailDrop = 0,  // egress buffer full (port_xmit_discards)
+  kMtuExceeded,   // frame larger than the link MTU: dropped silently (CASES.md 4)
+  kNoRoute,       // a switch has no next hop (rail-only wiring, CASES.md 8)
+  kImpairment,    // a fault model dropped it on the wire (any reason below)
+  kBadIcrc,       // corrupted on the wire: receiver drops it (port_rcv_errors)
+  kQpNotReady,    // the destination QP does not exist or cannot receive
+  kHostCrashed,   // the destination host has crashed (its NIC is dead)
+  // Dropped by a fault model (the fabric counts each as kImpairment).
   kLoss,       // random loss (Bernoulli, Gilbert-Elliott)
   kOversize,   // longer than the egress MTU: dropped silently (CASES.md 4)
   kLinkDown,   // link down or flapping: in flight or queued
   kBlackHole,  // a black-holed flow / QP / next hop
   kHostDown,   // the source or destination host crashed
+  kNone,       // not dropped (a Verdict that passes the frame)
   kCount,
 };
 const char* DropReasonName(DropReason r);

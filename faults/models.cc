@@ -1,4 +1,5 @@
-// Cold parts of the fault models: names and flap schedule arithmetic.
+// Cold parts of the fault models: drop reason names and flap schedule
+// arithmetic.
 #include "faults/models.h"
 
 #include <limits>
@@ -7,8 +8,20 @@ namespace fathom::faults {
 
 const char* DropReasonName(DropReason r) {
   switch (r) {
-    case DropReason::kNone:
-      return "none";
+    case DropReason::kTailDrop:
+      return "tail_drop";
+    case DropReason::kMtuExceeded:
+      return "mtu_exceeded";
+    case DropReason::kNoRoute:
+      return "no_route";
+    case DropReason::kImpairment:
+      return "impairment";
+    case DropReason::kBadIcrc:
+      return "bad_icrc";
+    case DropReason::kQpNotReady:
+      return "qp_not_ready";
+    case DropReason::kHostCrashed:
+      return "host_crashed";
     case DropReason::kLoss:
       return "loss";
     case DropReason::kOversize:
@@ -19,6 +32,8 @@ const char* DropReasonName(DropReason r) {
       return "black_hole";
     case DropReason::kHostDown:
       return "host_down";
+    case DropReason::kNone:
+      return "none";
     case DropReason::kCount:
       break;
   }

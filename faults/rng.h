@@ -1,8 +1,8 @@
-// Random streams for fault models. Every model owns one stream, seeded from
-// hash(scenario seed, model id), so a scenario and a seed give the same
-// verdict sequence on every run, whatever other models draw (DESIGN.md "Time
-// and determinism"). xoshiro256** (Blackman & Vigna) seeded by SplitMix64:
-// four words of state, no allocation, a handful of instructions per draw.
+// Random streams for fault models. Every model owns one stream (base/rng.h),
+// seeded from hash(scenario seed, model id), so a scenario and a seed give
+// the same verdict sequence on every run, whatever other models draw
+// (DESIGN.md "Time and determinism"); and the gap sampler that makes rare
+// per-bit events cheap to draw.
 #pragma once
 
 #include <cmath>
@@ -10,15 +10,9 @@
 #include <limits>
 #include <string_view>
 
-namespace fathom::faults {
+#include "base/rng.h"
 
-// SplitMix64 step: a good 64-bit mixer, used for seeding and id hashing.
-constexpr uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
+namespace fathom::faults {
 
 // FNV-1a of a model id such as "loss#0@leaf1-spine3>": stable across runs
 // and platforms (std::hash is neither).
@@ -37,46 +31,6 @@ constexpr uint64_t StreamSeed(uint64_t scenario_seed, uint64_t model_id) {
   SplitMix64(s);
   return SplitMix64(s);
 }
-
-class Rng {
- public:
-  explicit Rng(uint64_t seed = 0) { Seed(seed); }
-
-  void Seed(uint64_t seed) {
-    uint64_t sm = seed;
-    for (auto& w : s_) w = SplitMix64(sm);
-  }
-
-  uint64_t Next() {
-    const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
-    const uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = Rotl(s_[3], 45);
-    return result;
-  }
-
-  // Uniform in [0, 1) with 53 bits.
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
-  // Uniform in (0, 1]: safe to take the log of.
-  double UniformOpen() { return static_cast<double>((Next() >> 11) + 1) * 0x1.0p-53; }
-
-  // Threshold for Hit(): true with probability p (p clamped to [0, 1]).
-  // Precomputed once so the hot path is one draw and one compare.
-  static uint64_t Threshold(double p) {
-    if (!(p > 0)) return 0;
-    if (p >= 1) return std::numeric_limits<uint64_t>::max();
-    return static_cast<uint64_t>(std::ldexp(p, 64));
-  }
-  bool Hit(uint64_t threshold) { return Next() < threshold; }
-
- private:
-  static constexpr uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  uint64_t s_[4];
-};
 
 // Samples gaps of a Bernoulli(p) process: the number of trials before the
 // next success, Geometric on {0, 1, ...}, by inversion

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/json.h"
+#include "base/status.h"
 #include "base/units.h"
 #include "fabric/wire/capture_stats.h"
 #include "fabric/wire/pcap.h"
@@ -21,12 +22,6 @@ using wire::AethKind;
 using wire::ParseKind;
 using wire::ParseResult;
 using wire::RoceFrame;
-
-std::string Hex(uint64_t v, int width) {
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "0x%0*" PRIx64, width, v);
-  return buf;
-}
 
 std::string AethText(const wire::Aeth& a) {
   std::string s = " aeth=";

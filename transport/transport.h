@@ -40,14 +40,16 @@
 
 namespace fathom::transport {
 
-// ibv_access_flags bits (same values).
-enum AccessFlags : uint32_t {
-  kAccessLocalWrite = 1u << 0,
-  kAccessRemoteWrite = 1u << 1,
-  kAccessRemoteRead = 1u << 2,
-  kAccessRemoteAtomic = 1u << 3,
-  kAccessAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic,
-};
+// The verbs vocabulary of base/verbs_types.h, under this API's names.
+using fathom::AccessFlags;
+using fathom::kAccessAll;
+using fathom::kAccessLocalWrite;
+using fathom::kAccessRemoteAtomic;
+using fathom::kAccessRemoteRead;
+using fathom::kAccessRemoteWrite;
+using fathom::RecvWr;
+using fathom::SendWr;
+using fathom::Sge;
 
 // A registered memory region. The memory stays the caller's; the region must
 // be deregistered (destroyed) before the memory is freed.
@@ -67,42 +69,8 @@ struct RemoteBuffer {
   uint32_t rkey = 0;
 };
 
-// One scatter/gather element (ibv_sge). fathom posts one SGE per WR.
-struct Sge {
-  uint64_t addr = 0;
-  uint32_t length = 0;
-  uint32_t lkey = 0;
-};
-
-// ibv_send_wr, flattened to the fields fathom uses.
-struct SendWr {
-  uint64_t wr_id = 0;
-  WrOpcode opcode = WrOpcode::kSend;
-  Sge sge;
-  bool signaled = true;      // IBV_SEND_SIGNALED
-  uint32_t imm_data = 0;     // *_WITH_IMM, host byte order
-  uint64_t remote_addr = 0;  // RDMA and atomics
-  uint32_t rkey = 0;         // RDMA and atomics
-  uint64_t compare_add = 0;  // atomics: FETCH_ADD's add, CMP_SWP's compare
-  uint64_t swap = 0;         // CMP_SWP
-};
-
-// ibv_recv_wr with one SGE.
-struct RecvWr {
-  uint64_t wr_id = 0;
-  Sge sge;
-};
-
 // ibv_wc, plus the peer's rank so that errors name who we were talking to.
-struct Completion {
-  uint64_t wr_id = 0;
-  WcStatus status = WcStatus::kSuccess;
-  WcOpcode opcode = WcOpcode::kSend;
-  uint32_t byte_len = 0;
-  uint32_t imm_data = 0;  // valid when has_imm
-  bool has_imm = false;
-  uint32_t qp_num = 0;
-  uint32_t vendor_err = 0;
+struct Completion : WorkCompletion {
   int peer_rank = -1;
 };
 

@@ -72,32 +72,34 @@ wire::RoceFrame FrameFor(const Packet& p, const topo::Topology& topo) {
                   static_cast<uint8_t>(dst_rank)};
   }
   f.udp.src_port = flow.udp_sport;
-  f.bth.opcode = static_cast<wire::Opcode>(p.opcode);
+  f.bth.opcode = p.opcode;
   f.bth.migration = true;  // rxe sets M
   f.bth.dest_qpn = p.dest_qpn;
   f.bth.ack_request = p.ack_req != 0;
   f.bth.psn = p.psn;
   switch (p.opcode) {
-    case op::kWriteFirst:
-    case op::kWriteOnly:
-    case op::kWriteOnlyImm:
-    case op::kReadRequest:
+    case Opcode::kRdmaWriteFirst:
+    case Opcode::kRdmaWriteOnly:
+    case Opcode::kRdmaWriteOnlyWithImmediate:
+    case Opcode::kRdmaReadRequest:
       f.reth = wire::Reth{p.ext().va, p.ext().rkey, p.ext().dma_len};
       break;
-    case op::kCompareSwap:
-    case op::kFetchAdd:
+    case Opcode::kCompareSwap:
+    case Opcode::kFetchAdd:
       f.atomic_eth = wire::AtomicEth{p.ext().va, p.ext().rkey, p.ext().swap_add, p.ext().compare};
       break;
     default:
       break;
   }
-  if (ExtHeaderBytes(p.opcode) == 4 + 8 || p.opcode == op::kAck || p.opcode == op::kReadRespFirst ||
-      p.opcode == op::kReadRespLast || p.opcode == op::kReadRespOnly) {
+  if (p.opcode == Opcode::kAtomicAcknowledge || p.opcode == Opcode::kAcknowledge ||
+      p.opcode == Opcode::kRdmaReadResponseFirst || p.opcode == Opcode::kRdmaReadResponseLast ||
+      p.opcode == Opcode::kRdmaReadResponseOnly) {
     f.aeth = wire::Aeth{p.aeth_syndrome, p.ext().msn};
   }
-  if (p.opcode == op::kAtomicAck) f.atomic_ack_eth = p.ext().swap_add;
-  if (p.opcode == op::kSendLastImm || p.opcode == op::kSendOnlyImm ||
-      p.opcode == op::kWriteLastImm || p.opcode == op::kWriteOnlyImm) {
+  if (p.opcode == Opcode::kAtomicAcknowledge) f.atomic_ack_eth = p.ext().swap_add;
+  if (p.opcode == Opcode::kSendLastWithImmediate || p.opcode == Opcode::kSendOnlyWithImmediate ||
+      p.opcode == Opcode::kRdmaWriteLastWithImmediate ||
+      p.opcode == Opcode::kRdmaWriteOnlyWithImmediate) {
     f.immdt = p.ext().imm;
   }
   const uint8_t* data = p.has_data ? p.data() : kZeros;

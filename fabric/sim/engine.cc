@@ -27,27 +27,6 @@ HandlerId RegisterHandler(EventFn fn) {
   return static_cast<HandlerId>(count++);
 }
 
-Rng::Rng(uint64_t seed, uint64_t component) {
-  uint64_t x = Mix64(seed ^ Mix64(component + 0x632be59bd9b4e019ULL));
-  for (uint64_t& s : s_) {
-    x += 0x9e3779b97f4a7c15ULL;
-    s = Mix64(x);
-  }
-}
-
-uint64_t Rng::Next() {
-  auto rotl = [](uint64_t v, int k) { return (v << k) | (v >> (64 - k)); };
-  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
-  const uint64_t t = s_[1] << 17;
-  s_[2] ^= s_[0];
-  s_[3] ^= s_[1];
-  s_[1] ^= s_[2];
-  s_[0] ^= s_[3];
-  s_[2] ^= t;
-  s_[3] = rotl(s_[3], 45);
-  return result;
-}
-
 Engine::Engine(uint64_t seed) : seed_(seed) {
   win_cap_ = 1024;
   win_ = std::make_unique<Event[]>(win_cap_);

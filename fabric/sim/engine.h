@@ -37,11 +37,10 @@
 #include <memory>
 #include <vector>
 
+#include "base/rng.h"
 #include "base/units.h"
 
 namespace fathom::sim {
-
-__extension__ typedef unsigned __int128 Uint128;
 
 using EventFn = void (*)(void* obj, uint64_t arg);
 
@@ -101,35 +100,6 @@ struct Event {
   HandlerId handler;  // g_event_handlers[handler](obj, arg)
 };
 static_assert(sizeof(Event) == 32);
-
-// 64-bit mixing (splitmix64's finalizer): fast, good avalanche.
-constexpr uint64_t Mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
-// A per-component random stream: xoshiro256** seeded through splitmix64 from
-// hash(scenario seed, component id), so adding a component never shifts the
-// numbers another one sees.
-class Rng {
- public:
-  Rng() : Rng(0, 0) {}
-  Rng(uint64_t seed, uint64_t component);
-  uint64_t Next();
-  // Uniform in [0, n); n > 0.
-  uint64_t Below(uint64_t n) {
-    return static_cast<uint64_t>((static_cast<Uint128>(Next()) * n) >> 64);
-  }
-  // Uniform in [0, 1).
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
-
- private:
-  uint64_t s_[4];
-};
 
 class Engine {
  public:

@@ -51,7 +51,7 @@ ImpairmentVerdict FaultAttachment::Decide(void* ctx, const Packet& p, uint32_t w
   f.wire_bytes = wire_bytes;
   f.ip_bytes = IpPacketBytes(p);
   f.dest_qpn = p.dest_qpn;
-  f.opcode = p.opcode;
+  f.opcode = static_cast<uint8_t>(p.opcode);
   f.traffic_class = p.flow->traffic_class;
   f.udp_sport = p.flow->udp_sport;
   f.src_host = p.flow->src_host;

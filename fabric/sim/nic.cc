@@ -8,15 +8,6 @@
 #include "fabric/wire/psn.h"
 
 namespace fathom::sim {
-namespace {
-
-std::string Hex(uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%x", v);
-  return buf;
-}
-
-}  // namespace
 
 int CompletionQueue::Poll(std::span<Completion> out) {
   int n = 0;
@@ -50,6 +41,9 @@ Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node, 
   static_assert(offsetof(Qp, rq) == 192 && offsetof(Qp, rcvd_pkts) + sizeof(uint64_t) <= 256);
   // The fetch hints' fields are in the NIC's first two lines.
   static_assert(offsetof(Nic, rr_wqe_) + sizeof(rr_wqe_) <= 128);
+  // The send queue holds base's SendWr, a CQ the verbs fields plus a time:
+  // the sizes the NIC had with structs of its own.
+  static_assert(sizeof(SendWqe) == 88 && sizeof(Completion) == 40);
 }
 
 void Nic::PrefetchQp(const Qp* qp, bool receive) {
@@ -113,7 +107,7 @@ StatusOr<MemoryRegion> Nic::RegisterMemory(void* addr, uint64_t length, uint32_t
         "ibv_reg_mr: empty region (addr=" + std::to_string(reinterpret_cast<uintptr_t>(addr)) +
         " length=" + std::to_string(length) + ")");
   }
-  if ((access & ~0xFu) != 0) {
+  if ((access & ~uint32_t{kAccessAll}) != 0) {
     return InvalidArgument("ibv_reg_mr: unsupported access flags " + Hex(access));
   }
   MemoryRegion mr;
@@ -202,7 +196,7 @@ StatusOr<uint32_t> Nic::CreateQp(CompletionQueue* send_cq, CompletionQueue* recv
   qp->flow.buffer_class = qp->buffer_class & 7;
   qp->flow.full_payload = static_cast<uint16_t>(attr.path_mtu_bytes) & 0x1FFF;
   qp->flow.full_wire_bytes = static_cast<uint16_t>(
-      FrameWireBytes(op::kWriteMiddle, static_cast<uint32_t>(attr.path_mtu_bytes), ipv6_));
+      FrameWireBytes(Opcode::kRdmaWriteMiddle, static_cast<uint32_t>(attr.path_mtu_bytes), ipv6_));
   qp->full_wire_bytes = qp->flow.full_wire_bytes;
   qp->ack_every_packets = static_cast<uint32_t>(attr.ack_every_packets);
   // rxe: source port 0xC000 + hash_32(qpn, 14), so each QP is its own ECMP flow.
@@ -295,7 +289,7 @@ Status Nic::PostSend(uint32_t qpn, const SendWr& wr) {
   w.local_error = false;
   if (wr.sge.lkey != kModelledKey) {
     const bool writes_local = wr.opcode == WrOpcode::kRdmaRead || atomic;
-    w.local_error = !CheckLocal(wr.sge, writes_local ? kAccessLocalWrite : 0).ok();
+    w.local_error = !CheckLocal(wr.sge, writes_local ? uint32_t{kAccessLocalWrite} : 0).ok();
   }
   const uint32_t mtu = static_cast<uint32_t>(qp->attr.path_mtu_bytes);
   w.npkts = atomic ? 1u : (wr.sge.length == 0 ? 1u : (wr.sge.length + mtu - 1) / mtu);
@@ -318,7 +312,7 @@ Status Nic::PostRecv(uint32_t qpn, const RecvWr& wr) {
   }
   if (qp->state == QpState::kErr) {
     Complete(*qp, qp->recv_cq,
-             Completion{wr.wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, false, 0, {}});
+             WorkCompletion{wr.wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, false});
     return Status::Ok();
   }
   qp->rq.push_back(RecvWqe{wr});
@@ -343,7 +337,7 @@ QpCounters Nic::TotalCounters() const {
   return t;
 }
 
-Packet* Nic::NewPacket(const Qp& qp, uint8_t opcode, uint32_t psn) {
+Packet* Nic::NewPacket(const Qp& qp, Opcode opcode, uint32_t psn) {
   Packet* p = pool_->Alloc();
   p->flow = &qp.flow;
   p->buffer_class = qp.buffer_class & 7;
@@ -382,9 +376,9 @@ void Nic::Crash() {
   SyncFront();
 }
 
-void Nic::Complete(Qp& qp, CompletionQueue* cq, const Completion& c) {
+void Nic::Complete(Qp& qp, CompletionQueue* cq, const WorkCompletion& c) {
   if (crashed_) return;  // nobody is left to poll
-  Completion out = c;
+  Completion out{c};
   out.qp_num = qp.qpn;
   out.time = engine_->Now();
   engine_->TraceMix((uint64_t{qp.qpn} << 40) ^ (uint64_t{static_cast<uint8_t>(c.status)} << 32) ^
@@ -401,20 +395,14 @@ void Nic::EnterError(Qp& qp) {
     const SendWqe w = qp.sq.front();
     qp.sq.pop_front();
     Complete(qp, qp.send_cq,
-             Completion{w.wr.wr_id,
-                        WcStatus::kWrFlushErr,
-                        SendCompletionOpcode(w.wr.opcode),
-                        0,
-                        0,
-                        false,
-                        0,
-                        {}});
+             WorkCompletion{w.wr.wr_id, WcStatus::kWrFlushErr, SendCompletionOpcode(w.wr.opcode), 0,
+                            0, false});
   }
   while (!qp.rq.empty()) {
     const RecvWqe r = qp.rq.front();
     qp.rq.pop_front();
     Complete(qp, qp.recv_cq,
-             Completion{r.wr.wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, false, 0, {}});
+             WorkCompletion{r.wr.wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, false});
   }
   MoveSendCursor(qp, 0, 0);
   qp.outstanding_rd = 0;
@@ -564,7 +552,7 @@ void Nic::Receive(void* nic, Packet* p, int32_t /*in_port*/) {
     return;
   }
   ++qp->rcvd_pkts;
-  if (p->opcode >= op::kReadRespFirst && p->opcode <= op::kAtomicAck) {
+  if (p->opcode >= Opcode::kRdmaReadResponseFirst && p->opcode <= Opcode::kAtomicAcknowledge) {
     self->OnResponse(*qp, p);
   } else {
     self->OnRequest(*qp, p);

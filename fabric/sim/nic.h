@@ -27,8 +27,6 @@
 
 namespace fathom::sim {
 
-// The completion opcode of a send-queue WR.
-
 // A rxe-like first QPN (QPNs 0 and 1 are special in IB).
 inline constexpr uint32_t kFirstQpn = 0x11;
 
@@ -45,7 +43,7 @@ class Nic {
   static void Receive(void* nic, Packet* p, int32_t in_port);
   // ReceiveFullSizeFn: what Receive does for the next expected middle
   // packet of a WRITE, without a pool packet; false for any other.
-  static bool ReceiveFullSize(void* nic, const QpFlow& flow, uint32_t psn, uint8_t opcode,
+  static bool ReceiveFullSize(void* nic, const QpFlow& flow, uint32_t psn, Opcode opcode,
                               bool ack_req);
   // Fetch hint (ReceivePrefetchFn): the NIC's lines and the QP's.
   static void Prefetch(const void* nic, uint32_t dest_qpn, bool full_size);
@@ -155,7 +153,7 @@ class Nic {
     bool retry_pending = false;
     uint8_t deferred_ack_syndrome = 0;
     uint8_t buffer_class = 0;      // attr.traffic_class >> 5 (Packet::buffer_class)
-    uint8_t middle_opcode = 0;     // of the middle packets (middle_left)
+    Opcode middle_opcode{};        // of the middle packets (middle_left)
     uint16_t full_wire_bytes = 0;  // flow.full_wire_bytes, here for the middle packets
     uint32_t qpn = 0;
     uint32_t remote_qpn = 0;
@@ -227,8 +225,10 @@ class Nic {
   const Qp* FindQp(uint32_t qpn) const;
   StatusOr<const MemoryRegion*> CheckLocal(const Sge& sge, uint32_t need) const;
   const MemoryRegion* CheckRemote(uint32_t rkey, uint64_t va, uint64_t len, uint32_t need) const;
-  Packet* NewPacket(const Qp& qp, uint8_t opcode, uint32_t psn);
-  void Complete(Qp& qp, CompletionQueue* cq, const Completion& c);
+  Packet* NewPacket(const Qp& qp, Opcode opcode, uint32_t psn);
+  // Queues `c` (the verbs fields; its qp_num is the QP's) at the current
+  // virtual time.
+  void Complete(Qp& qp, CompletionQueue* cq, const WorkCompletion& c);
   void EnterError(Qp& qp);  // QP -> ERROR, flush both queues
 
   // Scheduling (nic.cc).

@@ -9,44 +9,18 @@ namespace fathom::sim {
 static_assert(offsetof(QpFlow, src_host) == 64 && sizeof(QpFlow) == 128 &&
               offsetof(QpFlow, dest_qpn) == 60);
 
-int ExtHeaderBytes(uint8_t opcode) {
-  switch (opcode) {
-    case op::kWriteFirst:
-    case op::kWriteOnly:
-    case op::kReadRequest:
-      return 16;  // RETH
-    case op::kWriteOnlyImm:
-      return 16 + 4;  // RETH + ImmDt
-    case op::kSendLastImm:
-    case op::kSendOnlyImm:
-    case op::kWriteLastImm:
-      return 4;  // ImmDt
-    case op::kReadRespFirst:
-    case op::kReadRespLast:
-    case op::kReadRespOnly:
-    case op::kAck:
-      return 4;  // AETH
-    case op::kAtomicAck:
-      return 4 + 8;  // AETH + AtomicAckETH
-    case op::kCompareSwap:
-    case op::kFetchAdd:
-      return 28;  // AtomicETH
-    default:
-      return 0;
-  }
-}
-
-uint32_t IpPacketBytes(uint8_t opcode, uint32_t payload_bytes, bool ipv6) {
-  const uint32_t ip = ipv6 ? 40 : 20;
+uint32_t IpPacketBytes(Opcode opcode, uint32_t payload_bytes, bool ipv6) {
+  constexpr uint32_t kFixed = wire::kUdpHeaderBytes + wire::kBthBytes + wire::kIcrcBytes;
+  const uint32_t ip = ipv6 ? wire::kIpv6HeaderBytes : wire::kIpv4HeaderBytes;
   const uint32_t padded = (payload_bytes + 3u) & ~3u;
-  return ip + 8 + 12 + static_cast<uint32_t>(ExtHeaderBytes(opcode)) + padded + 4;
+  return ip + kFixed + static_cast<uint32_t>(wire::ExtensionHeaderBytes(opcode)) + padded;
 }
 
 uint32_t IpPacketBytes(const Packet& p) {
   return IpPacketBytes(p.opcode, p.payload_bytes, p.flow->ipv6);
 }
 
-uint32_t FrameWireBytes(uint8_t opcode, uint32_t payload_bytes, bool ipv6) {
+uint32_t FrameWireBytes(Opcode opcode, uint32_t payload_bytes, bool ipv6) {
   return IpPacketBytes(opcode, payload_bytes, ipv6) + kEthernetWireOverhead;
 }
 

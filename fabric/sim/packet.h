@@ -4,9 +4,10 @@
 // real bytes, and is null for modelled-only flows. Packets come from a
 // PacketPool and go back to it when delivered or dropped; the pool owns them.
 //
-// Sizes follow the wire (ROCEV2.md "Frame"): Ethernet header 14 + FCS 4 +
-// preamble/SFD 8 + inter-frame gap 12, IPv4 20 or IPv6 40, UDP 8, BTH 12,
-// extension headers by opcode, payload padded to 4 bytes, ICRC 4.
+// Sizes follow the wire (ROCEV2.md "Frame"; the constants of
+// fabric/wire/opcode.h): Ethernet header + FCS + preamble/SFD + inter-frame
+// gap, IPv4 or IPv6, UDP, BTH, extension headers by opcode, payload padded
+// to 4 bytes, ICRC.
 #pragma once
 
 #include <cstdint>
@@ -15,43 +16,14 @@
 
 #include "fabric/sim/arena.h"
 #include "fabric/sim/engine.h"
+#include "fabric/wire/opcode.h"
+#include "fabric/wire/roce.h"
 
 namespace fathom::sim {
 
-// BTH opcodes of the RC transport (IBTA 9.2, table 38; ROCEV2.md).
-namespace op {
-inline constexpr uint8_t kSendFirst = 0x00;
-inline constexpr uint8_t kSendMiddle = 0x01;
-inline constexpr uint8_t kSendLast = 0x02;
-inline constexpr uint8_t kSendLastImm = 0x03;
-inline constexpr uint8_t kSendOnly = 0x04;
-inline constexpr uint8_t kSendOnlyImm = 0x05;
-inline constexpr uint8_t kWriteFirst = 0x06;
-inline constexpr uint8_t kWriteMiddle = 0x07;
-inline constexpr uint8_t kWriteLast = 0x08;
-inline constexpr uint8_t kWriteLastImm = 0x09;
-inline constexpr uint8_t kWriteOnly = 0x0A;
-inline constexpr uint8_t kWriteOnlyImm = 0x0B;
-inline constexpr uint8_t kReadRequest = 0x0C;
-inline constexpr uint8_t kReadRespFirst = 0x0D;
-inline constexpr uint8_t kReadRespMiddle = 0x0E;
-inline constexpr uint8_t kReadRespLast = 0x0F;
-inline constexpr uint8_t kReadRespOnly = 0x10;
-inline constexpr uint8_t kAck = 0x11;
-inline constexpr uint8_t kAtomicAck = 0x12;
-inline constexpr uint8_t kCompareSwap = 0x13;
-inline constexpr uint8_t kFetchAdd = 0x14;
-}  // namespace op
-
-// AETH syndromes (IBTA 9.7.5.1.2; ROCEV2.md "Extension headers").
-inline constexpr uint8_t kAethAck = 0x1F;     // ACK, unlimited credits
-inline constexpr uint8_t kAethRnrNak = 0x20;  // | 5-bit RNR timer code
-inline constexpr uint8_t kAethNakSeq = 0x60;
-inline constexpr uint8_t kAethNakInvalid = 0x61;
-inline constexpr uint8_t kAethNakAccess = 0x62;
-inline constexpr uint8_t kAethNakOperational = 0x63;
-
-inline constexpr uint16_t kRoceUdpPort = 4791;
+// The BTH opcodes, AETH syndromes and header sizes are the wire's
+// (fabric/wire/opcode.h); the NIC and the ports name opcodes as Opcode::k...
+using wire::Opcode;
 
 class Port;
 
@@ -132,7 +104,7 @@ struct alignas(32) Packet {
   uint32_t psn;
   uint16_t payload_bytes;
   uint16_t wire_bytes;  // cached FrameWireBytes()
-  uint8_t opcode;
+  Opcode opcode;
   uint8_t aeth_syndrome;
   uint8_t hops;  // links crossed so far
   uint8_t ack_req : 1;
@@ -172,19 +144,22 @@ constexpr uint32_t FlowHash(int32_t src_host, int32_t dst_host, uint16_t udp_spo
   return static_cast<uint32_t>(
       Mix64((static_cast<uint64_t>(static_cast<uint32_t>(src_host)) << 40) ^
             (static_cast<uint64_t>(static_cast<uint32_t>(dst_host)) << 16) ^ udp_sport ^
-            (uint64_t{kRoceUdpPort} << 56) ^ (uint64_t{17} << 58)));
+            (uint64_t{wire::kRoceV2UdpPort} << 56) ^ (uint64_t{wire::kIpProtocolUdp} << 58)));
 }
 
-// Extension header bytes carried by a BTH opcode.
-int ExtHeaderBytes(uint8_t opcode);
-
-// The opcodes that carry extension headers (ExtHeaderBytes > 0), a bit each.
+// The opcodes below 32 that carry extension headers
+// (wire::ExtensionHeaderBytes > 0), a bit each: what IsFullSize tests
+// without a load.
+constexpr uint32_t OpcodeBit(Opcode op) { return 1u << static_cast<uint8_t>(op); }
 inline constexpr uint32_t kExtHeaderOpcodes =
-    1u << op::kSendLastImm | 1u << op::kSendOnlyImm | 1u << op::kWriteFirst |
-    1u << op::kWriteLastImm | 1u << op::kWriteOnly | 1u << op::kWriteOnlyImm |
-    1u << op::kReadRequest | 1u << op::kReadRespFirst | 1u << op::kReadRespLast |
-    1u << op::kReadRespOnly | 1u << op::kAck | 1u << op::kAtomicAck | 1u << op::kCompareSwap |
-    1u << op::kFetchAdd;
+    OpcodeBit(Opcode::kSendLastWithImmediate) | OpcodeBit(Opcode::kSendOnlyWithImmediate) |
+    OpcodeBit(Opcode::kRdmaWriteFirst) | OpcodeBit(Opcode::kRdmaWriteLastWithImmediate) |
+    OpcodeBit(Opcode::kRdmaWriteOnly) | OpcodeBit(Opcode::kRdmaWriteOnlyWithImmediate) |
+    OpcodeBit(Opcode::kRdmaReadRequest) | OpcodeBit(Opcode::kRdmaReadResponseFirst) |
+    OpcodeBit(Opcode::kRdmaReadResponseLast) | OpcodeBit(Opcode::kRdmaReadResponseOnly) |
+    OpcodeBit(Opcode::kAcknowledge) | OpcodeBit(Opcode::kAtomicAcknowledge) |
+    OpcodeBit(Opcode::kCompareSwap) | OpcodeBit(Opcode::kFetchAdd) |
+    OpcodeBit(Opcode::kSendLastWithInvalidate) | OpcodeBit(Opcode::kSendOnlyWithInvalidate);
 
 // The egress port a packet that has crossed `hops` links leaves by, from
 // its flow's route; null when the route does not say.
@@ -199,17 +174,22 @@ inline bool IsFullSize(const Packet& p) {
   return f.full_wire_bytes != 0 && p.wire_bytes == f.full_wire_bytes &&
          p.payload_bytes == f.full_payload && p.buffer_class == f.buffer_class &&
          p.dest_qpn == f.dest_qpn && p.psn <= 0xFFFFFF && p.aeth_syndrome == 0 && !p.corrupt &&
-         !p.has_data && (p.opcode >= 32 || ((kExtHeaderOpcodes >> p.opcode) & 1) == 0);
+         !p.has_data &&
+         (static_cast<uint8_t>(p.opcode) >= 32 ||
+          ((kExtHeaderOpcodes >> static_cast<uint8_t>(p.opcode)) & 1) == 0);
 }
 // IP packet length: IP + UDP + BTH + ext + payload + pad + ICRC (what a link
 // MTU limits). The Packet forms read the flow's IP version.
-uint32_t IpPacketBytes(uint8_t opcode, uint32_t payload_bytes, bool ipv6);
+uint32_t IpPacketBytes(Opcode opcode, uint32_t payload_bytes, bool ipv6);
 uint32_t IpPacketBytes(const Packet& p);
 // Bytes a frame occupies on the wire, including preamble, SFD, FCS and IFG:
 // what serialization time is computed from.
-uint32_t FrameWireBytes(uint8_t opcode, uint32_t payload_bytes, bool ipv6);
+uint32_t FrameWireBytes(Opcode opcode, uint32_t payload_bytes, bool ipv6);
 uint32_t FrameWireBytes(const Packet& p);
-inline constexpr uint32_t kEthernetWireOverhead = 14 + 4 + 8 + 12;
+// What a frame adds to its IP packet on the wire: the Ethernet header, and
+// the FCS, preamble, SFD and inter-frame gap.
+inline constexpr uint32_t kEthernetWireOverhead =
+    wire::kEthernetHeaderBytes + wire::kEthernetWireExtraBytes;
 
 // Free-list packet pool: grows in 6 MiB chunks, 2 MiB of packets and 4 MiB
 // of their extensions (huge pages where the kernel offers them: at 1024

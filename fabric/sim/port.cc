@@ -7,28 +7,6 @@
 
 namespace fathom::sim {
 
-const char* DropReasonName(DropReason r) {
-  switch (r) {
-    case DropReason::kTailDrop:
-      return "tail_drop";
-    case DropReason::kMtuExceeded:
-      return "mtu_exceeded";
-    case DropReason::kNoRoute:
-      return "no_route";
-    case DropReason::kImpairment:
-      return "impairment";
-    case DropReason::kBadIcrc:
-      return "bad_icrc";
-    case DropReason::kQpNotReady:
-      return "qp_not_ready";
-    case DropReason::kHostCrashed:
-      return "host_crashed";
-    case DropReason::kCount:
-      break;
-  }
-  return "unknown";
-}
-
 uint64_t DropStats::total() const {
   uint64_t t = 0;
   for (uint64_t v : by_reason) t += v;
@@ -126,8 +104,9 @@ void Port::Send(Packet* p) {
   // back now (and is the next one its NIC takes, still in cache).
   if (!hooked_ && p->hops < kHopsMax && IsFullSize(*p) &&
       reinterpret_cast<uint64_t>(p->flow) >> 47 == 0) {
-    const uint64_t w0 = uint64_t{p->opcode} << kOpcodeShift | uint64_t{p->hops} << kHopsShift |
-                        (p->ack_req ? kAckReq : 0) | (p->ecn_ce ? kEcnCe : 0);
+    const uint64_t w0 = uint64_t{static_cast<uint8_t>(p->opcode)} << kOpcodeShift |
+                        uint64_t{p->hops} << kHopsShift | (p->ack_req ? kAckReq : 0) |
+                        (p->ecn_ce ? kEcnCe : 0);
     const uint64_t w1 = uint64_t{p->psn} | (reinterpret_cast<uint64_t>(p->flow) >> 7) << 24;
     pool_->Compact(p);
     SendCompact(w0, w1);
@@ -136,9 +115,9 @@ void Port::Send(Packet* p) {
   SendInline(p);
 }
 
-void Port::SendFullSize(const QpFlow& flow, uint32_t wire_bytes, uint8_t tc, uint8_t opcode,
+void Port::SendFullSize(const QpFlow& flow, uint32_t wire_bytes, uint8_t tc, Opcode opcode,
                         uint32_t psn, bool ack_req) {
-  SendCompactSized(uint64_t{opcode} << kOpcodeShift | (ack_req ? kAckReq : 0),
+  SendCompactSized(uint64_t{static_cast<uint8_t>(opcode)} << kOpcodeShift | (ack_req ? kAckReq : 0),
                    uint64_t{psn & kPsnMask} | (reinterpret_cast<uint64_t>(&flow) >> 7) << 24,
                    wire_bytes, tc);
 }
@@ -154,7 +133,7 @@ Packet* Port::Materialize(uint64_t w0, uint64_t w1) {
   m.psn = static_cast<uint32_t>(w1 & kPsnMask);
   m.payload_bytes = flow->full_payload;
   m.wire_bytes = flow->full_wire_bytes;
-  m.opcode = static_cast<uint8_t>(w0 >> kOpcodeShift);
+  m.opcode = static_cast<Opcode>(static_cast<uint8_t>(w0 >> kOpcodeShift));
   m.aeth_syndrome = 0;
   m.hops = static_cast<uint8_t>((w0 >> kHopsShift) & kHopsMax);
   m.ack_req = (w0 & kAckReq) != 0;
@@ -445,7 +424,8 @@ Port::Received Port::Delivered() const {
 }
 
 void Port::Deliver(Packet* p) {
-  engine_->TraceMix(uint64_t{p->psn} | (uint64_t{p->opcode} << 24) | (uint64_t{p->dest_qpn} << 32));
+  engine_->TraceMix(uint64_t{p->psn} | (uint64_t{static_cast<uint8_t>(p->opcode)} << 24) |
+                    (uint64_t{p->dest_qpn} << 32));
   if (p->corrupt) {
     // The ICRC (and FCS) no longer match: the receiver discards the frame
     // (and counts it: Delivered()).
@@ -475,7 +455,8 @@ void Port::DeliverCompact(uint64_t w0, uint64_t w1) {
   }
   if (rx_full_size_fn_ != nullptr &&
       rx_full_size_fn_(rx_obj_, flow, static_cast<uint32_t>(w1 & kPsnMask),
-                       static_cast<uint8_t>(w0 >> kOpcodeShift), (w0 & kAckReq) != 0)) {
+                       static_cast<Opcode>(static_cast<uint8_t>(w0 >> kOpcodeShift)),
+                       (w0 & kAckReq) != 0)) {
     pool_->DropCompact();  // received: no longer in flight
     return;
   }

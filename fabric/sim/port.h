@@ -34,21 +34,13 @@
 #include "fabric/sim/arena.h"
 #include "fabric/sim/engine.h"
 #include "fabric/sim/packet.h"
+#include "faults/frame.h"
 
 namespace fathom::sim {
 
-// Why a packet vanished; the run summary counts drops by reason.
-enum class DropReason : uint8_t {
-  kTailDrop = 0,  // egress buffer full (port_xmit_discards)
-  kMtuExceeded,   // frame larger than the link MTU: dropped silently (CASES.md 4)
-  kNoRoute,       // a switch has no next hop (rail-only wiring, CASES.md 8)
-  kImpairment,    // a fault model dropped it on the wire
-  kBadIcrc,       // corrupted on the wire: receiver drops it (port_rcv_errors)
-  kQpNotReady,    // the destination QP does not exist or cannot receive
-  kHostCrashed,   // the destination host has crashed (its NIC is dead)
-  kCount,
-};
-const char* DropReasonName(DropReason r);
+// Why a packet vanished (one list for the fabric and the fault models).
+using faults::DropReason;
+using faults::DropReasonName;
 
 // Drops across the whole network, by reason.
 struct DropStats {
@@ -95,7 +87,7 @@ using ReceivePrefetchFn = void (*)(const void* obj, uint32_t dest_qpn, bool full
 // AckReq (its payload, size and destination QP are the flow's). Returns
 // false, having done nothing, for a packet it wants whole: the port then
 // builds a pool packet and calls the ReceiveFn.
-using ReceiveFullSizeFn = bool (*)(void* obj, const QpFlow& flow, uint32_t psn, uint8_t opcode,
+using ReceiveFullSizeFn = bool (*)(void* obj, const QpFlow& flow, uint32_t psn, Opcode opcode,
                                    bool ack_req);
 
 struct PortConfig {
@@ -149,7 +141,7 @@ class Port {
   // (given, so that the flow's line is not read). Needs TakesFullSize(flow),
   // and the caller to count the packet in the port's pool first
   // (PacketPool::AddCompact), which the caller's lines reach.
-  void SendFullSize(const QpFlow& flow, uint32_t wire_bytes, uint8_t tc, uint8_t opcode,
+  void SendFullSize(const QpFlow& flow, uint32_t wire_bytes, uint8_t tc, Opcode opcode,
                     uint32_t psn, bool ack_req);
 
   // Time the serializer is busy until (a NIC sends when this is <= Now()).

@@ -14,12 +14,6 @@
 
 namespace fathom::sim {
 
-// ibv_access_flags.
-inline constexpr uint32_t kAccessLocalWrite = 1;
-inline constexpr uint32_t kAccessRemoteWrite = 2;
-inline constexpr uint32_t kAccessRemoteRead = 4;
-inline constexpr uint32_t kAccessRemoteAtomic = 8;
-
 // A registered range of host memory. Addresses are real pointers of this
 // process (the emulator moves real bytes for the transport API).
 struct MemoryRegion {
@@ -31,43 +25,14 @@ struct MemoryRegion {
 };
 
 // Key 0 means "modelled bytes": the NIC times and counts the transfer but
-// moves no data and checks no region — what flow workloads use.
+// moves no data and checks no region — what flow workloads use (the key an
+// Sge and a SendWr hold by default).
 inline constexpr uint32_t kModelledKey = 0;
 
-struct Sge {
-  uint64_t addr = 0;
-  uint32_t length = 0;
-  uint32_t lkey = kModelledKey;
-};
-
-// ibv_send_wr with one SGE.
-struct SendWr {
-  uint64_t wr_id = 0;
-  WrOpcode opcode = WrOpcode::kSend;
-  Sge sge;
-  bool signaled = true;
-  uint32_t imm = 0;          // *_WITH_IMM, network order is not modelled
-  uint64_t remote_addr = 0;  // RDMA and atomics
-  uint32_t rkey = kModelledKey;
-  uint64_t compare_add = 0;  // CMP_SWP: compare; FETCH_ADD: add
-  uint64_t swap = 0;         // CMP_SWP: swap
-};
-
-struct RecvWr {
-  uint64_t wr_id = 0;
-  Sge sge;
-};
-
-// ibv_wc.
-struct Completion {
-  uint64_t wr_id = 0;
-  WcStatus status = WcStatus::kSuccess;
-  WcOpcode opcode = WcOpcode::kSend;
-  uint32_t byte_len = 0;
-  uint32_t imm = 0;
-  bool has_imm = false;  // IBV_WC_WITH_IMM
-  uint32_t qp_num = 0;
-  Picoseconds time;  // virtual time the completion was generated
+// ibv_wc and the virtual time the completion was generated (a NIC queues
+// these: the verbs fields plus 8 bytes).
+struct Completion : WorkCompletion {
+  Picoseconds time;
 };
 
 // A completion queue. The owner polls it, or sets a callback that sees each

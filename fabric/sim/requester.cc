@@ -61,7 +61,7 @@ Packet* Nic::RequesterNext(Qp& qp) {
     // One request for the rest of the READ from this PSN on (a retried READ
     // asks only for the responses still missing).
     const uint32_t offset = qp.send_pkt * mtu;
-    p = NewPacket(qp, op::kReadRequest, psn);
+    p = NewPacket(qp, Opcode::kRdmaReadRequest, psn);
     p->ext().va = wr.remote_addr + offset;
     p->ext().rkey = wr.rkey;
     p->ext().dma_len = wr.sge.length - offset;
@@ -72,7 +72,7 @@ Packet* Nic::RequesterNext(Qp& qp) {
     ++qp.outstanding_rd;
   } else if (wr.opcode == WrOpcode::kAtomicCmpAndSwp || wr.opcode == WrOpcode::kAtomicFetchAndAdd) {
     const bool cas = wr.opcode == WrOpcode::kAtomicCmpAndSwp;
-    p = NewPacket(qp, cas ? op::kCompareSwap : op::kFetchAdd, psn);
+    p = NewPacket(qp, cas ? Opcode::kCompareSwap : Opcode::kFetchAdd, psn);
     p->ext().va = wr.remote_addr;
     p->ext().rkey = wr.rkey;
     p->ext().swap_add = cas ? wr.swap : wr.compare_add;
@@ -89,17 +89,17 @@ Packet* Nic::RequesterNext(Qp& qp) {
     const uint32_t i = qp.send_pkt;
     const uint32_t offset = i * mtu;
     const uint32_t payload = wr.sge.length - offset < mtu ? wr.sge.length - offset : mtu;
-    uint8_t opcode;
+    Opcode opcode;
     if (w.npkts == 1) {
-      opcode = write ? (imm ? op::kWriteOnlyImm : op::kWriteOnly)
-                     : (imm ? op::kSendOnlyImm : op::kSendOnly);
+      opcode = write ? (imm ? Opcode::kRdmaWriteOnlyWithImmediate : Opcode::kRdmaWriteOnly)
+                     : (imm ? Opcode::kSendOnlyWithImmediate : Opcode::kSendOnly);
     } else if (i == 0) {
-      opcode = write ? op::kWriteFirst : op::kSendFirst;
+      opcode = write ? Opcode::kRdmaWriteFirst : Opcode::kSendFirst;
     } else if (i + 1 == w.npkts) {
-      opcode = write ? (imm ? op::kWriteLastImm : op::kWriteLast)
-                     : (imm ? op::kSendLastImm : op::kSendLast);
+      opcode = write ? (imm ? Opcode::kRdmaWriteLastWithImmediate : Opcode::kRdmaWriteLast)
+                     : (imm ? Opcode::kSendLastWithImmediate : Opcode::kSendLast);
     } else {
-      opcode = write ? op::kWriteMiddle : op::kSendMiddle;
+      opcode = write ? Opcode::kRdmaWriteMiddle : Opcode::kSendMiddle;
     }
     p = NewPacket(qp, opcode, psn);
     p->payload_bytes = static_cast<uint16_t>(payload);
@@ -110,7 +110,7 @@ Packet* Nic::RequesterNext(Qp& qp) {
       p->ext().rkey = wr.rkey;
       p->ext().dma_len = wr.sge.length;
     }
-    if (imm) p->ext().imm = wr.imm;
+    if (imm) p->ext().imm = wr.imm_data;
     const bool last = i + 1 == w.npkts;
     if (last || ++qp.pkts_since_ackreq >= qp.ack_every_packets) {
       p->ack_req = 1;
@@ -124,7 +124,7 @@ Packet* Nic::RequesterNext(Qp& qp) {
       // middle packets: RequesterSendFullSize sends them.
       qp.middle_left = w.npkts - 1 - qp.send_pkt;
       qp.middle_psn = PsnAdd(psn, 1);
-      qp.middle_opcode = write ? op::kWriteMiddle : op::kSendMiddle;
+      qp.middle_opcode = write ? Opcode::kRdmaWriteMiddle : Opcode::kSendMiddle;
     }
     if (last && write) ++qp.counters.rdma_sends;
   }
@@ -205,14 +205,8 @@ void Nic::AckUpTo(Qp& qp, uint32_t psn) {
     }
     if (done.wr.signaled) {
       Complete(qp, qp.send_cq,
-               Completion{done.wr.wr_id,
-                          WcStatus::kSuccess,
-                          SendCompletionOpcode(done.wr.opcode),
-                          done.wr.sge.length,
-                          0,
-                          false,
-                          0,
-                          {}});
+               WorkCompletion{done.wr.wr_id, WcStatus::kSuccess,
+                              SendCompletionOpcode(done.wr.opcode), done.wr.sge.length, 0, false});
     }
   }
   if (qp.state != QpState::kRts) return;  // a completion callback moved the QP
@@ -268,7 +262,7 @@ void Nic::FailFront(Qp& qp, WcStatus status) {
     const SendWqe w = qp.sq.front();
     qp.sq.pop_front();
     Complete(qp, qp.send_cq,
-             Completion{w.wr.wr_id, status, SendCompletionOpcode(w.wr.opcode), 0, 0, false, 0, {}});
+             WorkCompletion{w.wr.wr_id, status, SendCompletionOpcode(w.wr.opcode), 0, 0, false});
   }
   EnterError(qp);
 }
@@ -283,16 +277,16 @@ void Nic::TimerExpired(Qp& qp) {
 void Nic::OnResponse(Qp& qp, Packet* p) {
   if (qp.state != QpState::kRts) return;
   const uint32_t psn = p->psn;
-  if (p->opcode == op::kAck) {
-    const uint8_t kind = p->aeth_syndrome >> 5;
-    if (kind == 0) {  // ACK: every PSN up to and including psn
+  if (p->opcode == Opcode::kAcknowledge) {
+    const wire::AethKind kind = wire::AethKindOf(p->aeth_syndrome);
+    if (kind == wire::AethKind::kAck) {  // every PSN up to and including psn
       AckUpTo(qp, PsnAdd(psn, 1));
       return;
     }
     if (PsnDiff(psn, qp.acked_psn) < 0) return;  // a NAK for something already acknowledged
     AckUpTo(qp, psn);
     if (qp.state != QpState::kRts) return;
-    if (kind == 1) {  // RNR NAK (IBTA 9.7.5.2.8)
+    if (kind == wire::AethKind::kRnrNak) {  // IBTA 9.7.5.2.8
       ++qp.counters.rcvd_rnr_err;
       if (qp.rnr_retries_left <= 0 && qp.attr.rnr_retry != 7) {
         ++qp.counters.rnr_nak_retry_err;
@@ -307,14 +301,14 @@ void Nic::OnResponse(Qp& qp, Packet* p) {
       return;
     }
     switch (p->aeth_syndrome) {
-      case kAethNakSeq:
+      case wire::kAethNakSeq:
         ++qp.counters.packet_seq_err;
         RetryOrFail(qp, psn);
         return;
-      case kAethNakAccess:
+      case wire::kAethNakAccess:
         FailFront(qp, WcStatus::kRemAccessErr);
         return;
-      case kAethNakOperational:
+      case wire::kAethNakOperational:
         FailFront(qp, WcStatus::kRemOpErr);
         return;
       default:
@@ -352,7 +346,7 @@ void Nic::OnResponse(Qp& qp, Packet* p) {
   const uint32_t index = static_cast<uint32_t>(PsnDiff(psn, w.first_psn));
   bool done;
   uint32_t byte_len;
-  if (p->opcode == op::kAtomicAck) {
+  if (p->opcode == Opcode::kAtomicAcknowledge) {
     if (w.wr.sge.lkey != kModelledKey) {
       std::memcpy(reinterpret_cast<void*>(w.wr.sge.addr), &p->ext().swap_add, sizeof(uint64_t));
     }
@@ -380,14 +374,8 @@ void Nic::OnResponse(Qp& qp, Packet* p) {
     if (qp.outstanding_rd > 0) --qp.outstanding_rd;
     if (finished.wr.signaled) {
       Complete(qp, qp.send_cq,
-               Completion{finished.wr.wr_id,
-                          WcStatus::kSuccess,
-                          SendCompletionOpcode(finished.wr.opcode),
-                          byte_len,
-                          0,
-                          false,
-                          0,
-                          {}});
+               WorkCompletion{finished.wr.wr_id, WcStatus::kSuccess,
+                              SendCompletionOpcode(finished.wr.opcode), byte_len, 0, false});
     }
     if (qp.state != QpState::kRts) return;
   }

@@ -13,24 +13,31 @@ namespace {
 using wire::PsnAdd;
 using wire::PsnDiff;
 
-bool IsSend(uint8_t opcode) { return opcode <= op::kSendOnlyImm; }
-bool IsWrite(uint8_t opcode) { return opcode >= op::kWriteFirst && opcode <= op::kWriteOnlyImm; }
-bool StartsMessage(uint8_t opcode) {
-  return opcode == op::kSendFirst || opcode == op::kSendOnly || opcode == op::kSendOnlyImm ||
-         opcode == op::kWriteFirst || opcode == op::kWriteOnly || opcode == op::kWriteOnlyImm;
+bool IsSend(Opcode opcode) { return opcode <= Opcode::kSendOnlyWithImmediate; }
+bool IsWrite(Opcode opcode) {
+  return opcode >= Opcode::kRdmaWriteFirst && opcode <= Opcode::kRdmaWriteOnlyWithImmediate;
 }
-bool EndsMessage(uint8_t opcode) {
-  return opcode == op::kSendLast || opcode == op::kSendLastImm || opcode == op::kSendOnly ||
-         opcode == op::kSendOnlyImm || opcode == op::kWriteLast || opcode == op::kWriteLastImm ||
-         opcode == op::kWriteOnly || opcode == op::kWriteOnlyImm;
+bool StartsMessage(Opcode opcode) {
+  return opcode == Opcode::kSendFirst || opcode == Opcode::kSendOnly ||
+         opcode == Opcode::kSendOnlyWithImmediate || opcode == Opcode::kRdmaWriteFirst ||
+         opcode == Opcode::kRdmaWriteOnly || opcode == Opcode::kRdmaWriteOnlyWithImmediate;
 }
-bool HasImm(uint8_t opcode) {
-  return opcode == op::kSendLastImm || opcode == op::kSendOnlyImm || opcode == op::kWriteLastImm ||
-         opcode == op::kWriteOnlyImm;
+bool EndsMessage(Opcode opcode) {
+  return opcode == Opcode::kSendLast || opcode == Opcode::kSendLastWithImmediate ||
+         opcode == Opcode::kSendOnly || opcode == Opcode::kSendOnlyWithImmediate ||
+         opcode == Opcode::kRdmaWriteLast || opcode == Opcode::kRdmaWriteLastWithImmediate ||
+         opcode == Opcode::kRdmaWriteOnly || opcode == Opcode::kRdmaWriteOnlyWithImmediate;
 }
-bool ConsumesRecv(uint8_t opcode) {
-  return opcode == op::kSendFirst || opcode == op::kSendOnly || opcode == op::kSendOnlyImm ||
-         opcode == op::kWriteOnlyImm || opcode == op::kWriteLastImm;
+bool HasImm(Opcode opcode) {
+  return opcode == Opcode::kSendLastWithImmediate || opcode == Opcode::kSendOnlyWithImmediate ||
+         opcode == Opcode::kRdmaWriteLastWithImmediate ||
+         opcode == Opcode::kRdmaWriteOnlyWithImmediate;
+}
+bool ConsumesRecv(Opcode opcode) {
+  return opcode == Opcode::kSendFirst || opcode == Opcode::kSendOnly ||
+         opcode == Opcode::kSendOnlyWithImmediate ||
+         opcode == Opcode::kRdmaWriteOnlyWithImmediate ||
+         opcode == Opcode::kRdmaWriteLastWithImmediate;
 }
 
 }  // namespace
@@ -48,7 +55,7 @@ void Nic::OnRequest(Qp& qp, Packet* p) {
     ++qp.counters.out_of_sequence;
     if (!qp.nak_sent) {
       qp.nak_sent = true;
-      QueueAck(qp, qp.epsn, kAethNakSeq);
+      QueueAck(qp, qp.epsn, wire::kAethNakSeq);
     }
   }
 }
@@ -62,16 +69,16 @@ void Nic::ResponderError(Qp& qp, uint32_t psn, uint8_t nak) {
 }
 
 void Nic::ExecuteRequest(Qp& qp, const Packet& p) {
-  const uint8_t opc = p.opcode;
-  if (ConsumesRecv(opc) && !(opc == op::kSendFirst && qp.recv_active) && qp.rq.empty()) {
+  const Opcode opc = p.opcode;
+  if (ConsumesRecv(opc) && !(opc == Opcode::kSendFirst && qp.recv_active) && qp.rq.empty()) {
     // No receive WQE: RNR NAK with our min_rnr_timer; later packets of the
     // message are dropped as out of sequence until the retry (9.7.5.2.8).
     ++qp.counters.send_rnr_err;
-    QueueAck(qp, p.psn, static_cast<uint8_t>(kAethRnrNak | (qp.attr.min_rnr_timer & 0x1F)));
+    QueueAck(qp, p.psn, static_cast<uint8_t>(wire::kAethRnrNak | (qp.attr.min_rnr_timer & 0x1F)));
     qp.nak_sent = true;
     return;
   }
-  if (opc == op::kReadRequest || opc == op::kCompareSwap || opc == op::kFetchAdd) {
+  if (opc == Opcode::kRdmaReadRequest || opc == Opcode::kCompareSwap || opc == Opcode::kFetchAdd) {
     if (!QueueResponses(qp, p)) return;
     ++qp.msn;
     qp.nak_sent = false;
@@ -82,7 +89,7 @@ void Nic::ExecuteRequest(Qp& qp, const Packet& p) {
       qp.recv_active = true;
       qp.recv_offset = 0;
     } else if (!qp.recv_active) {
-      ResponderError(qp, p.psn, kAethNakInvalid);  // MIDDLE/LAST without FIRST
+      ResponderError(qp, p.psn, wire::kAethNakInvalid);  // MIDDLE/LAST without FIRST
       return;
     }
     RecvWqe& r = qp.rq.front();
@@ -91,10 +98,9 @@ void Nic::ExecuteRequest(Qp& qp, const Packet& p) {
       // IBV_WC_REM_INV_REQ_ERR at the requester (CASES.md 2).
       const RecvWqe failed = r;
       qp.rq.pop_front();
-      Complete(
-          qp, qp.recv_cq,
-          Completion{failed.wr.wr_id, WcStatus::kLocLenErr, WcOpcode::kRecv, 0, 0, false, 0, {}});
-      ResponderError(qp, p.psn, kAethNakInvalid);
+      Complete(qp, qp.recv_cq,
+               WorkCompletion{failed.wr.wr_id, WcStatus::kLocLenErr, WcOpcode::kRecv, 0, 0, false});
+      ResponderError(qp, p.psn, wire::kAethNakInvalid);
       return;
     }
     if (r.wr.sge.lkey != kModelledKey && p.has_data && p.payload_bytes > 0) {
@@ -108,21 +114,16 @@ void Nic::ExecuteRequest(Qp& qp, const Packet& p) {
       qp.recv_active = false;
       ++qp.counters.rdma_recvs;
       Complete(qp, qp.recv_cq,
-               Completion{done.wr.wr_id,
-                          WcStatus::kSuccess,
-                          WcOpcode::kRecv,
-                          qp.recv_offset,
-                          p.ext().imm,
-                          HasImm(opc),
-                          0,
-                          {}});
+               WorkCompletion{done.wr.wr_id, WcStatus::kSuccess, WcOpcode::kRecv, qp.recv_offset,
+                              p.ext().imm, HasImm(opc)});
     }
   } else if (IsWrite(opc)) {
-    if (opc == op::kWriteFirst || opc == op::kWriteOnly || opc == op::kWriteOnlyImm) {
+    if (opc == Opcode::kRdmaWriteFirst || opc == Opcode::kRdmaWriteOnly ||
+        opc == Opcode::kRdmaWriteOnlyWithImmediate) {
       qp.write_modelled = p.ext().rkey == kModelledKey;
       if (!qp.write_modelled &&
           CheckRemote(p.ext().rkey, p.ext().va, p.ext().dma_len, kAccessRemoteWrite) == nullptr) {
-        ResponderError(qp, p.psn, kAethNakAccess);  // IBV_WC_REM_ACCESS_ERR at the requester
+        ResponderError(qp, p.psn, wire::kAethNakAccess);  // IBV_WC_REM_ACCESS_ERR at the requester
         return;
       }
       qp.write_va = p.ext().va;
@@ -133,22 +134,16 @@ void Nic::ExecuteRequest(Qp& qp, const Packet& p) {
     }
     qp.write_va += p.payload_bytes;
     qp.write_len += p.payload_bytes;
-    if (opc == op::kWriteLastImm || opc == op::kWriteOnlyImm) {
+    if (opc == Opcode::kRdmaWriteLastWithImmediate || opc == Opcode::kRdmaWriteOnlyWithImmediate) {
       const RecvWqe done = qp.rq.front();
       qp.rq.pop_front();
       ++qp.counters.rdma_recvs;
       Complete(qp, qp.recv_cq,
-               Completion{done.wr.wr_id,
-                          WcStatus::kSuccess,
-                          WcOpcode::kRecvRdmaWithImm,
-                          qp.write_len,
-                          p.ext().imm,
-                          true,
-                          0,
-                          {}});
+               WorkCompletion{done.wr.wr_id, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm,
+                              qp.write_len, p.ext().imm, true});
     }
   } else {
-    ResponderError(qp, p.psn, kAethNakInvalid);
+    ResponderError(qp, p.psn, wire::kAethNakInvalid);
     return;
   }
   if (qp.state == QpState::kErr) return;
@@ -159,16 +154,16 @@ void Nic::RequestDone(Qp& qp, uint32_t psn, bool ends_message, bool ack_req) {
   if (ends_message) ++qp.msn;
   qp.epsn = PsnAdd(psn, 1);
   qp.nak_sent = false;
-  if (ack_req) QueueAck(qp, psn, kAethAck);
+  if (ack_req) QueueAck(qp, psn, wire::kAethAck);
 }
 
-bool Nic::ReceiveFullSize(void* nic, const QpFlow& flow, uint32_t psn, uint8_t opcode,
+bool Nic::ReceiveFullSize(void* nic, const QpFlow& flow, uint32_t psn, Opcode opcode,
                           bool ack_req) {
   // Receive, OnRequest and ExecuteRequest for this one case (a WRITE's
   // middle packet, in sequence, of modelled bytes: a compact entry has no
   // payload bytes), which is most of what a bulk transfer receives.
   Nic* self = static_cast<Nic*>(nic);
-  if (opcode != op::kWriteMiddle || self->crashed_) return false;
+  if (opcode != Opcode::kRdmaWriteMiddle || self->crashed_) return false;
   Qp* qp = self->FindQp(flow.dest_qpn);
   if (qp == nullptr || (qp->state != QpState::kRtr && qp->state != QpState::kRts) ||
       psn != qp->epsn) {
@@ -187,10 +182,10 @@ bool Nic::QueueResponses(Qp& qp, const Packet& p) {
   ReadJob job{};
   job.first_psn = p.psn;
   job.modelled = p.ext().rkey == kModelledKey;
-  if (p.opcode == op::kReadRequest) {
+  if (p.opcode == Opcode::kRdmaReadRequest) {
     if (!job.modelled &&
         CheckRemote(p.ext().rkey, p.ext().va, p.ext().dma_len, kAccessRemoteRead) == nullptr) {
-      ResponderError(qp, p.psn, kAethNakAccess);
+      ResponderError(qp, p.psn, wire::kAethNakAccess);
       return false;
     }
     job.npkts = p.ext().dma_len == 0 ? 1 : (p.ext().dma_len + mtu - 1) / mtu;
@@ -199,7 +194,7 @@ bool Nic::QueueResponses(Qp& qp, const Packet& p) {
   } else {
     if (!job.modelled && (p.ext().va % 8 != 0 || CheckRemote(p.ext().rkey, p.ext().va, 8,
                                                              kAccessRemoteAtomic) == nullptr)) {
-      ResponderError(qp, p.psn, kAethNakAccess);
+      ResponderError(qp, p.psn, wire::kAethNakAccess);
       return false;
     }
     job.npkts = 1;
@@ -208,7 +203,7 @@ bool Nic::QueueResponses(Qp& qp, const Packet& p) {
       uint64_t value;
       std::memcpy(&value, reinterpret_cast<const void*>(p.ext().va), sizeof value);
       job.orig = value;
-      if (p.opcode == op::kFetchAdd) {
+      if (p.opcode == Opcode::kFetchAdd) {
         value += p.ext().swap_add;
       } else if (value == p.ext().compare) {
         value = p.ext().swap_add;
@@ -226,7 +221,7 @@ bool Nic::QueueResponses(Qp& qp, const Packet& p) {
 }
 
 void Nic::OnDuplicate(Qp& qp, const Packet& p) {
-  if (p.opcode == op::kReadRequest) {
+  if (p.opcode == Opcode::kRdmaReadRequest) {
     // Re-execute from the requested PSN; responses queued at or after it are
     // superseded (the requester resends everything after it anyway).
     while (!qp.reads.empty() && PsnDiff(qp.reads.back().first_psn, p.psn) >= 0) {
@@ -236,7 +231,7 @@ void Nic::OnDuplicate(Qp& qp, const Packet& p) {
     if (QueueResponses(qp, p)) qp.epsn = epsn;
     return;
   }
-  if (p.opcode == op::kCompareSwap || p.opcode == op::kFetchAdd) {
+  if (p.opcode == Opcode::kCompareSwap || p.opcode == Opcode::kFetchAdd) {
     for (const AtomicResult& a : qp.atomics) {
       if (a.psn == p.psn) {
         ReadJob job{};
@@ -253,13 +248,14 @@ void Nic::OnDuplicate(Qp& qp, const Packet& p) {
   }
   // A retransmitted SEND/WRITE we already have: acknowledge the newest PSN
   // so a requester whose ACK was lost makes progress (9.7.5.1.2).
-  QueueAck(qp, PsnAdd(qp.epsn, -1), kAethAck);
+  QueueAck(qp, PsnAdd(qp.epsn, -1), wire::kAethAck);
 }
 
 void Nic::QueueAck(Qp& qp, uint32_t psn, uint8_t syndrome) {
   if (!qp.reads.empty()) {
     // Behind queued READ responses: sent after them, in PSN order.
-    if (qp.has_deferred_ack && syndrome == kAethAck && qp.deferred_ack_syndrome != kAethAck) {
+    if (qp.has_deferred_ack && syndrome == wire::kAethAck &&
+        qp.deferred_ack_syndrome != wire::kAethAck) {
       return;  // keep the NAK
     }
     if (qp.has_deferred_ack) ++qp.counters.ack_deferred;
@@ -269,17 +265,17 @@ void Nic::QueueAck(Qp& qp, uint32_t psn, uint8_t syndrome) {
     Activate(qp);
     return;
   }
-  if (syndrome == kAethAck && qp.pending_ack != nullptr) {
+  if (syndrome == wire::kAethAck && qp.pending_ack != nullptr) {
     // Coalesce with the ACK still waiting for the port.
     ++qp.counters.ack_deferred;
     qp.pending_ack->psn = psn & wire::kPsnMask;
     qp.pending_ack->ext().msn = qp.msn;
     return;
   }
-  Packet* ack = NewPacket(qp, op::kAck, psn);
+  Packet* ack = NewPacket(qp, Opcode::kAcknowledge, psn);
   ack->aeth_syndrome = syndrome;
   ack->ext().msn = qp.msn & wire::kPsnMask;
-  if (syndrome == kAethAck) qp.pending_ack = ack;
+  if (syndrome == wire::kAethAck) qp.pending_ack = ack;
   SendControl(ack);
 }
 
@@ -287,8 +283,8 @@ Packet* Nic::ResponderNext(Qp& qp) {
   if (!qp.reads.empty()) {
     ReadJob& job = qp.reads.front();
     if (job.atomic) {
-      Packet* p = NewPacket(qp, op::kAtomicAck, job.first_psn);
-      p->aeth_syndrome = kAethAck;
+      Packet* p = NewPacket(qp, Opcode::kAtomicAcknowledge, job.first_psn);
+      p->aeth_syndrome = wire::kAethAck;
       p->ext().msn = qp.msn & wire::kPsnMask;
       p->ext().swap_add = job.orig;
       qp.reads.pop_front();
@@ -296,21 +292,21 @@ Packet* Nic::ResponderNext(Qp& qp) {
     }
     const uint32_t mtu = static_cast<uint32_t>(qp.attr.path_mtu_bytes);
     const uint32_t i = job.next;
-    uint8_t opcode;
+    Opcode opcode;
     if (job.npkts == 1) {
-      opcode = op::kReadRespOnly;
+      opcode = Opcode::kRdmaReadResponseOnly;
     } else if (i == 0) {
-      opcode = op::kReadRespFirst;
+      opcode = Opcode::kRdmaReadResponseFirst;
     } else if (i + 1 == job.npkts) {
-      opcode = op::kReadRespLast;
+      opcode = Opcode::kRdmaReadResponseLast;
     } else {
-      opcode = op::kReadRespMiddle;
+      opcode = Opcode::kRdmaReadResponseMiddle;
     }
     Packet* p = NewPacket(qp, opcode, PsnAdd(job.first_psn, i));
     const uint32_t offset = i * mtu;
     p->payload_bytes = static_cast<uint16_t>(job.len - offset < mtu ? job.len - offset : mtu);
-    if (opcode != op::kReadRespMiddle) {
-      p->aeth_syndrome = kAethAck;
+    if (opcode != Opcode::kRdmaReadResponseMiddle) {
+      p->aeth_syndrome = wire::kAethAck;
       p->ext().msn = qp.msn & wire::kPsnMask;
     }
     if (!job.modelled) p->set_data(reinterpret_cast<const uint8_t*>(job.va) + offset);
@@ -319,7 +315,7 @@ Packet* Nic::ResponderNext(Qp& qp) {
   }
   if (qp.has_deferred_ack) {
     qp.has_deferred_ack = false;
-    Packet* p = NewPacket(qp, op::kAck, qp.deferred_ack_psn);
+    Packet* p = NewPacket(qp, Opcode::kAcknowledge, qp.deferred_ack_psn);
     p->aeth_syndrome = qp.deferred_ack_syndrome;
     p->ext().msn = qp.msn & wire::kPsnMask;
     return p;

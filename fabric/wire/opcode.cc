@@ -87,7 +87,25 @@ constexpr std::array<Entry, 256> MakeTable() {
 
 constexpr std::array<Entry, 256> kTable = MakeTable();
 
+constexpr std::array<uint8_t, 256> MakeExtensionBytes() {
+  std::array<uint8_t, 256> t{};
+  for (size_t op = 0; op < t.size(); ++op) {
+    const Entry& e = kTable[op];
+    if (!e.known) continue;
+    const OpcodeInfo& i = e.info;
+    t[op] = static_cast<uint8_t>((i.reth ? kRethBytes : 0) + (i.aeth ? kAethBytes : 0) +
+                                 (i.immdt ? kImmDtBytes : 0) + (i.ieth ? kIethBytes : 0) +
+                                 (i.atomic_eth ? kAtomicEthBytes : 0) +
+                                 (i.atomic_ack_eth ? kAtomicAckEthBytes : 0));
+  }
+  return t;
+}
+
 }  // namespace
+
+namespace internal {
+constexpr std::array<uint8_t, 256> kExtensionHeaderBytes = MakeExtensionBytes();
+}  // namespace internal
 
 const OpcodeInfo* FindOpcode(uint8_t opcode) {
   const Entry& e = kTable[opcode];
@@ -97,14 +115,6 @@ const OpcodeInfo* FindOpcode(uint8_t opcode) {
 std::string_view OpcodeName(uint8_t opcode) {
   const OpcodeInfo* info = FindOpcode(opcode);
   return info ? info->name : std::string_view("UNKNOWN");
-}
-
-size_t ExtensionHeaderBytes(Opcode opcode) {
-  const OpcodeInfo* i = FindOpcode(opcode);
-  if (i == nullptr) return 0;
-  return (i->reth ? kRethBytes : 0) + (i->aeth ? kAethBytes : 0) + (i->immdt ? kImmDtBytes : 0) +
-         (i->ieth ? kIethBytes : 0) + (i->atomic_eth ? kAtomicEthBytes : 0) +
-         (i->atomic_ack_eth ? kAtomicAckEthBytes : 0);
 }
 
 size_t HeaderOverheadBytes(Opcode opcode, bool ipv6, bool vlan) {

@@ -4,6 +4,7 @@
 // the simulator charge exact wire bytes without building frames.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -84,8 +85,15 @@ inline std::string_view OpcodeName(Opcode opcode) {
   return OpcodeName(static_cast<uint8_t>(opcode));
 }
 
-// Bytes of extension headers after the BTH for `opcode` (0 for unknown).
-size_t ExtensionHeaderBytes(Opcode opcode);
+// Bytes of extension headers after the BTH for `opcode` (0 for unknown):
+// one load from a table made from the opcode table, since the simulator
+// asks for every packet it sends.
+namespace internal {
+extern const std::array<uint8_t, 256> kExtensionHeaderBytes;
+}  // namespace internal
+inline size_t ExtensionHeaderBytes(Opcode opcode) {
+  return internal::kExtensionHeaderBytes[static_cast<uint8_t>(opcode)];
+}
 
 // Bytes of everything in a captured frame except payload and pad: Ethernet
 // (+ VLAN tag), IPv4 without options or IPv6, UDP, BTH, extension headers,
@@ -125,6 +133,14 @@ enum class NakCode : uint8_t {
   kInvalidRdRequest = 4,
 };
 inline constexpr uint8_t kAethCreditsUnlimited = 0x1F;
+// Whole syndromes as a responder sends them.
+inline constexpr uint8_t kAethAck = kAethCreditsUnlimited;  // ACK, unlimited credits
+inline constexpr uint8_t kAethRnrNak = 0b001 << 5;          // | 5-bit RNR timer code
+constexpr uint8_t AethNak(NakCode code) { return 0b011 << 5 | static_cast<uint8_t>(code); }
+inline constexpr uint8_t kAethNakSeq = AethNak(NakCode::kPsnSequenceError);
+inline constexpr uint8_t kAethNakInvalid = AethNak(NakCode::kInvalidRequest);
+inline constexpr uint8_t kAethNakAccess = AethNak(NakCode::kRemoteAccessError);
+inline constexpr uint8_t kAethNakOperational = AethNak(NakCode::kRemoteOperationalError);
 // "PSN_SEQUENCE_ERROR", ...; "RESERVED" for codes 5..31.
 std::string_view NakCodeName(uint8_t code);
 

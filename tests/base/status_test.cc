@@ -45,5 +45,13 @@ TEST(StatusTest, StatusOrAndMacros) {
   EXPECT_EQ(so->size(), 3u);
 }
 
+// The one Hex() every layer's messages use (verbs' "qpn=0x11" form).
+TEST(StatusTest, HexPrintsTheVerbsForm) {
+  EXPECT_EQ(Hex(0x11), "0x11");
+  EXPECT_EQ(Hex(0), "0x0");
+  EXPECT_EQ(Hex(0xffffffffffffffffULL), "0xffffffffffffffff");
+  EXPECT_EQ(Hex(0x1f, 6), "0x00001f");
+}
+
 }  // namespace
 }  // namespace fathom

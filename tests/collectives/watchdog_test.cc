@@ -136,7 +136,7 @@ TEST(AccuracyTest, RingAllreduceWithinTwoPercentOfAlphaBeta) {
   ASSERT_TRUE(res.status.ok()) << res.status.ToString();
   const double t = (res.end - res.start).seconds();
 
-  const double wire = sim::FrameWireBytes(sim::op::kWriteMiddle, 4096, /*ipv6=*/false);
+  const double wire = sim::FrameWireBytes(sim::Opcode::kRdmaWriteMiddle, 4096, /*ipv6=*/false);
   const double rate = static_cast<double>(host_link.rate.bps()) / 8.0;  // bytes/s
   const double b = rate * 4096.0 / wire;
   const double alpha = 6 * host_link.latency.seconds() + 5 * wire / rate;

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "faults/fault_set.h"
@@ -31,6 +33,22 @@ void ExpectProportion(uint64_t hits, uint64_t n, double p) {
   const double sigma = std::sqrt(p * (1 - p) / static_cast<double>(n));
   EXPECT_NEAR(static_cast<double>(hits) / static_cast<double>(n), p, 4 * sigma)
       << hits << " of " << n << ", expected p=" << p;
+}
+
+// One list of drop reasons serves the fabric and the fault models: every
+// reason has its own name, and the fabric's keep the values the simulator's
+// trace digest was made with.
+TEST(DropReasonTest, OneNamePerReasonAndFabricValuesKept) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < static_cast<size_t>(DropReason::kCount); ++i) {
+    const std::string name = DropReasonName(static_cast<DropReason>(i));
+    EXPECT_NE(name, "unknown") << i;
+    EXPECT_TRUE(names.insert(name).second) << name;
+  }
+  EXPECT_EQ(static_cast<int>(DropReason::kTailDrop), 0);
+  EXPECT_EQ(static_cast<int>(DropReason::kImpairment), 3);
+  EXPECT_EQ(static_cast<int>(DropReason::kHostCrashed), 6);
+  EXPECT_EQ(Verdict{}.reason, DropReason::kNone);
 }
 
 TEST(Rng, StreamSeedsDifferByModelAndScenario) {

@@ -65,7 +65,8 @@ TEST(NicTest, GoBackNRecoversOneDroppedPacketWithPredictedRetransmissions) {
   // 10 packets left (10 x 334 ns < 5 x 334 ns + 2 x 1 us), so go-back-N
   // resends #3..#9: exactly 7 packets.
   const uint32_t lost = wire::PsnAdd(kPsnA, 3);
-  DropIf drop{[&](const Packet& p) { return p.psn == lost && p.opcode == op::kWriteMiddle; }};
+  DropIf drop{
+      [&](const Packet& p) { return p.psn == lost && p.opcode == Opcode::kRdmaWriteMiddle; }};
   drop.pred = [&, done = false](const Packet& p) mutable {
     if (done || p.psn != lost) return false;
     return done = true;
@@ -217,7 +218,7 @@ TEST(NicTest, RnrNakRecoversWhenReceiveIsPostedWithRealData) {
   SendWr wr;
   wr.wr_id = 11;
   wr.opcode = WrOpcode::kSendWithImm;
-  wr.imm = 0xabcd;
+  wr.imm_data = 0xabcd;
   wr.sge = Sge{smr.addr, 10000, smr.lkey};
   ASSERT_TRUE(net.nic(0).PostSend(qp.a, wr).ok());
   PostRecvLater later{&net, qp.b, RecvWr{22, Sge{dmr.addr, 10000, dmr.lkey}}};
@@ -233,7 +234,7 @@ TEST(NicTest, RnrNakRecoversWhenReceiveIsPostedWithRealData) {
   EXPECT_EQ(recvd[0].opcode, WcOpcode::kRecv);
   EXPECT_EQ(recvd[0].byte_len, 10000u);
   EXPECT_TRUE(recvd[0].has_imm);
-  EXPECT_EQ(recvd[0].imm, 0xabcdu);
+  EXPECT_EQ(recvd[0].imm_data, 0xabcdu);
   EXPECT_EQ(src, dst);
   EXPECT_GE(net.nic(0).GetQpCounters(qp.a).value().rcvd_rnr_err, 2u);
 }
@@ -249,7 +250,7 @@ TEST(NicTest, ReadWithLostResponseRecovers) {
   auto lmr = net.nic(0).RegisterMemory(local.data(), local.size(), kAccessLocalWrite).value();
   const uint32_t lost = wire::PsnAdd(kPsnA, 2);
   DropIf drop{[&, done = false](const Packet& p) mutable {
-    if (done || p.psn != lost || p.opcode != op::kReadRespMiddle) return false;
+    if (done || p.psn != lost || p.opcode != Opcode::kRdmaReadResponseMiddle) return false;
     return done = true;
   }};
   net.port(topo.hosts()[1], 0).set_impairment(&drop.hook);
@@ -290,7 +291,7 @@ TEST(NicTest, WriteWithImmAtomicsAndAccessError) {
   w.sge = Sge{smr.addr, 9000, smr.lkey};
   w.remote_addr = dmr.addr;
   w.rkey = dmr.rkey;
-  w.imm = 77;
+  w.imm_data = 77;
   ASSERT_TRUE(net.nic(0).PostSend(qp.a, w).ok());
   SendWr fa;
   fa.wr_id = 2;
@@ -312,7 +313,7 @@ TEST(NicTest, WriteWithImmAtomicsAndAccessError) {
   auto rwc = Drain(qp.bcq);
   ASSERT_EQ(rwc.size(), 1u);
   EXPECT_EQ(rwc[0].opcode, WcOpcode::kRecvRdmaWithImm);
-  EXPECT_EQ(rwc[0].imm, 77u);
+  EXPECT_EQ(rwc[0].imm_data, 77u);
   EXPECT_EQ(rwc[0].byte_len, 9000u);
 
   SendWr cas = fa;
@@ -339,7 +340,7 @@ TEST(NicTest, WriteWithImmAtomicsAndAccessError) {
 // What one run of RunBulkTraffic shows: every packet as the switch sends it
 // on to host 1 (when that port has the loss), every completion, counters.
 struct PathRun {
-  std::vector<std::tuple<uint8_t, uint32_t, uint32_t, bool, uint16_t, uint16_t, uint8_t, int64_t>>
+  std::vector<std::tuple<Opcode, uint32_t, uint32_t, bool, uint16_t, uint16_t, uint8_t, int64_t>>
       to_host1;  // opcode, psn, dest_qpn, ack_req, payload, wire bytes, hops, at
   std::vector<std::tuple<uint64_t, WcStatus, uint32_t, int64_t>> completions;
   std::vector<QpCounters> counters;
@@ -378,7 +379,7 @@ PathRun RunBulkTraffic(bool loss_at_sender, bool pass) {
   // Lose two middle packets of q1 on the way (go-back-N resends them and
   // what followed, through the same path).
   DropIf loss{[&, n = 0](const Packet& p) mutable {
-    return p.dest_qpn == q1.b && p.opcode == op::kWriteMiddle && (++n == 5 || n == 40);
+    return p.dest_qpn == q1.b && p.opcode == Opcode::kRdmaWriteMiddle && (++n == 5 || n == 40);
   }};
   DropIf pass_all{[](const Packet&) { return false; }};
   (loss_at_sender ? from_host0 : to_host1)->set_impairment(&loss.hook);
@@ -396,7 +397,7 @@ PathRun RunBulkTraffic(bool loss_at_sender, bool pass) {
     wr.wr_id = id;
     wr.opcode = opcode;
     wr.sge.length = bytes;
-    wr.imm = static_cast<uint32_t>(id);
+    wr.imm_data = static_cast<uint32_t>(id);
     EXPECT_TRUE(nic.PostSend(qpn, wr).ok());
   };
   post(net.nic(0), q1.a, 1, WrOpcode::kRdmaWrite, 40 * 4096 + 100);

@@ -73,24 +73,25 @@ TEST(PacketPoolTest, DataIsNullUntilSet) {
 TEST(PacketTest, WireBytesCountEveryHeader) {
   // A 4096-byte WRITE middle over IPv4: Ethernet 14 + FCS 4 + preamble 8 +
   // IFG 12, IPv4 20, UDP 8, BTH 12, ICRC 4.
-  EXPECT_EQ(FrameWireBytes(op::kWriteMiddle, 4096, false), 4096u + 38 + 20 + 8 + 12 + 4);
+  EXPECT_EQ(FrameWireBytes(Opcode::kRdmaWriteMiddle, 4096, false), 4096u + 38 + 20 + 8 + 12 + 4);
   // WRITE first: RETH 16; IPv6 40.
-  EXPECT_EQ(FrameWireBytes(op::kWriteFirst, 4096, true), 4096u + 38 + 40 + 8 + 12 + 16 + 4);
+  EXPECT_EQ(FrameWireBytes(Opcode::kRdmaWriteFirst, 4096, true), 4096u + 38 + 40 + 8 + 12 + 16 + 4);
   // A packet's form reads its flow's IP version.
   QpFlow v6;
   v6.ipv6 = true;
   Packet p{};
   p.flow = &v6;
-  p.opcode = op::kAck;
+  p.opcode = Opcode::kAcknowledge;
   EXPECT_EQ(FrameWireBytes(p), 38u + 40 + 8 + 12 + 4 + 4);
   EXPECT_EQ(IpPacketBytes(p), 40u + 8 + 12 + 4 + 4);
 }
 
 // The opcodes a compact entry may hold are exactly those without extension
-// headers.
-TEST(PacketTest, ExtHeaderOpcodeMaskMatchesExtHeaderBytes) {
+// headers, as the wire's opcode table says.
+TEST(PacketTest, ExtHeaderOpcodeMaskMatchesTheOpcodeTable) {
   for (int op = 0; op < 32; ++op) {
-    EXPECT_EQ(((kExtHeaderOpcodes >> op) & 1) != 0, ExtHeaderBytes(static_cast<uint8_t>(op)) > 0)
+    EXPECT_EQ(((kExtHeaderOpcodes >> op) & 1) != 0,
+              wire::ExtensionHeaderBytes(static_cast<Opcode>(op)) > 0)
         << op;
   }
 }
@@ -110,7 +111,7 @@ TEST(PacketTest, FullSizeNeedsEveryOtherFieldToBeTheFlows) {
     p.payload_bytes = 4096;
     p.buffer_class = 3;
     p.dest_qpn = 0x1234;
-    p.opcode = op::kWriteMiddle;
+    p.opcode = Opcode::kRdmaWriteMiddle;
     p.psn = 0xFFFFFF;
     p.ack_req = 1;
     p.ecn_ce = 1;
@@ -119,13 +120,13 @@ TEST(PacketTest, FullSizeNeedsEveryOtherFieldToBeTheFlows) {
   };
   EXPECT_TRUE(IsFullSize(full()));
   const std::vector<std::pair<const char*, void (*)(Packet&)>> changes = {
-      {"opcode with a RETH", [](Packet& p) { p.opcode = op::kWriteFirst; }},
+      {"opcode with a RETH", [](Packet& p) { p.opcode = Opcode::kRdmaWriteFirst; }},
       {"payload", [](Packet& p) { p.payload_bytes = 4092; }},
       {"wire bytes", [](Packet& p) { p.wire_bytes = 4196; }},
       {"buffer class", [](Packet& p) { p.buffer_class = 0; }},
       {"dest QPN", [](Packet& p) { p.dest_qpn = 0x1235; }},
       {"PSN past 24 bits", [](Packet& p) { p.psn = 0x1000000; }},
-      {"AETH", [](Packet& p) { p.aeth_syndrome = kAethAck; }},
+      {"AETH", [](Packet& p) { p.aeth_syndrome = wire::kAethAck; }},
       {"corrupt", [](Packet& p) { p.corrupt = 1; }},
       {"payload bytes", [](Packet& p) { p.has_data = 1; }},
   };

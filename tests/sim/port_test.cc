@@ -290,7 +290,7 @@ TEST_P(PortFormTest, InFlightPacketsCountInTheirPoolAndArriveWhole) {
     p->flow = &rig.flow;
     p->wire_bytes = 1000;
     p->psn = (0xFFFFF0 + i) & 0xFFFFFF;  // across the 24-bit PSN's wrap
-    p->opcode = i % 2 == 0 ? op::kWriteMiddle : op::kSendMiddle;
+    p->opcode = i % 2 == 0 ? Opcode::kRdmaWriteMiddle : Opcode::kSendMiddle;
     p->ack_req = i % 3 == 0;
     p->ecn_ce = i % 5 == 0;
     p->hops = 2;
@@ -300,7 +300,7 @@ TEST_P(PortFormTest, InFlightPacketsCountInTheirPoolAndArriveWhole) {
   EXPECT_EQ(rig.pool.peak_in_use(), 40u);
   struct Seen {
     uint32_t psn;
-    uint8_t opcode;
+    Opcode opcode;
     bool ack_req;
     bool ecn_ce;
     uint8_t hops;
@@ -320,7 +320,7 @@ TEST_P(PortFormTest, InFlightPacketsCountInTheirPoolAndArriveWhole) {
   ASSERT_EQ(seen.size(), 40u);
   for (uint32_t i = 0; i < 40; ++i) {
     EXPECT_EQ(seen[i].psn, (0xFFFFF0 + i) & 0xFFFFFF) << i;
-    EXPECT_EQ(seen[i].opcode, i % 2 == 0 ? op::kWriteMiddle : op::kSendMiddle) << i;
+    EXPECT_EQ(seen[i].opcode, i % 2 == 0 ? Opcode::kRdmaWriteMiddle : Opcode::kSendMiddle) << i;
     EXPECT_EQ(seen[i].ack_req, i % 3 == 0) << i;
     EXPECT_EQ(seen[i].ecn_ce, i % 5 == 0) << i;
     EXPECT_EQ(seen[i].hops, 3) << i;

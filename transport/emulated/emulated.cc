@@ -9,12 +9,6 @@
 namespace fathom::transport::emulated {
 namespace {
 
-std::string Hex(uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof(buf), "0x%x", v);
-  return buf;
-}
-
 class EmulatedMr final : public MemoryRegion {
  public:
   EmulatedMr(sim::Nic* nic, const sim::MemoryRegion& mr) : nic_(nic), mr_(mr) {}
@@ -135,16 +129,6 @@ class EmulatedQp final : public QueuePair {
                          ": send queue full (max_send_wr " + std::to_string(options_.max_send_wr) +
                          ")");
     }
-    sim::SendWr s;
-    s.wr_id = wr.wr_id;
-    s.opcode = wr.opcode;
-    s.sge = {wr.sge.addr, wr.sge.length, wr.sge.lkey};
-    s.signaled = wr.signaled;
-    s.imm = wr.imm_data;
-    s.remote_addr = wr.remote_addr;
-    s.rkey = wr.rkey;
-    s.compare_add = wr.compare_add;
-    s.swap = wr.swap;
     sends_.push_back(wr.signaled);
     if (state() == QpState::kErr) {
       // verbs accepts WRs in ERR and completes each with a flush error
@@ -158,7 +142,7 @@ class EmulatedQp final : public QueuePair {
       cq_->sim_cq()->Push(c);
       return Status::Ok();
     }
-    Status st = nic_->PostSend(qpn_, s);
+    Status st = nic_->PostSend(qpn_, wr);
     if (!st.ok()) sends_.pop_back();
     return st;
   }
@@ -169,8 +153,7 @@ class EmulatedQp final : public QueuePair {
                          std::to_string(options_.max_recv_wr) + ")");
     }
     ++recvs_;
-    Status st =
-        nic_->PostRecv(qpn_, sim::RecvWr{wr.wr_id, {wr.sge.addr, wr.sge.length, wr.sge.lkey}});
+    Status st = nic_->PostRecv(qpn_, wr);
     if (!st.ok()) --recvs_;
     return st;
   }
@@ -207,14 +190,7 @@ class EmulatedQp final : public QueuePair {
 };
 
 void EmulatedCq::OnSim(const sim::Completion& c) {
-  Completion out;
-  out.wr_id = c.wr_id;
-  out.status = c.status;
-  out.opcode = c.opcode;
-  out.byte_len = c.byte_len;
-  out.imm_data = c.imm;
-  out.has_imm = c.has_imm;
-  out.qp_num = c.qp_num;
+  Completion out{c};  // the verbs fields as the NIC reported them; the peer below
   auto it = qps_.find(c.qp_num);
   if (it != qps_.end()) {
     out.peer_rank = it->second->peer_rank();

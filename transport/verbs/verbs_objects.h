@@ -19,7 +19,6 @@
 
 namespace fathom::transport::verbs::internal {
 
-std::string Hex(uint64_t v);
 Status SetNonBlocking(int fd, const char* what);
 
 // RAII deleters. Destruction errors cannot be returned from a destructor;

@@ -64,12 +64,6 @@ static_assert(static_cast<int>(GidType::kRoceV2) == IBV_GID_TYPE_ROCE_V2);
 
 namespace internal {
 
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 Status SetNonBlocking(int fd, const char* what) {
   const int flags = fcntl(fd, F_GETFL);
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
