@@ -100,7 +100,7 @@ void Engine::LoadNextBucket() {
   // The next bucket's newest block, when this word of the bitmap names it:
   // the next call reads it first, and it was written a microsecond or more
   // ago (a few thousand events at 1024 hosts), long enough to leave the
-  // cache (k=16 +1.2%, k=8 even).
+  // cache.
   if (const uint64_t later = bucket_bits_[index >> 6] & (~uint64_t{0} << (index & 63));
       later != 0) {
     const uint32_t next = bucket_head_[(index & ~uint64_t{63}) | __builtin_ctzll(later)];

@@ -46,8 +46,10 @@ using EventFn = void (*)(void* obj, uint64_t arg);
 
 // Event handlers are numbered, process-wide, so that an event names its
 // handler in 2 bytes rather than an 8-byte pointer: an event takes 32
-// bytes, where it took 40 (half a cache line, never split across two; a
-// wheel block holds seven, not six). k=16 ran about 1% faster.
+// bytes (half a cache line, never split across two; seven to a wheel
+// block). The contract: at most kMaxHandlers functions per process, numbers
+// taken before main, no static initializer schedules an event; the table is
+// shared by every engine (docs/PERFORMANCE.md).
 using HandlerId = uint16_t;
 inline constexpr size_t kMaxHandlers = 256;
 // The number of `fn`: the same for the same function, whichever thread
@@ -66,9 +68,8 @@ inline const HandlerId kHandlerOf = RegisterHandler(F);
 // argument a few events before its turn (the object's first line or two,
 // and an arrival's packet, were fetched a few events before that), so that
 // it can fetch the memory the handler will reach through those pointers.
-// It must only read. One call per event, not a chain of stages: at 1024
-// hosts a second stage (the next level of pointers, closer to the turn)
-// cost more in calls than it saved in waiting, 7% of the run in all.
+// It must only read. One call per event, not a chain of stages: a second
+// stage costs more in calls than it saves in waiting (docs/PERFORMANCE.md).
 using PrefetchFn = void (*)(const void* obj, uint64_t arg);
 
 // What an event is, for the digest and the trace file. Stable numbers: they
@@ -120,7 +121,7 @@ class Engine {
   // Schedules Fn(obj, arg) at absolute time `at` (>= Now(); earlier times are
   // clamped to Now(), which keeps causality). Forced inline, with Insert:
   // GCC otherwise outlines them from the larger handlers, and the call costs
-  // more than the common path (5% more instructions at 1024 hosts).
+  // more than the common path. Fn is numbered by kHandlerOf (see above).
   template <EventFn Fn>
   [[gnu::always_inline]] void Schedule(Picoseconds at, EventKind kind, uint32_t component,
                                        void* obj, uint64_t arg) {
@@ -143,7 +144,7 @@ class Engine {
   // bijection of the digest for a given value, so one differing value
   // always shows, and bits reach the low end through the rotate. It is on
   // the critical path of every event (each fold needs the last), where a
-  // full mix cost 5% of a 1024-host run; trace_digest() mixes in full once.
+  // full mix is measurably slower; trace_digest() mixes in full once.
   void TraceMix(uint64_t v) {
     digest_ = (((digest_ << 5) | (digest_ >> 59)) ^ v) * 0x9e3779b97f4a7c15ULL;
   }
@@ -184,9 +185,8 @@ class Engine {
   static_assert(sizeof(Block) == 256);
   static constexpr uint32_t kNone = ~uint32_t{0};
   // Wheel geometry: 2^kBucketShift ps per bucket, 2^kWheelBits buckets.
-  // 512 ps: the 2 MiB permutation benchmark ran 2.5% faster than with
-  // 256 ps (fewer, fuller buckets to load) and slower with 1024 ps (more to
-  // sort in each).
+  // 512 ps: fewer, fuller buckets to load than 256 ps, less to sort in
+  // each than 1024 ps (docs/PERFORMANCE.md).
   static constexpr int kBucketShift = 9;
   static constexpr int kWheelBits = 16;
   static constexpr uint64_t kWheelSize = uint64_t{1} << kWheelBits;
@@ -228,8 +228,7 @@ class Engine {
   // Adds an event. The common case (a wheel bucket) writes the fields
   // straight into the bucket's block: an Event built on the stack and
   // copied was written as scalars and read back as vectors, which the CPU
-  // cannot forward from its store buffer, a stall on every insert (14% of
-  // an arrival's samples at 1024 hosts).
+  // cannot forward from its store buffer, a stall on every insert.
   [[gnu::always_inline]] inline void Insert(uint64_t time, EventKind kind, uint32_t component,
                                             HandlerId handler, void* obj, uint64_t arg);
   // Appends the next non-empty wheel bucket to the window, sorted.

@@ -330,8 +330,7 @@ class Nic {
   uint32_t qp_count_ = 0;
   // The next pump likely sends a middle packet of rr_front_ (it did the
   // last, and has more): the fetch hint fetches only what that reads. In
-  // the second line, which the engine fetches before the hint reads it
-  // (from the third, it was a wait in every pump at 1024 hosts).
+  // the second line, which the engine fetches before the hint reads it.
   bool rr_middle_ = false;
   Packet* control_tail_ = nullptr;
   DropStats* drops_;
@@ -349,8 +348,8 @@ class Nic {
   void* path_ctx_ = nullptr;
   // QPs by index (qpn - kFirstQpn), never moved: the first kQpChunk in the
   // NIC itself, where a fetch hint finds them from the NIC's address
-  // without a load (NICs mostly have a few QPs; at 1024 hosts the load of
-  // a chunk pointer was a wait in every hint), the others in chunks.
+  // without a load (NICs mostly have a few QPs, and a chunk pointer's load
+  // would be a wait in every hint), the others in chunks.
   std::vector<std::unique_ptr<Qp[]>> qp_chunks_;  // kQpChunk QPs each
   Qp first_qps_[kQpChunk];
   std::vector<std::unique_ptr<CompletionQueue>> cqs_;

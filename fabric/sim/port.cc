@@ -6,6 +6,11 @@
 #include <cstdint>
 
 namespace fathom::sim {
+namespace {
+// A frame's wire bytes less what the byte counters leave out (preamble,
+// SFD and gap): counters count the frame with its FCS, as PortXmitData does.
+constexpr uint32_t kCountedOffWire = wire::kPreambleSfdGapBytes;
+}  // namespace
 
 uint64_t DropStats::total() const {
   uint64_t t = 0;
@@ -166,7 +171,7 @@ int64_t Port::Serialize(uint32_t bytes, int64_t now) {
   busy_until_ps_ = start + ser;
   xmit_wait_ps_ += static_cast<uint64_t>(start - now);
   ++xmit_packets_;
-  xmit_data_ += bytes - 20;  // without preamble/SFD and IFG
+  xmit_data_ += bytes - kCountedOffWire;
   return start;
 }
 
@@ -242,7 +247,7 @@ void Port::SendImpaired(Packet* p, int64_t start, int64_t end) {
         // ring (marked lost), which gives the entry its size and class, and
         // is freed when its turn comes, delivered to no one.
         ++lost_.packets;
-        lost_.data += bytes - 20;
+        lost_.data += bytes - kCountedOffWire;
         CountDrop(p->psn, DropReason::kImpairment);
         Hold(reinterpret_cast<uintptr_t>(p) | Held::kLost, arrival);
         return;
@@ -388,7 +393,7 @@ void Port::PrefetchArrival(const void* obj, uint64_t arg) {
 
 void Port::SendAlone(Packet* p, int64_t arrive_ps) {
   ++alone_.packets;
-  alone_.data += p->wire_bytes - 20;
+  alone_.data += p->wire_bytes - kCountedOffWire;
   alone_.errors += p->corrupt;
   engine_->Schedule<&Port::OnArrival>(Picoseconds(arrive_ps), EventKind::kArrival, rx_component_,
                                       this, reinterpret_cast<uint64_t>(p));
@@ -398,7 +403,7 @@ void Port::OnArrival(void* obj, uint64_t arg) {
   Port* tx = static_cast<Port*>(obj);
   Packet* p = reinterpret_cast<Packet*>(arg);
   --tx->alone_.packets;
-  tx->alone_.data -= p->wire_bytes - 20;
+  tx->alone_.data -= p->wire_bytes - kCountedOffWire;
   tx->alone_.errors -= p->corrupt;
   tx->Deliver(p);
 }
@@ -417,7 +422,7 @@ Port::Received Port::Delivered() const {
     uint8_t tc;
     SizeOf(h, &bytes, &tc);
     --r.packets;
-    r.data -= bytes - 20;
+    r.data -= bytes - kCountedOffWire;
     if (h.pooled()) r.errors -= h.packet()->corrupt;  // a compact entry is never corrupt
   }
   return r;

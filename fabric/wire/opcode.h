@@ -57,6 +57,9 @@ inline constexpr size_t kCnpReservedBytes = 16;
 // On the wire but not in a capture: preamble + SFD (8), FCS (4) and the
 // minimum inter-packet gap (12). The simulator adds these to serialization.
 inline constexpr size_t kEthernetWireExtraBytes = 24;
+// Of those, what a port's byte counters (port_xmit_data, as IB's
+// PortXmitData) leave out: preamble + SFD and the gap; the FCS counts.
+inline constexpr size_t kPreambleSfdGapBytes = 20;
 inline constexpr uint16_t kRoceV2UdpPort = 4791;
 
 // What an opcode's packet carries after the BTH. `payload` is false for
