@@ -313,12 +313,14 @@ TEST_F(TopologySizeTest, HugePresetsAreRefusedWithTheEstimate) {
 TEST_F(TopologySizeTest, EveryPresetAndSmallFatTreeStillBuilds) {
   for (const char* preset : {"small", "medium", "large", "back-to-back", "back-to-back:gpus=4",
                              "leaf-spine:leaves=4,spines=2,hosts=8"}) {
-    EXPECT_TRUE(BuildPreset(preset).ok()) << preset << ": " << BuildPreset(preset).status().ToString();
+    EXPECT_TRUE(BuildPreset(preset).ok())
+        << preset << ": " << BuildPreset(preset).status().ToString();
   }
   for (int k = 2; k <= 16; k += 2) {
     const bool whole_servers = k * k * k / 4 % 8 == 0;
     const std::string preset = "fat-tree:k=" + std::to_string(k) + (whole_servers ? "" : ",gpus=1");
-    EXPECT_TRUE(BuildPreset(preset).ok()) << preset << ": " << BuildPreset(preset).status().ToString();
+    EXPECT_TRUE(BuildPreset(preset).ok())
+        << preset << ": " << BuildPreset(preset).status().ToString();
   }
 }
 
