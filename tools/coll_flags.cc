@@ -148,26 +148,8 @@ StatusOr<CollParsed> ParseCollFlags(const CollOptions& o, std::vector<std::strin
     ops.push_back(op_or.value());
   }
   if (!reduces) ops = {RedOp::kSum};  // printed "none", as nccl-tests does
-  bool skipped_avg = false;
   for (DataType t : types) {
-    for (RedOp op : ops) {
-      if (reduces && op == RedOp::kAvg && !IsFloatingType(t)) {
-        if (types.size() == 1 && ops.size() == 1) {
-          return InvalidArgument("-o avg -d " + std::string(DataTypeName(t)) +
-                                 ": avg on integer types (NCCL: sum, then divide) is not "
-                                 "implemented; use a floating type (half, float, double, "
-                                 "bfloat16)");
-        }
-        skipped_avg = true;
-        continue;
-      }
-      p.combos.emplace_back(t, op);
-    }
-  }
-  if (skipped_avg) {
-    notes->push_back(
-        "-o avg skipped for integer types: integer avg (NCCL: sum, then divide) is not "
-        "implemented here");
+    for (RedOp op : ops) p.combos.emplace_back(t, op);
   }
   auto algo_or = ParseAlgorithm(o.algo);
   if (!algo_or.ok()) return algo_or.status().WithContext("--algo");

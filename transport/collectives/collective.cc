@@ -16,15 +16,11 @@ RankCollective::RankCollective(Communicator* comm, const CollSpec& spec, DataTyp
       trace_(trace),
       elem_(DataTypeSize(type)),
       premul_(op == RedOp::kAvg && IsFloatingType(type) && spec.nranks > 1 &&
-              (spec.kind == CollKind::kAllReduce || spec.kind == CollKind::kReduceScatter)) {}
+              (spec.kind == CollKind::kAllReduce || spec.kind == CollKind::kReduceScatter)),
+      postdiv_(op == RedOp::kAvg && !IsFloatingType(type) && spec.nranks > 1 &&
+               (spec.kind == CollKind::kAllReduce || spec.kind == CollKind::kReduceScatter)) {}
 
 Status RankCollective::Start(Picoseconds now) {
-  if (op_ == RedOp::kAvg && !IsFloatingType(type_) &&
-      (spec_.kind == CollKind::kAllReduce || spec_.kind == CollKind::kReduceScatter)) {
-    return InvalidArgument("avg on " + std::string(DataTypeName(type_)) +
-                           ": integer avg (NCCL: sum, then divide) is not implemented; floating "
-                           "types only");
-  }
   spec_.chunk_elems = comm_->options().chunk_bytes / elem_;
   if (spec_.kind != CollKind::kAllReduce || spec_.algorithm == Algorithm::kRing) {
     spec_.channels = comm_->options().channels;
@@ -135,6 +131,11 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
         if (recv[k] != nullptr) {
           ReduceInto(dst, comm_->SlotData(*recv[k], recv[k]->consumed), s.count, type_, op_);
         }
+      }
+      // Integer avg divides the completed sum, before it is sent on (NCCL's
+      // sum-then-divide).
+      if (postdiv_ && s.final_sum) {
+        DivideElements(dst, s.count, type_, spec_.nranks);
       }
       src = dst;
     } else {

@@ -51,7 +51,8 @@ class RankCollective {
   uint8_t* out_;
   Trace* trace_;
   size_t elem_;
-  bool premul_;  // avg on a floating type: scale the local input by 1/n
+  bool premul_;   // avg on a floating type: scale the local input by 1/n
+  bool postdiv_;  // avg on an integer type: divide each completed sum by n
   Plan plan_;
   const MemoryRegion* in_mr_ = nullptr;
   const MemoryRegion* out_mr_ = nullptr;

@@ -54,7 +54,15 @@ uint64_t IntegerReference(DataType t, RedOp op, int n, uint64_t j) {
     }
   }
   StoreInteger(tmp, 0, t, acc);
-  return LoadInteger(tmp, 0, t);
+  acc = LoadInteger(tmp, 0, t);
+  if (op == RedOp::kAvg) {
+    // NCCL's integer avg: the sum in the type, then divided (truncated).
+    acc = is_signed ? static_cast<uint64_t>(static_cast<int64_t>(acc) / n)
+                    : acc / static_cast<uint64_t>(n);
+    StoreInteger(tmp, 0, t, acc);
+    acc = LoadInteger(tmp, 0, t);
+  }
+  return acc;
 }
 
 }  // namespace

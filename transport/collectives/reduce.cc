@@ -282,6 +282,16 @@ void ScaleElements(void* buf, size_t count, DataType type, double factor) {
   }
 }
 
+void DivideElements(void* buf, size_t count, DataType type, int divisor) {
+  const bool is_signed = IsSignedInteger(type);
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t bits = LoadInteger(buf, i, type);
+    const uint64_t q = is_signed ? static_cast<uint64_t>(static_cast<int64_t>(bits) / divisor)
+                                 : bits / static_cast<uint64_t>(divisor);
+    StoreInteger(buf, i, type, q);
+  }
+}
+
 void StoreElement(void* buf, size_t i, DataType type, double value) {
   if (!IsFloatingType(type)) {
     // Through 64 bits, modulo 2^64 (defined for negative values too).

@@ -33,7 +33,8 @@ enum class DataType : uint8_t {
 // nccl-tests' -o names: sum, prod, max, min, avg. avg (ncclAvg) is a sum
 // here; the collective scales each rank's contribution by 1/nranks before
 // it enters the sum (NCCL's pre-multiplied sum for floating types), see
-// ScaleElements. Integer avg (NCCL: sum, then divide) is not implemented.
+// ScaleElements. On integer types avg sums, and the step that completes a
+// sum divides it (DivideElements), as NCCL does.
 enum class RedOp : uint8_t { kSum, kProd, kMin, kMax, kAvg };
 
 // In nccl-tests' order (what -d all and -o all sweep).
@@ -65,6 +66,11 @@ void ReduceInto(void* dst, const void* src, size_t count, DataType type, RedOp o
 // the product rounded to the type (NCCL's ncclRedOpCreatePreMulSum scalar):
 // how avg scales a rank's input. Floating types only.
 void ScaleElements(void* buf, size_t count, DataType type, double factor);
+
+// buf[i] = buf[i] / divisor, truncated toward zero as C's integer division:
+// how avg finishes on an integer type (NCCL sums, then divides the sum).
+// Integer types only.
+void DivideElements(void* buf, size_t count, DataType type, int divisor);
 
 // Writes element `i` of a typed buffer from / reads it as a double (tests and
 // the result checker; exact for the values they use). Integer types take the

@@ -75,6 +75,7 @@ class RingAllreduceStream final : public Stream {
       s.recv[0] = prev;
       if (j <= n_ - 1) s.in_offset = static_cast<int64_t>(r.offset);
       s.out_offset = static_cast<int64_t>(r.offset);
+      s.final_sum = j == n_ - 1;
     }
     if (j < 2 * n_ - 2) s.send[0] = next;
     return s;
@@ -106,6 +107,7 @@ class RingReduceScatterStream final : public Stream {
       s.send[0] = Mod(rank_ + 1, n_);
     } else {
       s.out_offset = static_cast<int64_t>(lo);
+      s.final_sum = j > 0;
     }
     return s;
   }
@@ -198,6 +200,7 @@ class TreeStream final : public Stream {
       // result in `out` (overwritten later by the broadcast down).
       if (s.recv[0] >= 0 || root) s.out_offset = static_cast<int64_t>(lo);
       s.send[0] = links_.parent;
+      s.final_sum = root && s.recv[0] >= 0;
     } else {
       s.out_offset = static_cast<int64_t>(lo);
       if (root) {

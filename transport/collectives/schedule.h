@@ -55,6 +55,9 @@ struct Step {
   std::array<int32_t, 2> send{-1, -1};
   int32_t after_stream = -1;
   uint64_t after_step = 0;
+  // The reduction this step does completes the sum: every rank's share is
+  // in it (where integer avg divides, as NCCL's sum-then-divide).
+  bool final_sum = false;
 };
 
 // An in-order sequence of steps bound to one channel (one QP per peer).
