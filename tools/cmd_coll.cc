@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "fabric/sim/scenario.h"
+#include "fabric/scenario/scenario.h"
 #include "tools/coll_flags.h"
 #include "tools/command.h"
 #include "topologies/builders.h"

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "fabric/sim/capture.h"
-#include "fabric/sim/event_trace.h"
-#include "fabric/sim/scenario.h"
+#include "fabric/scenario/capture.h"
+#include "fabric/scenario/event_trace.h"
+#include "fabric/scenario/scenario.h"
 #include "faults/spec.h"
 #include "tools/command.h"
 

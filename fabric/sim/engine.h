@@ -154,7 +154,7 @@ class Engine {
   // Largest the event list has been (for memory figures).
   size_t peak_pending() const { return peak_pending_; }
   // When set, fn(ctx, time, kind, component) sees every event just before
-  // its handler runs (costly; for --trace only: see event_trace.h); null to
+  // its handler runs (costly; for --trace only: see fabric/scenario/event_trace.h); null to
   // disable. The digest is the same either way.
   void set_tracer(TraceFn fn, void* ctx) {
     trace_fn_ = fn;

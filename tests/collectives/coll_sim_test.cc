@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "fabric/sim/scenario.h"
+#include "fabric/scenario/scenario.h"
 #include "topologies/builders.h"
 #include "transport/worlds/sim_world.h"
 

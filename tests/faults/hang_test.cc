@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "fabric/sim/engine.h"
-#include "fabric/sim/fault_attach.h"
+#include "fabric/scenario/fault_attach.h"
 #include "fabric/sim/network.h"
-#include "fabric/sim/workload.h"
+#include "fabric/scenario/workload.h"
 #include "proto/faults.pb.h"
 #include "proto/yaml_loader.h"
 #include "topologies/builders.h"

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "fabric/sim/scenario.h"
+#include "fabric/scenario/scenario.h"
 
 namespace fathom::sim {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "fabric/sim/scenario.h"
+#include "fabric/scenario/scenario.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // Small topologies only: the size guard itself is exercised, and a valid

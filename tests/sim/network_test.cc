@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "fabric/sim/workload.h"
+#include "fabric/scenario/workload.h"
 #include "topologies/builders.h"
 
 namespace fathom::sim {

@@ -1,6 +1,6 @@
 // Scenarios end to end: fat-tree permutations, incast, determinism, pcap
 // capture through the wire codec, and bad scenario files with file:line.
-#include "fabric/sim/scenario.h"
+#include "fabric/scenario/scenario.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "fabric/sim/engine.h"
-#include "fabric/sim/fault_attach.h"
+#include "fabric/scenario/fault_attach.h"
 #include "fabric/sim/network.h"
-#include "fabric/sim/scenario.h"
+#include "fabric/scenario/scenario.h"
 #include "topologies/topology.h"
 #include "transport/collectives/driver.h"
 #include "transport/emulated/emulated.h"

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "base/json.h"
-#include "fabric/sim/scenario.h"
+#include "fabric/scenario/scenario.h"
 
 namespace fathom::sim {
 namespace {

@@ -1,4 +1,4 @@
-#include "fabric/sim/scenario.h"
+#include "fabric/scenario/scenario.h"
 
 #include <unistd.h>
 
@@ -10,12 +10,12 @@
 #include <tuple>
 
 #include "base/verbs_types.h"
-#include "fabric/sim/capture.h"
+#include "fabric/scenario/capture.h"
 #include "fabric/sim/engine.h"
-#include "fabric/sim/event_trace.h"
-#include "fabric/sim/fault_attach.h"
+#include "fabric/scenario/event_trace.h"
+#include "fabric/scenario/fault_attach.h"
 #include "fabric/sim/network.h"
-#include "fabric/sim/workload.h"
+#include "fabric/scenario/workload.h"
 #include "faults/spec.h"
 #include "topologies/spec.h"
 

@@ -1,4 +1,4 @@
-#include "fabric/sim/capture.h"
+#include "fabric/scenario/capture.h"
 
 #include <algorithm>
 #include <map>

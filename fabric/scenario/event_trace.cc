@@ -1,4 +1,4 @@
-#include "fabric/sim/event_trace.h"
+#include "fabric/scenario/event_trace.h"
 
 #include <cerrno>
 #include <cinttypes>

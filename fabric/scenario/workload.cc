@@ -1,4 +1,4 @@
-#include "fabric/sim/workload.h"
+#include "fabric/scenario/workload.h"
 
 #include <string>
 

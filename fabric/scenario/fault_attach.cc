@@ -1,4 +1,4 @@
-#include "fabric/sim/fault_attach.h"
+#include "fabric/scenario/fault_attach.h"
 
 #include <algorithm>
 #include <tuple>
