@@ -11,11 +11,11 @@
 
 #include "base/verbs_types.h"
 #include "fabric/scenario/capture.h"
-#include "fabric/sim/engine.h"
 #include "fabric/scenario/event_trace.h"
 #include "fabric/scenario/fault_attach.h"
-#include "fabric/sim/network.h"
 #include "fabric/scenario/workload.h"
+#include "fabric/sim/engine.h"
+#include "fabric/sim/network.h"
 #include "faults/spec.h"
 #include "topologies/spec.h"
 

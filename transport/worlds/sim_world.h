@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "fabric/sim/engine.h"
 #include "fabric/scenario/fault_attach.h"
-#include "fabric/sim/network.h"
 #include "fabric/scenario/scenario.h"
+#include "fabric/sim/engine.h"
+#include "fabric/sim/network.h"
 #include "topologies/topology.h"
 #include "transport/collectives/driver.h"
 #include "transport/emulated/emulated.h"
