@@ -115,7 +115,7 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
       receive_fn[n] = &Switch::Receive;
       switches_.push_back(std::move(sw));
     } else {
-      auto nic = std::make_unique<Nic>(engine, &pool_, &drops_, node, config.ipv6);
+      auto nic = std::make_unique<Nic>(engine, &pool_, &drops_, node, config);
       if (topo->PortCount(node) > 0) nic->AttachPort(&port(node, 0));
       if (config.fixed_paths) {
         nic->set_paths(

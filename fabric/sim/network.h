@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "fabric/sim/config.h"
 #include "fabric/sim/engine.h"
 #include "fabric/sim/nic.h"
 #include "fabric/sim/packet.h"
@@ -22,17 +23,6 @@
 #include "topologies/topology.h"
 
 namespace fathom::sim {
-
-struct NetworkConfig {
-  // Egress buffer of each switch port, per traffic class, in bytes.
-  int64_t switch_buffer_bytes = 1 << 20;
-  // Per-switch ECMP hash salt; off reproduces polarization.
-  bool ecmp_salt = true;
-  bool ipv6 = false;
-  // QPs get their fixed route when they connect (QpFlow); off, every
-  // switch looks each packet up in its table (the same routes, slower).
-  bool fixed_paths = true;
-};
 
 // Forwards by a row of its own: for every destination host rank, the ECMP
 // set as a span of Port pointers. A lookup is one load from the row and one

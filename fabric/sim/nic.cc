@@ -18,8 +18,9 @@ int CompletionQueue::Poll(std::span<Completion> out) {
   return n;
 }
 
-Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node, bool ipv6)
-    : engine_(engine), pool_(pool), host_(host_node), ipv6_(ipv6), drops_(drops) {
+Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node,
+         const NetworkConfig& config)
+    : engine_(engine), pool_(pool), host_(host_node), ipv6_(config.ipv6), drops_(drops) {
   engine_->set_prefetcher(EventKind::kNicPump, &Nic::PrefetchPump);
   // What the pump's fetch hint reads is in the NIC's first two lines, which
   // the engine fetched before it.

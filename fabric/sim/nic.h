@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "fabric/sim/config.h"
 #include "fabric/sim/engine.h"
 #include "fabric/sim/packet.h"
 #include "fabric/sim/port.h"
@@ -32,7 +33,8 @@ inline constexpr uint32_t kFirstQpn = 0x11;
 
 class Nic {
  public:
-  Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node, bool ipv6);
+  Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node,
+      const NetworkConfig& config);
   Nic(const Nic&) = delete;
   Nic& operator=(const Nic&) = delete;
   ~Nic();
