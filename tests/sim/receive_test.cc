@@ -261,6 +261,25 @@ TEST(QueueDepthTest, RateWaitsForAFreeSlot) {
   EXPECT_EQ(rate.nic[0].rcvd_rnr_err, 0u);
 }
 
+// Each QP of a connection has its own receive queue: 4 QPs of a flow,
+// depth 2 each, 8 SENDs per QP, h1 not ready from 1 to 100 us: two land on
+// every QP, each QP's third meets RNR NAKs until the window ends, then all
+// land.
+TEST(QueueDepthTest, PerQpOfAConnection) {
+  FlowOptions fo = SendOptions(1);
+  fo.qps_per_connection = 4;
+  fo.receive.post = RecvPost::kPreposted;
+  fo.receive.queue_depth = 2;
+  fo.not_ready = {NotReadyWindow{1, Us(1), Us(100)}};
+  const Outcome o = RunFlows(2, {Flow{0, 1, 4 * 8 * 4096, Picoseconds(0)}}, fo, Us(90));
+  EXPECT_EQ(o.nic[1].rdma_recvs, 4u * 2);  // two per QP before the window ends
+  EXPECT_GT(o.nic[0].rcvd_rnr_err, 0u);
+  const Outcome done = RunFlows(2, {Flow{0, 1, 4 * 8 * 4096, Picoseconds(0)}}, fo);
+  ASSERT_EQ(done.results[0].state, FlowState::kDone);
+  EXPECT_EQ(done.nic[1].rdma_recvs, 4u * 8);
+  EXPECT_GT(done.results[0].end, Us(100));
+}
+
 // The default plan is the original path: a receive just before each SEND,
 // the same trace digest; an explicit per_send with no depth is the default.
 TEST(DefaultReceiveTest, DefaultKeepsTheTraceDigest) {
