@@ -13,6 +13,7 @@
 #include "fabric/scenario/capture.h"
 #include "fabric/scenario/event_trace.h"
 #include "fabric/scenario/fault_attach.h"
+#include "fabric/scenario/receive.h"
 #include "fabric/scenario/workload.h"
 #include "fabric/sim/engine.h"
 #include "fabric/sim/network.h"
@@ -255,6 +256,7 @@ Status Validate(const LoadedScenario& sc) {
     }
   }
   FATHOM_RETURN_IF_ERROR(CheckWorkloadSize(sc, hosts));
+  FATHOM_RETURN_IF_ERROR(ValidateReceiveSide(s, sc.topology, m, kMaxTimeUs));
   for (const auto& [field, has, value] :
        {std::tuple{"expect.flows_completed", s.expect().has_flows_completed(),
                    s.expect().flows_completed()},
@@ -409,6 +411,14 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
           : t.opcode() == "read" ? FlowOp::kRead
                                  : FlowOp::kWrite;
   fo.message_bytes = t.has_message_bytes() ? t.message_bytes() : 0;
+  // The receive side (receive.h): per-flow plans only for the flows list.
+  fo.receive = ToReceivePlan(w.receive());
+  if (w.pattern() == proto::WorkloadSpec::PATTERN_FLOWS) {
+    for (const proto::FlowSpec& f : w.flows()) {
+      fo.flow_receive.push_back(f.has_receive() ? ToReceivePlan(f.receive()) : fo.receive);
+    }
+  }
+  fo.not_ready = ToNotReadyWindows(w, sc.topology);
   FlowDriver driver(&net, flows, fo);
   FATHOM_RETURN_IF_ERROR(driver.Setup());
 

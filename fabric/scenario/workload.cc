@@ -64,6 +64,7 @@ Status FlowDriver::Setup() {
     network_->engine().Schedule<&FlowDriver::OnStart>(flow.start, EventKind::kFlowStart,
                                                       static_cast<uint32_t>(f), this, f);
   }
+  SetupReceives();
   return Status::Ok();
 }
 
@@ -75,11 +76,12 @@ void FlowDriver::StartFlow(int32_t f) {
   FlowResult& r = results_[static_cast<size_t>(f)];
   // wr_id: flow index in the high bits, so completions find their flow.
   const uint64_t wr_base = static_cast<uint64_t>(f) << 24;
-  constexpr uint64_t kMaxWr = 1u << 30;  // below the NIC's 2^31 message limit
-  const uint64_t chunk =
-      options_.message_bytes == 0 ? kMaxWr : std::min<uint64_t>(options_.message_bytes, kMaxWr);
+  const uint64_t chunk = options_.message_bytes == 0
+                             ? kMaxFlowWrBytes
+                             : std::min<uint64_t>(options_.message_bytes, kMaxFlowWrBytes);
   uint32_t posted = 0;
   Status failure;
+  if (planned_receives_) StartReceives(f);
   for (int32_t ci : flow_conns_[static_cast<size_t>(f)]) {
     const Conn& c = conns_[static_cast<size_t>(ci)];
     uint64_t left = c.bytes;
@@ -92,7 +94,7 @@ void FlowDriver::StartFlow(int32_t f) {
       wr.opcode = options_.op == FlowOp::kWrite  ? WrOpcode::kRdmaWrite
                   : options_.op == FlowOp::kSend ? WrOpcode::kSend
                                                  : WrOpcode::kRdmaRead;
-      if (options_.op == FlowOp::kSend) {
+      if (options_.op == FlowOp::kSend && !planned_receives_) {
         RecvWr rr;
         rr.wr_id = wr_base | (1u << 23) | posted;
         rr.sge.length = static_cast<uint32_t>(len);
@@ -129,6 +131,9 @@ void FlowDriver::OnCompletion(const Completion& c) {
     r.state = FlowState::kDone;
     r.end = c.time;
     ++completed_;
+  } else if (recv_side && planned_receives_) {
+    const size_t k = static_cast<size_t>(c.wr_id & ((1u << 23) - 1));
+    if (k < flow_conns_[f].size()) OnRecvConsumed(flow_conns_[f][k]);
   }
   if (stop_when_done_ && all_finished()) network_->engine().Stop();
 }

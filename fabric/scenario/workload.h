@@ -16,6 +16,7 @@
 #include "base/status.h"
 #include "base/units.h"
 #include "base/verbs_types.h"
+#include "fabric/scenario/receive.h"
 #include "fabric/sim/network.h"
 #include "fabric/sim/qp.h"
 
@@ -35,7 +36,17 @@ struct FlowOptions {
   int qps_per_connection = 1;
   FlowOp op = FlowOp::kWrite;
   uint64_t message_bytes = 0;  // 0: one WR per QP
+  // The receive side of kSend flows (receive.h): one plan for every flow,
+  // or one per flow (flow_receive[i], when not empty), and windows in which
+  // a host posts no receives. All default: a receive just before each SEND.
+  ReceivePlan receive;
+  std::vector<ReceivePlan> flow_receive;
+  std::vector<NotReadyWindow> not_ready;
 };
+
+// The largest WR a flow posts (below the NIC's 2^31 message limit): a QP's
+// share of a flow is cut into WRs of min(message_bytes, this).
+inline constexpr uint64_t kMaxFlowWrBytes = uint64_t{1} << 30;
 
 enum class FlowState : uint8_t { kPending, kDone, kFailed };
 
@@ -78,6 +89,32 @@ class FlowDriver {
   void StartFlow(int32_t flow);
   void OnCompletion(const Completion& c);
 
+  // The receive side when a plan is not the default or a window is set
+  // (receive.cc); otherwise StartFlow posts a receive before each SEND.
+  struct RecvSide {
+    uint32_t left = 0;    // receives still to post
+    uint32_t posted = 0;  // posted and not yet consumed
+    uint32_t length = 0;  // bytes of each (the QP's largest message)
+    uint32_t index = 0;   // the connection's position in its flow (wr_id)
+    bool wake_pending = false;
+    bool waiting_room = false;  // kRate: the next post waits for a completion
+  };
+  const ReceivePlan& PlanOf(int32_t flow) const {
+    return options_.flow_receive.empty() ? options_.receive
+                                         : options_.flow_receive[static_cast<size_t>(flow)];
+  }
+  void SetupReceives();
+  void StartReceives(int32_t flow);
+  void OnRecvConsumed(int32_t conn);
+  // Posts what the plan lets `conn` post now (not kRate).
+  void PostReceives(int32_t conn);
+  void RateTick(int32_t conn);
+  bool PostOneReceive(int32_t conn);
+  void WakeAt(int32_t conn, Picoseconds at);
+  static void OnRecvEvent(void* driver, uint64_t conn);
+  // The end of the not-ready window `host` is in at `now`; zero: none.
+  Picoseconds NotReadyUntil(int32_t host, Picoseconds now) const;
+
   Network* network_;
   std::vector<Flow> flows_;
   FlowOptions options_;
@@ -89,6 +126,8 @@ class FlowDriver {
   int32_t completed_ = 0;
   int32_t failed_ = 0;
   bool stop_when_done_ = true;
+  bool planned_receives_ = false;
+  std::vector<RecvSide> recv_;  // per conn, when planned_receives_
 };
 
 // Workload generators (ranks 0..hosts-1). Permutation: a seeded random
