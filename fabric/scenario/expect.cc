@@ -18,17 +18,22 @@ constexpr double kMaxTimeUs = 9.0e12;
 
 enum class CounterKind { kNone, kQp, kPort, kFault };
 
-CounterKind KindOf(const std::string& name) {
+// A fault model counts port_xmit_discards and port_rcv_errors as the port
+// would; with a `fault` scope the name is the fault's counter, otherwise
+// the port's.
+CounterKind KindOf(const proto::CounterExpect& c) {
+  const std::string& name = c.name();
   if (name == "rnr_naks") return CounterKind::kQp;
   CounterKind kind = CounterKind::kNone;
+  faults::Counters{}.ForEach([&](const char* n, uint64_t) {
+    if (name == n) kind = CounterKind::kFault;
+  });
+  if (kind == CounterKind::kFault && !c.fault().empty()) return kind;
   ForEachQpCounter(QpCounters{}, [&](const char* n, uint64_t) {
     if (name == n) kind = CounterKind::kQp;
   });
   ForEachPortCounter(PortCounters{}, [&](const char* n, uint64_t) {
     if (name == n) kind = CounterKind::kPort;
-  });
-  faults::Counters{}.ForEach([&](const char* n, uint64_t) {
-    if (name == n) kind = CounterKind::kFault;
   });
   return kind;
 }
@@ -88,10 +93,16 @@ bool IsDropReason(const std::string& name) {
   return false;
 }
 
+// Microseconds to the nanosecond, trailing zeros trimmed: "34359738.368".
 std::string Num(double v) {
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "%.6g", v);
-  return buf;
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.3f", v);
+  std::string s = buf;
+  if (s.find('.') != std::string::npos) {
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+  }
+  return s;
 }
 
 Status CheckUs(const config::SourceMap& m, const std::string& path, double us) {
@@ -257,7 +268,7 @@ Status ValidateExpect(const LoadedScenario& sc, int64_t flows_hint, int32_t qps)
   for (int i = 0; i < e.counters_size(); ++i) {
     const proto::CounterExpect& c = e.counters(i);
     const std::string p = "expect.counters[" + std::to_string(i) + "]";
-    const CounterKind kind = KindOf(c.name());
+    const CounterKind kind = KindOf(c);
     if (kind == CounterKind::kNone) {
       return m.Error(p + ".name", "'" + c.name() + "' is not a counter the report prints (" +
                                       CounterNames() + ")");
@@ -429,7 +440,7 @@ void CheckSignature(const proto::ExpectSpec& e, const RunReport& r, std::vector<
   }
   for (int i = 0; i < e.counters_size(); ++i) {
     const proto::CounterExpect& c = e.counters(i);
-    const CounterKind kind = KindOf(c.name());
+    const CounterKind kind = KindOf(c);
     uint64_t got = 0;
     std::string scope = "the whole fabric";
     if (kind == CounterKind::kQp) {
