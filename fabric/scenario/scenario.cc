@@ -610,7 +610,9 @@ std::vector<std::string> CheckExpectations(const proto::Scenario& spec, const Ru
   check("flows_stalled", e.has_flows_stalled(), e.flows_stalled(), r.flows_stalled);
   std::vector<bool> accepted_failed, accepted_stalled;
   CheckSignature(e, r, &out, &accepted_failed, &accepted_stalled);
-  bool expects_errors = false;
+  // A run-wide error time, or an error that must surface, expects failures.
+  bool expects_errors =
+      e.first_error_us().has_value() || (e.has_no_error_surfaced() && !e.no_error_surfaced());
   for (const auto& [name, want] : e.completion_statuses()) {
     if (name != WcStatusName(WcStatus::kSuccess) && want > 0) expects_errors = true;
     auto it = r.completion_statuses.find(name);
