@@ -257,8 +257,10 @@ FATHOM_REGISTER_COMMAND(
               sub->footer(
                   "Exit codes: 0 the run met its expectations; 1 it did not (an `expect` "
                   "value differs, or flows failed or stalled that `expect` does not set: "
-                  "flows_failed, flows_stalled); 2 bad scenario, bad flag, or an output that "
-                  "cannot be written (every output is opened before the run).");
+                  "flows_failed, flows_stalled, or flows items); 2 bad scenario (an expect "
+                  "item naming a flow, counter, port or fault the run does not have, too), bad "
+                  "flag, or an output that cannot be written (every output is opened before "
+                  "the run).");
               return [flags] { return RunSim(*flags); };
             },
             30});
