@@ -1,9 +1,9 @@
 // `fathom sim SCENARIO.yaml`: run a scenario in virtual time and summarize
 // it. Exit 1 when the run found a failure: the outcome differs from the
 // scenario's `expect` block, or flows failed or stalled that the block does
-// not expect. Exit 2 for a bad scenario file or flag, or an output (--pcap,
-// --trace, --json-out) that cannot be written; every output is opened before
-// the run, so a bad path costs no run.
+// not expect. Exit 2 for a bad scenario file, flag or expect item, or an
+// output (--pcap, --trace, --json-out, --flows-out) that cannot be written;
+// every output is opened before the run, so a bad path costs no run.
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,8 +28,9 @@ namespace {
 struct SimFlags {
   std::string scenario;
   std::optional<uint64_t> seed;
-  bool json = false;     // the JSON report on stdout, instead of the summary
-  std::string json_out;  // the JSON report to this file
+  bool json = false;      // the JSON report on stdout, instead of the summary
+  std::string json_out;   // the JSON report to this file
+  std::string flows_out;  // the per-flow table to this file (.json or .csv)
   std::vector<std::string> pcap;
   std::string trace;
   bool quiet = false;
@@ -138,6 +139,22 @@ int RunSim(const SimFlags& f) {
     opts.trace = trace.get();
   }
   if (!f.json_out.empty() && !json_file.Open("--json-out", f.json_out)) return kExitUsage;
+  OutFile flows_file;
+  const auto ends_with = [](const std::string& s, const char* tail) {
+    const size_t n = std::strlen(tail);
+    return s.size() > n && s.compare(s.size() - n, n, tail) == 0;
+  };
+  const bool flows_csv = ends_with(f.flows_out, ".csv");
+  if (!f.flows_out.empty()) {
+    if (!flows_csv && !ends_with(f.flows_out, ".json")) {
+      std::fprintf(stderr,
+                   "fathom sim: --flows-out %s: the file name must end in .json or .csv (the "
+                   "format)\n",
+                   f.flows_out.c_str());
+      return kExitUsage;
+    }
+    if (!flows_file.Open("--flows-out", f.flows_out)) return kExitUsage;
+  }
 
   opts.progress = !f.quiet && isatty(STDERR_FILENO) != 0;
   auto report = sim::RunScenario(*loaded, opts);
@@ -167,6 +184,12 @@ int RunSim(const SimFlags& f) {
     std::fwrite(json.data(), 1, json.size(), json_file.f);
     outputs_ok = json_file.Close() && outputs_ok;
   }
+  if (flows_file.f != nullptr) {
+    const std::string table =
+        flows_csv ? sim::FormatFlowsCsv(*report) : sim::FormatFlowsJson(*report);
+    std::fwrite(table.data(), 1, table.size(), flows_file.f);
+    outputs_ok = flows_file.Close() && outputs_ok;
+  }
   if (f.json) {
     std::fputs(json.c_str(), stdout);
   } else if (!f.quiet) {
@@ -174,7 +197,13 @@ int RunSim(const SimFlags& f) {
   }
   std::fflush(stdout);
   // The reasons the run failed go to stderr, --quiet or not.
-  const std::vector<std::string> failures = sim::CheckExpectations(loaded->spec, *report);
+  // An expect item that names what this run does not have is bad input.
+  const auto checked = sim::CheckExpectations(*loaded, *report);
+  if (!checked.ok()) {
+    std::fprintf(stderr, "fathom sim: %s\n", checked.status().message().c_str());
+    return kExitUsage;
+  }
+  const std::vector<std::string>& failures = *checked;
   for (const std::string& m : failures) {
     std::fprintf(stderr, "fathom sim: %s: %s\n", f.scenario.c_str(), m.c_str());
   }
@@ -201,6 +230,11 @@ FATHOM_REGISTER_COMMAND(
               sub->add_option("--json-out", flags->json_out,
                               "also write the report as JSON to this file")
                   ->type_name("FILE");
+              sub->add_option("--flows-out", flags->flows_out,
+                              "write the per-flow table (src, dst, QPNs, bytes, start, end, FCT, "
+                              "status, first error and its time, retransmissions) to FILE.json "
+                              "or FILE.csv")
+                  ->type_name("FILE");
               sub->add_option("--pcap", flags->pcap,
                               "capture as LINK=FILE, both directions: a link (h0-leaf0), a node "
                               "(leaf0 = all its links, one file), tier:N or a glob, the names "
@@ -223,8 +257,10 @@ FATHOM_REGISTER_COMMAND(
               sub->footer(
                   "Exit codes: 0 the run met its expectations; 1 it did not (an `expect` "
                   "value differs, or flows failed or stalled that `expect` does not set: "
-                  "flows_failed, flows_stalled); 2 bad scenario, bad flag, or an output that "
-                  "cannot be written (every output is opened before the run).");
+                  "flows_failed, flows_stalled, or flows items); 2 bad scenario (an expect "
+                  "item naming a flow, counter, port or fault the run does not have, too), bad "
+                  "flag, or an output that cannot be written (every output is opened before "
+                  "the run).");
               return [flags] { return RunSim(*flags); };
             },
             30});

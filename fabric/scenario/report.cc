@@ -1,11 +1,15 @@
 // Text and JSON renderings of a scenario run (scenario.h). The JSON keys are
 // the ones `fathom sim --json` documents; the table carries the same facts.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
-#include "base/json.h"
+#include "fabric/scenario/expect.h"
 #include "fabric/scenario/scenario.h"
 
 namespace fathom::sim {
@@ -44,7 +48,11 @@ std::string FormatSummary(const RunReport& r) {
            r.line_rate_gbps > 0 ? 100.0 * r.mean_flow_gbps / r.line_rate_gbps : 0.0);
   uint64_t total_drops = 0;
   std::string reasons;
-  for (const auto& [reason, n] : r.drops) {
+  // Largest first (then by name): the cause usually leads.
+  std::vector<std::pair<std::string, uint64_t>> by_count(r.drops.begin(), r.drops.end());
+  std::stable_sort(by_count.begin(), by_count.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (const auto& [reason, n] : by_count) {
     total_drops += n;
     reasons += Fmt(" %s=%" PRIu64, reason.c_str(), n);
   }
@@ -69,6 +77,23 @@ std::string FormatSummary(const RunReport& r) {
     statuses += Fmt(" %s=%" PRIu64, name.c_str(), n);
   }
   s += Fmt("completions%s\n", statuses.empty() ? " none" : statuses.c_str());
+  if (r.first_error_ns >= 0) {
+    s += Fmt("first error at %s (virtual time)\n", Duration(r.first_error_ns).c_str());
+  }
+  // The flows that did not complete, first few (the whole table: --flows-out).
+  const size_t kMaxFlows = 8;
+  size_t shown = 0, unfinished = 0;
+  for (const FlowReport& f : r.flow_table) {
+    if (f.status == "completed") continue;
+    if (++unfinished > kMaxFlows) continue;
+    ++shown;
+    s += Fmt("  flow %-5d %s -> %s %s", f.index, f.src.c_str(), f.dst.c_str(), f.status.c_str());
+    if (!f.first_error.empty()) {
+      s += Fmt(" %s at %s", f.first_error.c_str(), Duration(f.first_error_ns).c_str());
+    }
+    s += Fmt("  retransmitted_packets %" PRIu64 "\n", f.retransmissions);
+  }
+  if (unfinished > shown) s += Fmt("  ... and %zu more flows not completed\n", unfinished - shown);
   if (!r.faults_summary.empty()) s += "faults\n" + r.faults_summary;
   if (r.captured_frames > 0) s += Fmt("captured   %" PRIu64 " frames\n", r.captured_frames);
   s +=
@@ -80,50 +105,158 @@ std::string FormatSummary(const RunReport& r) {
   return s;
 }
 
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// -1 (no such time) as null.
+Json TimeOrNull(double ns) { return ns < 0 ? Json(nullptr) : Json(ns); }
+
+Json QpCountersJson(const QpCounters& c) {
+  Json j = Json::object();
+  ForEachQpCounter(c, [&](const char* name, uint64_t v) { j[name] = v; });
+  return j;
+}
+
+std::string Hex(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%x", v);
+  return buf;
+}
+
+Json FlowRowJson(const FlowReport& f) {
+  Json row;
+  row["index"] = f.index;
+  row["src"] = f.src;
+  row["dst"] = f.dst;
+  Json qpns = Json::array(), peers = Json::array();
+  for (const QpReport& q : f.qps) {
+    qpns.push_back(q.qpn);
+    peers.push_back(q.peer_qpn);
+  }
+  row["qpns"] = qpns;
+  row["peer_qpns"] = peers;
+  row["bytes"] = f.bytes;
+  row["start_ns"] = f.start_ns;
+  row["end_ns"] = TimeOrNull(f.end_ns);
+  row["fct_ns"] = TimeOrNull(f.fct_ns);
+  row["status"] = f.status;
+  row["first_error"] = f.first_error.empty() ? Json(nullptr) : Json(f.first_error);
+  row["first_error_ns"] = TimeOrNull(f.first_error_ns);
+  row["retransmissions"] = f.retransmissions;
+  Json qps = Json::array();
+  for (const QpReport& q : f.qps) {
+    Json jq;
+    jq["qp"] = q.qp;
+    jq["qpn"] = q.qpn;
+    jq["peer_qpn"] = q.peer_qpn;
+    jq["host"] = q.host;
+    jq["peer_host"] = q.peer_host;
+    jq["state"] = q.state;
+    jq["first_error"] = q.first_error.empty() ? Json(nullptr) : Json(q.first_error);
+    jq["first_error_ns"] = TimeOrNull(q.first_error_ns);
+    jq["requester_counters"] = QpCountersJson(q.requester);
+    jq["responder_counters"] = QpCountersJson(q.responder);
+    qps.push_back(std::move(jq));
+  }
+  row["qps"] = std::move(qps);
+  return row;
+}
+
+std::string Dump(const Json& j) {
+  // Names come from the scenario file: never throw on bad UTF-8.
+  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
 std::string FormatJson(const RunReport& r) {
-  std::string s = "{\n";
-  s += "  \"name\": " + JsonString(r.name) + ",\n";
-  s += "  \"topology\": " + JsonString(r.topology) + ",\n";
-  s += Fmt("  \"seed\": %" PRIu64 ",\n  \"hosts\": %d,\n", r.seed, r.hosts);
-  s +=
-      Fmt("  \"flows_total\": %d,\n  \"flows_completed\": %d,\n  \"flows_failed\": %d,\n"
-          "  \"flows_stalled\": %d,\n",
-          r.flows_total, r.flows_completed, r.flows_failed, r.flows_stalled);
-  s += Fmt("  \"fct_ns\": {\"p50\": %.0f, \"p99\": %.0f, \"max\": %.0f},\n", r.fct_p50_ns,
-           r.fct_p99_ns, r.fct_max_ns);
-  s += Fmt("  \"goodput_gbps\": %.3f,\n  \"mean_flow_gbps\": %.3f,\n", r.goodput_gbps,
-           r.mean_flow_gbps);
-  s += "  \"drops\": {";
-  bool first = true;
-  for (const auto& [reason, n] : r.drops) {
-    s += Fmt("%s\"%s\": %" PRIu64, first ? "" : ", ", reason.c_str(), n);
-    first = false;
-  }
-  s += "},\n  \"port_drops\": {";
-  first = true;
+  Json j;
+  j["name"] = r.name;
+  j["topology"] = r.topology;
+  j["seed"] = r.seed;
+  j["hosts"] = r.hosts;
+  j["flows_total"] = r.flows_total;
+  j["flows_completed"] = r.flows_completed;
+  j["flows_failed"] = r.flows_failed;
+  j["flows_stalled"] = r.flows_stalled;
+  j["fct_ns"] = {{"p50", r.fct_p50_ns}, {"p99", r.fct_p99_ns}, {"max", r.fct_max_ns}};
+  j["bytes_completed"] = r.bytes_completed;
+  j["goodput_gbps"] = r.goodput_gbps;
+  j["mean_flow_gbps"] = r.mean_flow_gbps;
+  j["line_rate_gbps"] = r.line_rate_gbps;
+  j["drops"] = Json::object();
+  for (const auto& [reason, n] : r.drops) j["drops"][reason] = n;
+  j["port_drops"] = Json::object();
   for (const auto& [name, c] : r.port_drops) {
-    s += Fmt("%s%s: {\"port_xmit_discards\": %" PRIu64 ", \"mtu_discards\": %" PRIu64
-             ", \"port_rcv_errors\": %" PRIu64 "}",
-             first ? "" : ", ", JsonString(name).c_str(), c[0], c[1], c[2]);
-    first = false;
+    j["port_drops"][name] = {
+        {"port_xmit_discards", c[0]}, {"mtu_discards", c[1]}, {"port_rcv_errors", c[2]}};
   }
-  s += "},\n";
-  s += Fmt("  \"retransmitted_packets\": %" PRIu64 ",\n  \"packet_seq_err\": %" PRIu64
-           ",\n  \"local_ack_timeout_err\": %" PRIu64 ",\n  \"implied_nak_seq_err\": %" PRIu64
-           ",\n  \"rnr_naks\": %" PRIu64 ",\n",
-           r.retransmitted_packets, r.packet_seq_err, r.local_ack_timeout_err,
-           r.implied_nak_seq_err, r.rnr_naks);
-  s += "  \"completion_statuses\": {";
-  first = true;
-  for (const auto& [name, n] : r.completion_statuses) {
-    s += Fmt("%s\"%s\": %" PRIu64, first ? "" : ", ", name.c_str(), n);
-    first = false;
+  j["retransmitted_packets"] = r.retransmitted_packets;
+  j["packet_seq_err"] = r.packet_seq_err;
+  j["local_ack_timeout_err"] = r.local_ack_timeout_err;
+  j["implied_nak_seq_err"] = r.implied_nak_seq_err;
+  j["rnr_naks"] = r.rnr_naks;
+  j["out_of_sequence"] = r.out_of_sequence;
+  j["duplicate_request"] = r.duplicate_request;
+  j["retry_exceeded_err"] = r.retry_exceeded_err;
+  j["rnr_nak_retry_err"] = r.rnr_nak_retry_err;
+  j["send_rnr_err"] = r.send_rnr_err;
+  j["completion_statuses"] = Json::object();
+  for (const auto& [name, n] : r.completion_statuses) j["completion_statuses"][name] = n;
+  j["first_error_ns"] = TimeOrNull(r.first_error_ns);
+  Json faults = Json::array();
+  for (const FaultStats& f : r.fault_stats) {
+    Json jf;
+    jf["name"] = f.name;
+    jf["kind"] = f.kind;
+    jf["target"] = f.target;
+    jf["attachments"] = f.attachments;
+    jf["active_ns"] = f.active_ns;
+    Json counters = Json::object();
+    f.counters.ForEach([&](const char* n, uint64_t v) { counters[n] = v; });
+    jf["counters"] = std::move(counters);
+    faults.push_back(std::move(jf));
   }
-  s += "},\n";
-  s += Fmt("  \"packet_hops\": %" PRIu64 ",\n  \"events\": %" PRIu64
-           ",\n  \"sim_time_ns\": %.0f,\n  \"wall_s\": %.6f,\n  \"trace_digest\": \"%016" PRIx64
-           "\"\n}\n",
-           r.packet_hops, r.events, r.sim_time_ns, r.wall_s, r.trace_digest);
+  j["faults"] = std::move(faults);
+  j["captured_frames"] = r.captured_frames;
+  j["packet_hops"] = r.packet_hops;
+  j["events"] = r.events;
+  j["peak_packets"] = r.peak_packets;
+  j["sim_time_ns"] = r.sim_time_ns;
+  j["wall_s"] = r.wall_s;
+  j["trace_digest"] = Fmt("%016" PRIx64, r.trace_digest);
+  Json flows = Json::array();
+  for (const FlowReport& f : r.flow_table) flows.push_back(FlowRowJson(f));
+  j["flows"] = std::move(flows);
+  return Dump(j);
+}
+
+std::string FormatFlowsJson(const RunReport& r) {
+  Json flows = Json::array();
+  for (const FlowReport& f : r.flow_table) flows.push_back(FlowRowJson(f));
+  return Dump(flows);
+}
+
+std::string FormatFlowsCsv(const RunReport& r) {
+  // Times in ns as in the JSON; empty cells for times that do not exist.
+  // Host names and statuses never hold commas or quotes (topology names are
+  // identifiers), so no quoting is needed.
+  std::string s =
+      "index,src,dst,qpns,peer_qpns,bytes,start_ns,end_ns,fct_ns,status,first_error,"
+      "first_error_ns,retransmissions\n";
+  auto time = [](double ns) { return ns < 0 ? std::string() : Fmt("%.3f", ns); };
+  for (const FlowReport& f : r.flow_table) {
+    std::string qpns, peers;
+    for (const QpReport& q : f.qps) {
+      qpns += (qpns.empty() ? "" : ";") + Hex(q.qpn);
+      peers += (peers.empty() ? "" : ";") + Hex(q.peer_qpn);
+    }
+    s += Fmt("%d,%s,%s,%s,%s,%" PRIu64 ",%s,%s,%s,%s,%s,%s,%" PRIu64 "\n", f.index, f.src.c_str(),
+             f.dst.c_str(), qpns.c_str(), peers.c_str(), f.bytes, time(f.start_ns).c_str(),
+             time(f.end_ns).c_str(), time(f.fct_ns).c_str(), f.status.c_str(),
+             f.first_error.c_str(), time(f.first_error_ns).c_str(), f.retransmissions);
+  }
   return s;
 }
 

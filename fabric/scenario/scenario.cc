@@ -12,6 +12,7 @@
 #include "base/verbs_types.h"
 #include "fabric/scenario/capture.h"
 #include "fabric/scenario/event_trace.h"
+#include "fabric/scenario/expect.h"
 #include "fabric/scenario/fault_attach.h"
 #include "fabric/scenario/receive.h"
 #include "fabric/scenario/workload.h"
@@ -268,7 +269,7 @@ Status Validate(const LoadedScenario& sc) {
   // The fault timeline is checked again when it is attached (with any
   // --fault flags); checking it here puts its errors with the others.
   FATHOM_RETURN_IF_ERROR(faults::ValidateFaults(s.faults(), "faults", m));
-  return Status::Ok();
+  return ValidateExpect(sc, -1, t.has_qps_per_connection() ? t.qps_per_connection() : 1);
 }
 
 StatusOr<LoadedScenario> Finish(LoadedScenario sc) {
@@ -298,7 +299,93 @@ struct Progress {
   }
 };
 
+// The per-flow table: outcome, times, QPs and their counters.
+void FillFlowTable(const LoadedScenario& sc, Network& net, const FlowDriver& driver, RunReport* r) {
+  const std::vector<Flow>& flows = driver.flows();
+  const auto host_name = [&](int32_t rank) {
+    return sc.topology.node(sc.topology.hosts()[static_cast<size_t>(rank)]).name;
+  };
+  r->flow_table.resize(flows.size());
+  for (size_t i = 0; i < flows.size(); ++i) {
+    const FlowResult& fr = driver.results()[i];
+    FlowReport& row = r->flow_table[i];
+    row.index = static_cast<int32_t>(i);
+    row.src = host_name(flows[i].src);
+    row.dst = host_name(flows[i].dst);
+    row.bytes = flows[i].bytes;
+    row.start_ns = flows[i].start.ns();
+    row.status = fr.state == FlowState::kDone     ? "completed"
+                 : fr.state == FlowState::kFailed ? "failed"
+                                                  : "stalled";
+    if (fr.state != FlowState::kPending) row.end_ns = fr.end.ns();
+    if (fr.state == FlowState::kDone) row.fct_ns = (fr.end - flows[i].start).ns();
+  }
+  for (const FlowDriver::QpInfo& q : driver.Qps()) {
+    FlowReport& row = r->flow_table[static_cast<size_t>(q.flow)];
+    QpReport qr;
+    qr.qp = static_cast<int32_t>(row.qps.size());
+    qr.qpn = q.req_qpn;
+    qr.peer_qpn = q.resp_qpn;
+    qr.host = host_name(q.requester);
+    qr.peer_host = host_name(q.responder);
+    const Nic& req = net.nic(q.requester);
+    if (auto st = req.GetQpState(q.req_qpn); st.ok()) qr.state = std::string(QpStateName(*st));
+    if (auto c = req.GetQpCounters(q.req_qpn); c.ok()) qr.requester = *c;
+    if (auto c = net.nic(q.responder).GetQpCounters(q.resp_qpn); c.ok()) qr.responder = *c;
+    if (q.errored) {
+      qr.first_error = std::string(WcStatusName(q.first_error));
+      qr.first_error_ns = q.first_error_time.ns();
+      // The flow's first error is its QPs' earliest.
+      if (row.first_error_ns < 0 || qr.first_error_ns < row.first_error_ns) {
+        row.first_error = qr.first_error;
+        row.first_error_ns = qr.first_error_ns;
+      }
+      if (r->first_error_ns < 0 || qr.first_error_ns < r->first_error_ns) {
+        r->first_error_ns = qr.first_error_ns;
+      }
+    }
+    row.retransmissions += qr.requester.retransmitted_packets;
+    row.qps.push_back(std::move(qr));
+  }
+  for (size_t i = 0; i < flows.size(); ++i) {
+    // A post that failed fails its flow without a completion.
+    const FlowResult& fr = driver.results()[i];
+    FlowReport& row = r->flow_table[i];
+    if (fr.state == FlowState::kFailed && row.first_error.empty()) {
+      row.first_error = std::string(WcStatusName(fr.first_error));
+      row.first_error_ns = fr.end.ns();
+      if (r->first_error_ns < 0 || row.first_error_ns < r->first_error_ns) {
+        r->first_error_ns = row.first_error_ns;
+      }
+    }
+  }
+}
+
+void FillFaultStats(const proto::Scenario& s, FaultAttachment* faults, Picoseconds now,
+                    RunReport* r) {
+  const std::vector<FaultAttachment::FaultReport> rows = faults->Report(now);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    FaultStats fs{rows[i].name, rows[i].kind, rows[i].target, rows[i].attachments,
+                  rows[i].counters};
+    if (i < static_cast<size_t>(s.faults_size())) {
+      const faults::Window w = faults::WindowOf(s.faults(static_cast<int>(i)));
+      const Picoseconds until = std::min(w.end, now);
+      if (until > w.start) fs.active_ns = (until - w.start).ns();
+    }
+    r->fault_stats.push_back(std::move(fs));
+  }
+}
+
 }  // namespace
+
+std::string ReportPortName(const topo::Topology& topology, int32_t node, int32_t port) {
+  const int32_t peer = topology.Peer(node, port).node;
+  std::string name = topology.node(node).name + "->" + topology.node(peer).name;
+  for (int32_t p = 0; p < topology.PortCount(node); ++p) {
+    if (p != port && topology.Peer(node, p).node == peer) return name + "#" + std::to_string(port);
+  }
+  return name;
+}
 
 StatusOr<LoadedScenario> LoadScenario(const std::string& path) {
   LoadedScenario sc;
@@ -476,12 +563,18 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
   for (const auto& port : net.ports()) {
     const PortCounters& c = port->counters();
     r.packet_hops += c.port_xmit_packets;
+    const std::string name = ReportPortName(sc.topology, port->config().node, port->config().index);
     if (c.port_xmit_discards + c.mtu_discards + c.port_rcv_errors > 0) {
-      const std::string name = sc.topology.node(port->config().node).name + "->" +
-                               sc.topology.node(port->peer()->config().node).name;
       r.port_drops.push_back({name, {c.port_xmit_discards, c.mtu_discards, c.port_rcv_errors}});
     }
+    r.ports.push_back(
+        PortReport{name, sc.topology.node(port->config().node).name, port->config().index, c});
   }
+  // Worst ports first: the summary shows the first few.
+  std::stable_sort(r.port_drops.begin(), r.port_drops.end(), [](const auto& a, const auto& b) {
+    return a.second[0] + a.second[1] + a.second[2] > b.second[0] + b.second[1] + b.second[2];
+  });
+  FillFlowTable(sc, net, driver, &r);
   const QpCounters q = net.TotalQpCounters();
   r.retransmitted_packets = q.retransmitted_packets;
   r.packet_seq_err = q.packet_seq_err;
@@ -490,6 +583,9 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
   r.rnr_naks = q.rcvd_rnr_err;
   r.duplicate_request = q.duplicate_request;
   r.out_of_sequence = q.out_of_sequence;
+  r.retry_exceeded_err = q.retry_exceeded_err;
+  r.rnr_nak_retry_err = q.rnr_nak_retry_err;
+  r.send_rnr_err = q.send_rnr_err;
   for (size_t st = 0; st < driver.status_counts().size(); ++st) {
     if (driver.status_counts()[st] > 0) {
       r.completion_statuses[std::string(WcStatusName(static_cast<WcStatus>(st)))] =
@@ -501,7 +597,10 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
   r.wall_s = wall;
   r.trace_digest = engine.trace_digest();
   r.peak_packets = net.pool().peak_in_use();
-  if (faults != nullptr) r.faults_summary = faults->Summary(engine.Now());
+  if (faults != nullptr) {
+    r.faults_summary = faults->Summary(engine.Now());
+    FillFaultStats(s, faults.get(), engine.Now(), &r);
+  }
   for (const PortCapture* cap : captures) r.captured_frames += cap->frames();
   for (const auto& cap : own_captures) FATHOM_RETURN_IF_ERROR(cap->Flush());
   return r;
@@ -519,7 +618,11 @@ std::vector<std::string> CheckExpectations(const proto::Scenario& spec, const Ru
   check("flows_completed", e.has_flows_completed(), e.flows_completed(), r.flows_completed);
   check("flows_failed", e.has_flows_failed(), e.flows_failed(), r.flows_failed);
   check("flows_stalled", e.has_flows_stalled(), e.flows_stalled(), r.flows_stalled);
-  bool expects_errors = false;
+  std::vector<bool> accepted_failed, accepted_stalled;
+  CheckSignature(e, r, &out, &accepted_failed, &accepted_stalled);
+  // A run-wide error time, or an error that must surface, expects failures.
+  bool expects_errors =
+      e.first_error_us().has_value() || (e.has_no_error_surfaced() && !e.no_error_surfaced());
   for (const auto& [name, want] : e.completion_statuses()) {
     if (name != WcStatusName(WcStatus::kSuccess) && want > 0) expects_errors = true;
     auto it = r.completion_statuses.find(name);
@@ -531,8 +634,18 @@ std::vector<std::string> CheckExpectations(const proto::Scenario& spec, const Ru
   }
   // Failed or stalled flows are what `fathom sim` exists to find: a failure
   // of the run unless the scenario says it expects them.
-  const bool failed = r.flows_failed > 0 && !e.has_flows_failed() && !expects_errors;
-  const bool stalled = r.flows_stalled > 0 && !e.has_flows_stalled();
+  // ... or names each of them in expect.flows / expect.qps.
+  int32_t failed_named = 0, stalled_named = 0;
+  for (size_t i = 0; i < r.flow_table.size(); ++i) {
+    const std::string& st = r.flow_table[i].status;
+    if (st == "failed" && accepted_failed[i]) ++failed_named;
+    if (st == "stalled" && accepted_stalled[i]) ++stalled_named;
+  }
+  const bool all_failed_named = failed_named == r.flows_failed;
+  const bool all_stalled_named = stalled_named == r.flows_stalled;
+  const bool failed =
+      r.flows_failed > 0 && !e.has_flows_failed() && !expects_errors && !all_failed_named;
+  const bool stalled = r.flows_stalled > 0 && !e.has_flows_stalled() && !all_stalled_named;
   if (failed || stalled) {
     const std::string of = " of " + std::to_string(r.flows_total) + " flows ";
     std::string what;
@@ -560,6 +673,11 @@ std::vector<std::string> CheckExpectations(const proto::Scenario& spec, const Ru
                   fields + ")");
   }
   return out;
+}
+
+StatusOr<std::vector<std::string>> CheckExpectations(const LoadedScenario& sc, const RunReport& r) {
+  FATHOM_RETURN_IF_ERROR(CheckExpectReferences(sc, r));
+  return CheckExpectations(sc.spec, r);
 }
 
 }  // namespace fathom::sim

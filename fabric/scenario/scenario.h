@@ -16,6 +16,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "fabric/sim/port.h"
+#include "fabric/sim/qp.h"
+#include "faults/frame.h"
 #include "proto/scenario.pb.h"
 #include "proto/yaml_loader.h"
 #include "topologies/topology.h"
@@ -53,6 +56,52 @@ struct RunOptions {
   bool progress = false;  // a progress line on stderr (only for terminals)
 };
 
+// One QP pair of a flow (issue 27's per-flow table): the requester QP's
+// number, final state and counters, its peer's, and the first error
+// completion either side saw.
+struct QpReport {
+  int32_t qp = 0;               // index within its flow, 0..qps_per_connection-1
+  uint32_t qpn = 0;             // requester (the host that posts)
+  uint32_t peer_qpn = 0;        // responder
+  std::string host, peer_host;  // requester's and responder's host names
+  std::string state;            // the requester QP's final ibv_qp_state name
+  std::string first_error;      // an IBV_WC_* name, empty when none
+  double first_error_ns = -1;   // -1: none
+  QpCounters requester, responder;
+};
+
+// One flow's outcome: a row of `fathom sim --flows-out`.
+struct FlowReport {
+  int32_t index = 0;
+  std::string src, dst;  // host names
+  uint64_t bytes = 0;
+  double start_ns = 0;
+  double end_ns = -1;       // completed or failed; -1 while stalled
+  double fct_ns = -1;       // completed flows only
+  std::string status;       // "completed", "failed", "stalled"
+  std::string first_error;  // the flow's first error completion, empty when none
+  double first_error_ns = -1;
+  uint64_t retransmissions = 0;  // retransmitted_packets of its requester QPs
+  std::vector<QpReport> qps;
+};
+
+// A port's IB counters under a name unique in the fabric ("leaf0->h3"; a
+// parallel link adds the port index: "leaf0->spine0#5").
+struct PortReport {
+  std::string name;
+  std::string node;
+  int32_t index = 0;
+  PortCounters counters;
+};
+
+// A fault of the timeline: the counters it moved and how long it was active.
+struct FaultStats {
+  std::string name, kind, target;
+  int32_t attachments = 0;  // port directions it is attached to
+  faults::Counters counters;
+  double active_ns = 0;  // of its window, up to the end of the run
+};
+
 struct RunReport {
   std::string name;
   std::string topology;
@@ -82,6 +131,12 @@ struct RunReport {
   size_t peak_packets = 0;  // in flight at once (pool)
   std::string faults_summary;
   uint64_t captured_frames = 0;
+  // Issue 27: per flow, every port, per fault, and the run's first error.
+  std::vector<FlowReport> flow_table;
+  std::vector<PortReport> ports;
+  std::vector<FaultStats> fault_stats;
+  double first_error_ns = -1;  // the earliest error completion; -1: none
+  uint64_t retry_exceeded_err = 0, rnr_nak_retry_err = 0, send_rnr_err = 0;
 };
 
 StatusOr<RunReport> RunScenario(const LoadedScenario& scenario, const RunOptions& options);
@@ -95,7 +150,22 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& scenario, const RunOptions
 // when any flow fails or stalls.
 std::vector<std::string> CheckExpectations(const proto::Scenario& spec, const RunReport& report);
 
+// The same with the scenario's file: references that only the run can
+// resolve (an expect.flows item whose src/dst matches no flow) are bad input,
+// InvalidArgument naming file:line and field (exit 2), not a failed run.
+StatusOr<std::vector<std::string>> CheckExpectations(const LoadedScenario& scenario,
+                                                     const RunReport& report);
+
+// The port names a report uses (PortReport::name), for node `node`'s port
+// `port`: "a->b", plus "#<port>" when `node` has several links to b.
+std::string ReportPortName(const topo::Topology& topology, int32_t node, int32_t port);
+
 std::string FormatSummary(const RunReport& report);
+// `fathom sim --json`: every figure of the summary, the flow table and the
+// fault statistics (nlohmann-json; keys unique).
 std::string FormatJson(const RunReport& report);
+// The flow table alone: JSON (a list of rows) or CSV (a header line).
+std::string FormatFlowsJson(const RunReport& report);
+std::string FormatFlowsCsv(const RunReport& report);
 
 }  // namespace fathom::sim

@@ -120,6 +120,19 @@ void FlowDriver::OnCompletion(const Completion& c) {
   const size_t f = static_cast<size_t>(c.wr_id >> 24);
   if (f >= results_.size()) return;
   const bool recv_side = ((c.wr_id >> 23) & 1) != 0;
+  // The first error of each QP pair, even after its flow has failed (the
+  // others of the flow carry their own). Receive completions are the
+  // responder QP's, the rest the requester's.
+  if (c.status != WcStatus::kSuccess) {
+    conn_errors_.resize(conns_.size());
+    for (int32_t ci : flow_conns_[f]) {
+      const Conn& conn = conns_[static_cast<size_t>(ci)];
+      if ((recv_side ? conn.resp_qpn : conn.req_qpn) != c.qp_num) continue;
+      ConnError& e = conn_errors_[static_cast<size_t>(ci)];
+      if (!e.errored) e = ConnError{true, c.status, c.time};
+      break;
+    }
+  }
   FlowResult& r = results_[f];
   if (r.state != FlowState::kPending) return;
   if (c.status != WcStatus::kSuccess) {
@@ -136,6 +149,25 @@ void FlowDriver::OnCompletion(const Completion& c) {
     if (k < flow_conns_[f].size()) OnRecvConsumed(flow_conns_[f][k]);
   }
   if (stop_when_done_ && all_finished()) network_->engine().Stop();
+}
+
+std::vector<FlowDriver::QpInfo> FlowDriver::Qps() const {
+  std::vector<QpInfo> out;
+  out.reserve(conns_.size());
+  for (const std::vector<int32_t>& cs : flow_conns_) {
+    for (int32_t ci : cs) {
+      const Conn& c = conns_[static_cast<size_t>(ci)];
+      QpInfo q{c.flow, c.requester, c.responder, c.req_qpn, c.resp_qpn};
+      if (static_cast<size_t>(ci) < conn_errors_.size()) {
+        const ConnError& e = conn_errors_[static_cast<size_t>(ci)];
+        q.errored = e.errored;
+        q.first_error = e.status;
+        q.first_error_time = e.time;
+      }
+      out.push_back(q);
+    }
+  }
+  return out;
 }
 
 std::vector<Flow> PermutationFlows(int32_t hosts, uint64_t bytes, Picoseconds start, Rng& rng) {

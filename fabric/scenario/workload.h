@@ -76,6 +76,21 @@ class FlowDriver {
   // When set, the engine stops once every flow has finished.
   void set_stop_when_done(bool v) { stop_when_done_ = v; }
 
+  // One QP pair of a flow, for reports and expectations: its ranks, QPNs and
+  // the first error completion either side saw.
+  struct QpInfo {
+    int32_t flow = -1;
+    int32_t requester = -1;  // rank that posts (src; dst for READ)
+    int32_t responder = -1;
+    uint32_t req_qpn = 0;
+    uint32_t resp_qpn = 0;
+    bool errored = false;
+    WcStatus first_error = WcStatus::kSuccess;
+    Picoseconds first_error_time;
+  };
+  // Every QP pair, flow by flow, in the order of each flow's QPs.
+  std::vector<QpInfo> Qps() const;
+
  private:
   struct Conn {
     int32_t flow;
@@ -120,6 +135,12 @@ class FlowDriver {
   FlowOptions options_;
   std::vector<FlowResult> results_;
   std::vector<Conn> conns_;
+  struct ConnError {
+    bool errored = false;
+    WcStatus status = WcStatus::kSuccess;
+    Picoseconds time;
+  };
+  std::vector<ConnError> conn_errors_;  // parallel to conns_
   std::vector<std::vector<int32_t>> flow_conns_;
   std::vector<CompletionQueue*> cqs_;  // per host rank
   std::array<uint64_t, 32> status_counts_{};

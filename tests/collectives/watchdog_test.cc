@@ -148,5 +148,86 @@ TEST(AccuracyTest, RingAllreduceWithinTwoPercentOfAlphaBeta) {
       << "sim " << t * 1e6 << " us, model " << model * 1e6 << " us, alpha " << alpha * 1e9 << " ns";
 }
 
+// Issue 27: the sim watchdog's default is the transport's retry budget,
+// (retry_cnt + 1) x 4.096 us x 2^timeout, doubled, and at least 1 s.
+TEST(WatchdogDefaultTest, DerivesFromTheRetryBudget) {
+  QpOptions qp;
+  qp.timeout = 20;
+  qp.retry_cnt = 7;
+  // 2 x 8 x 4.294967296 s: NCCL's defaults give error 12 at 34.4 s first.
+  EXPECT_EQ(worlds::DefaultWatchdog(qp), Picoseconds::FromNanoseconds(4096) * (1 << 20) * 16);
+  qp.retry_cnt = 0;
+  EXPECT_EQ(worlds::DefaultWatchdog(qp), Picoseconds::FromNanoseconds(4096) * (1 << 20) * 2);
+  qp.timeout = 8;  // 2 x 1.05 ms: the 1 s floor
+  EXPECT_EQ(worlds::DefaultWatchdog(qp), Picoseconds::FromSeconds(1.0));
+  qp.timeout = 0;  // no ACK timer: NCCL's 20
+  qp.retry_cnt = 7;
+  EXPECT_EQ(worlds::DefaultWatchdog(qp), Picoseconds::FromNanoseconds(4096) * (1 << 20) * 16);
+}
+
+sim::LoadedScenario FlapScenario(const std::string& faults) {
+  const std::string text =
+      "name: flap\nend_time_us: 1000\n"
+      "topology: {preset: \"leaf-spine:leaves=2,spines=1,hosts=2,gpus=1\"}\n"
+      "transport: {ib_timeout: 20, retry_cnt: 7}\n"
+      "workload: {pattern: flows, flows: [{src: h0, dst: h2, bytes: 4096}]}\n"
+      "faults:\n" +
+      faults;
+  auto sc = sim::LoadScenarioString(text, "flap.yaml");
+  EXPECT_TRUE(sc.ok()) << sc.status().ToString();
+  return std::move(sc).value();
+}
+
+// A 5 s outage at NCCL's timeout 20 is ordinary recovery (one 4.29 s local
+// ACK timeout, then go-back-N): the old 1 s default called it a hang.
+TEST(WatchdogDefaultTest, RecoveryWithinTheRetryBudgetIsNotAHang) {
+  const auto sc = FlapScenario(
+      "  - {kind: link_down, link: leaf0-spine0, start_us: 1, duration_us: 5000000}\n");
+  SimWorldOptions opt;
+  opt.comm.chunk_bytes = 64 * 1024;
+  auto world = SimWorld::CreateFromScenario(sc, opt).value();
+  RunOutcome res = RunAllreduce(*world, 1 << 16);
+  EXPECT_TRUE(res.status.ok()) << res.status.ToString() << res.report;
+  EXPECT_GT((res.end - res.start).seconds(), 4.29);
+
+  opt.watchdog = Picoseconds::FromSeconds(1.0);  // the former default
+  auto hasty = SimWorld::CreateFromScenario(sc, opt).value();
+  EXPECT_TRUE(RunAllreduce(*hasty, 1 << 16).hung);
+}
+
+// The hang report names the culprit (the QP nobody waits behind), its hosts,
+// and for drops of a fault model the link and the fault.
+TEST(WatchdogDefaultTest, TheReportNamesTheCulpritAndTheFault) {
+  auto sc = FlapScenario("  - {kind: black_hole, link: leaf0-spine0, from: leaf0}\n");
+  sc.spec.mutable_transport()->set_ib_timeout(8);
+  SimWorldOptions opt;
+  opt.comm.chunk_bytes = 64 * 1024;
+  opt.emulated.rxe_infinite_retry = true;  // retry forever: the watchdog must end it
+  auto world = SimWorld::CreateFromScenario(sc, opt).value();
+  RunOutcome res = RunAllreduce(*world, 1 << 16);
+  ASSERT_TRUE(res.hung) << res.status.ToString();
+  // Default watchdog at timeout 8: the 1 s floor.
+  EXPECT_GE((res.end - res.start).seconds(), 1.0);
+  EXPECT_NE(res.report.find("watchdog: culprit rank "), std::string::npos) << res.report;
+  EXPECT_NE(res.report.find("the other stuck ranks wait behind it"), std::string::npos)
+      << res.report;
+  EXPECT_NE(res.report.find("fabric: the culprit's QP runs from host h"), std::string::npos)
+      << res.report;
+  EXPECT_NE(res.report.find("fabric: link leaf0-spine0 (leaf0 -> spine0): fault black_hole#0 "
+                            "frames_seen"),
+            std::string::npos)
+      << res.report;
+  int culprits = 0;
+  for (const StuckQp& q : res.stuck_qps) {
+    if (!q.culprit) continue;
+    ++culprits;
+    EXPECT_GT(q.outstanding_sends, 0);
+    // Its data or its ACKs cross leaf0 -> spine0: one end on leaf0 (h0, h1 =
+    // ranks 0, 1), the other on leaf1.
+    EXPECT_NE(q.rank < 2, q.peer < 2) << q.rank << " -> " << q.peer;
+  }
+  EXPECT_EQ(culprits, 1);
+}
+
 }  // namespace
 }  // namespace fathom::transport::coll

@@ -272,5 +272,53 @@ TEST(SimCliTest, ABadFaultFlagIsNamedNotTheScenarioLine) {
   EXPECT_THAT(r.out, Not(HasSubstr("retry_exceeded.yaml:")));
 }
 
+// Issue 27: the flow table as CSV (by the file's extension) or JSON, and
+// in --json; an unknown extension is a bad flag (2) before the run.
+TEST(SimCliTest, FlowsOutWritesCsvOrJson) {
+  const std::string scenario =
+      WriteFile("flows.yaml", BlackHole(kFails, "expect: {flows_failed: 1}\n"));
+  const std::string csv = Temp("flows.csv"), json = Temp("flows.json");
+  auto r = Sim(scenario + " --quiet --flows-out " + csv);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(ReadFile(csv),
+            "index,src,dst,qpns,peer_qpns,bytes,start_ns,end_ns,fct_ns,status,first_error,"
+            "first_error_ns,retransmissions\n"
+            "0,h0,h2,0x11,0x11,262144,0.000,3145728.000,,failed,IBV_WC_RETRY_EXC_ERR,"
+            "3145728.000,128\n");
+  r = Sim(scenario + " --json --flows-out " + json, /*merge_stderr=*/false);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const auto table = nlohmann::json::parse(ReadFile(json));
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("flows"), table);
+  EXPECT_EQ(table.at(0).at("status"), "failed");
+  auto bad = Sim(scenario + " --flows-out " + Temp("flows.txt"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_THAT(bad.out,
+              HasSubstr("--flows-out " + Temp("flows.txt") + ": the file name must end in"));
+  EXPECT_THAT(bad.out, Not(HasSubstr("scenario ")));  // no run
+}
+
+// A missed signature exits 1 with expected vs got; an expect item naming
+// what the run does not have exits 2 naming file:line:field.
+TEST(SimCliTest, SignatureExpectationsExitOneOrTwo) {
+  auto missed = Sim(WriteFile("sig1.yaml", BlackHole(kFails,
+                                                     "expect:\n  first_error_us: {value: 1000, "
+                                                     "tolerance_pct: 1}\n")) +
+                    " --quiet");
+  EXPECT_EQ(missed.exit_code, 1) << missed.out;
+  EXPECT_THAT(missed.out, HasSubstr("first_error_us: expected 1000 us +- 10 us, got 3145.728 us"));
+  const std::string bad =
+      WriteFile("sig2.yaml", BlackHole(kFails, "expect:\n  flows: [{dst: h1, status: failed}]\n"));
+  auto no_flow = Sim(bad + " --quiet");
+  EXPECT_EQ(no_flow.exit_code, 2) << no_flow.out;
+  EXPECT_THAT(no_flow.out, HasSubstr(bad + ":9:"));
+  EXPECT_THAT(no_flow.out, HasSubstr("expect.flows[0].dst: no flow of this run goes * -> h1"));
+  const std::string unknown = WriteFile(
+      "sig3.yaml", BlackHole(kFails, "expect:\n  counters: [{name: nak_count, equal: 1}]\n"));
+  auto counter = Sim(unknown + " --quiet");
+  EXPECT_EQ(counter.exit_code, 2) << counter.out;
+  EXPECT_THAT(counter.out, HasSubstr(unknown + ":9:"));
+  EXPECT_THAT(counter.out, HasSubstr("expect.counters[0].name: 'nak_count' is not a counter"));
+}
+
 }  // namespace
 }  // namespace fathom::sim

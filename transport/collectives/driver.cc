@@ -165,11 +165,15 @@ std::string Driver::WatchdogReport(const std::vector<RankCollective*>& colls,
   const Picoseconds now = clock_->Now();
   std::string qp_lines;
   int qp_line_count = 0;
+  const size_t first_stuck = stuck->size();
+  std::vector<std::pair<int, std::vector<int>>> waits_for;  // rank -> peers it waits for
+  std::vector<Picoseconds> silent_for;                      // parallel to *stuck
   for (size_t i = 0; i < colls.size(); ++i) {
     if (colls[i]->done()) continue;
     Communicator& comm = *comms_[i];
     std::vector<int> peers;
     const auto waits = colls[i]->DescribeWait(&peers);
+    waits_for.emplace_back(comm.rank(), peers);
     if (shown < kMaxRanksInReport) {
       for (const auto& w : waits) r += "rank " + std::to_string(comm.rank()) + ": " + w + "\n";
     }
@@ -182,6 +186,7 @@ std::string Driver::WatchdogReport(const std::vector<RankCollective*>& colls,
           comm.rank(),  c->peer,       c->channel, c->qp->qp_num(), os, c->qp->outstanding_recvs(),
           c->have_last, c->last.status};
       stuck->push_back(q);
+      silent_for.push_back(c->have_last ? now - c->last_completion_time : now);
       const std::string last =
           c->have_last ? std::string(WcStatusName(c->last.status)) : std::string("none");
       if (shown < kMaxRanksInReport) {
@@ -210,9 +215,64 @@ std::string Driver::WatchdogReport(const std::vector<RankCollective*>& colls,
     r += "... " + std::to_string(shown - kMaxRanksInReport) + " more stuck ranks\n";
   }
   r += qp_lines;
+  if (!aborted) r += MarkCulprit(waits_for, silent_for, first_stuck, stuck);
   r += AsyncEventLines();
   if (options_.fabric_evidence) r += options_.fabric_evidence(*stuck);
   return r;
+}
+
+std::string Driver::MarkCulprit(const std::vector<std::pair<int, std::vector<int>>>& waits_for,
+                                const std::vector<Picoseconds>& silent_for, size_t first,
+                                std::vector<StuckQp>* stuck) {
+  // Wait-for: a rank waits behind a peer whose QP toward it has sends that
+  // do not complete. The culprit is a QP with such sends whose own rank
+  // waits behind no such QP: nobody holds it up, so the hang starts there
+  // (in a ring, every other rank waits behind it, directly or in turn).
+  // Among several, the one silent longest; when every candidate is itself
+  // held up (a cycle), the one silent longest of all.
+  auto sending = [&](int rank, int peer) {
+    for (size_t k = first; k < stuck->size(); ++k) {
+      const StuckQp& q = (*stuck)[k];
+      if (q.rank == rank && q.peer == peer && q.outstanding_sends > 0) return true;
+    }
+    return false;
+  };
+  auto held_up = [&](int rank) {
+    for (const auto& [r, peers] : waits_for) {
+      if (r != rank) continue;
+      for (int p : peers) {
+        if (sending(p, rank)) return true;
+      }
+    }
+    return false;
+  };
+  size_t best = stuck->size();
+  bool best_free = false;
+  for (size_t k = first; k < stuck->size(); ++k) {
+    const StuckQp& q = (*stuck)[k];
+    if (q.outstanding_sends == 0) continue;
+    const bool free = !held_up(q.rank);
+    const Picoseconds silent = silent_for[k - first];
+    if (best == stuck->size() || (free && !best_free) ||
+        (free == best_free && silent > silent_for[best - first])) {
+      best = k;
+      best_free = free;
+    }
+  }
+  if (best == stuck->size()) return "";
+  StuckQp& q = (*stuck)[best];
+  q.culprit = true;
+  const std::string why = best_free ? "; no stuck QP holds rank " + std::to_string(q.rank) +
+                                          " up: the other stuck ranks wait behind it"
+                                    : "; every stuck QP waits behind another (a cycle): this "
+                                      "one has been silent longest";
+  char buf[320];
+  std::snprintf(buf, sizeof(buf),
+                "watchdog: culprit rank %d -> rank %d qpn 0x%x channel %d: %d send WRs without a "
+                "completion for %.6f s%s\n",
+                q.rank, q.peer, q.qpn, q.channel, q.outstanding_sends,
+                silent_for[best - first].seconds(), why.c_str());
+  return buf;
 }
 
 std::string Driver::AsyncEventLines() {

@@ -20,6 +20,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -37,6 +38,9 @@ struct StuckQp {
   int outstanding_recvs = 0;
   bool have_last = false;
   WcStatus last_status = WcStatus::kSuccess;
+  // The QP the hang starts from: its sends do not complete, and its rank
+  // waits behind no other stuck QP (the others wait behind it).
+  bool culprit = false;
 };
 
 struct DriverOptions {
@@ -74,6 +78,12 @@ class Driver {
   RunOutcome Run(const std::vector<RankCollective*>& colls);
 
  private:
+  // Marks the culprit among stuck[first..] (StuckQp::culprit) and says it
+  // in one line; `waits_for` is each stuck rank's awaited peers,
+  // `silent_for` each stuck QP's time since its last completion.
+  static std::string MarkCulprit(const std::vector<std::pair<int, std::vector<int>>>& waits_for,
+                                 const std::vector<Picoseconds>& silent_for, size_t first,
+                                 std::vector<StuckQp>* stuck);
   // Drains every device's async events into report lines.
   std::string AsyncEventLines();
   // The watchdog's report: who waits where, the QPs' outstanding WRs and

@@ -328,11 +328,16 @@ StatusOr<std::unique_ptr<Device>> EmulatedFabric::OpenDevice(int rank) {
   return std::unique_ptr<Device>(new EmulatedDevice(this, rank));
 }
 
+std::string EmulatedFabric::HostName(int rank) const {
+  return network_->topology().node(NodeOf(rank)).name;
+}
+
 std::string EmulatedFabric::Evidence(const std::vector<QpRef>& qps) {
   const auto& topo = network_->topology();
   std::string r;
   char buf[512];
-  std::set<std::pair<int32_t, int32_t>> ports;  // (node, port) already reported
+  std::set<std::pair<int32_t, int32_t>> ports;        // (node, port) already reported
+  std::set<std::pair<int32_t, int32_t>> fault_ports;  // the same, for fault models
   int lines = 0;
   for (const QpRef& q : qps) {
     auto counters = network_->nic(HostOf(q.rank)).GetQpCounters(q.qpn);
@@ -376,6 +381,15 @@ std::string EmulatedFabric::Evidence(const std::vector<QpRef>& qps) {
             const sim::PortCounters& pc = port.counters();
             const uint64_t dropped = pc.mtu_discards + pc.port_xmit_discards;
             const uint64_t errors = port.peer() ? port.peer()->counters().port_rcv_errors : 0;
+            // Fault models drop on the wire without moving port counters:
+            // the hook names them and the link.
+            const std::string faults = port_evidence_ ? port_evidence_(port) : std::string();
+            if (!faults.empty() && fault_ports.insert({node, p}).second && lines < 64) {
+              const topo::Link& link = topo.link(topo.LinkAt(node, p));
+              r += "fabric: link " + link.name + " (" + topo.node(node).name + " -> " +
+                   topo.node(topo.Peer(node, p).node).name + "): " + faults + "\n";
+              ++lines;
+            }
             if ((dropped + errors) > 0 && ports.insert({node, p}).second && lines < 64) {
               const topo::Link& link = topo.link(topo.LinkAt(node, p));
               std::snprintf(buf, sizeof(buf),

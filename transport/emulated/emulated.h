@@ -17,8 +17,10 @@
 // 0 mean "modelled bytes" (timed and counted, no data moved).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fabric/sim/network.h"
@@ -101,12 +103,20 @@ class EmulatedFabric {
     uint32_t qpn;
   };
   std::string Evidence(const std::vector<QpRef>& qps);
+  // Text about a port's fault models for Evidence (who attached them knows
+  // them: SimWorld's scenario faults); empty when none dropped or corrupted.
+  void set_port_evidence(std::function<std::string(const sim::Port&)> fn) {
+    port_evidence_ = std::move(fn);
+  }
+  // The host a rank runs on, for reports ("h3").
+  std::string HostName(int rank) const;
 
  private:
   sim::Network* network_;
   EmulatedOptions options_;
   SimClock clock_;
   bool completion_flag_ = false;
+  std::function<std::string(const sim::Port&)> port_evidence_;
 };
 
 }  // namespace fathom::transport::emulated

@@ -39,6 +39,16 @@ StatusOr<std::vector<int>> PlaceRanks(const topo::Topology& topology, int nranks
   return placement;
 }
 
+Picoseconds DefaultWatchdog(const QpOptions& qp) {
+  // timeout 0 disables the local ACK timer (IBTA C9-140): no budget to
+  // derive from; use NCCL's default exponent 20.
+  const int exponent = qp.timeout > 0 && qp.timeout <= 31 ? qp.timeout : 20;
+  const int retries = qp.retry_cnt >= 0 && qp.retry_cnt <= 7 ? qp.retry_cnt : 7;
+  const Picoseconds ack_timeout = Picoseconds::FromNanoseconds(4096) * (int64_t{1} << exponent);
+  const Picoseconds budget = ack_timeout * (retries + 1);
+  return std::max(Picoseconds::FromSeconds(1.0), budget * 2);
+}
+
 StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
                                                      const SimWorldOptions& options) {
   std::unique_ptr<SimWorld> w(new SimWorld());
@@ -66,14 +76,21 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
   }
   FATHOM_RETURN_IF_ERROR(ExchangeAndConnect(comms));
   DriverOptions dopt;
-  dopt.timeout = options.watchdog;
+  dopt.timeout =
+      options.watchdog > Picoseconds() ? options.watchdog : DefaultWatchdog(options.comm.qp);
   emulated::EmulatedFabric* fabric = w->fabric_.get();
   dopt.fabric_evidence = [fabric](const std::vector<StuckQp>& qps) {
     std::vector<emulated::EmulatedFabric::QpRef> refs;
+    std::string culprit;
     for (const StuckQp& q : qps) {
       if (q.outstanding_sends > 0) refs.push_back({q.rank, q.peer, q.qpn});
+      if (q.culprit) {
+        culprit = "fabric: the culprit's QP runs from host " + fabric->HostName(q.rank) +
+                  " (rank " + std::to_string(q.rank) + ") to host " + fabric->HostName(q.peer) +
+                  " (rank " + std::to_string(q.peer) + ")\n";
+      }
     }
-    return fabric->Evidence(refs);
+    return culprit + fabric->Evidence(refs);
   };
   w->driver_ = std::make_unique<Driver>(&w->fabric_->clock(), comms, dopt);
   w->comm_options_ = options.comm;
@@ -94,6 +111,23 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::CreateFromScenario(
     FATHOM_ASSIGN_OR_RETURN(w->faults_,
                             sim::FaultAttachment::Attach(w->network_.get(), scenario.spec.faults(),
                                                          options.seed, scenario.map));
+    // The watchdog names the faults that dropped or corrupted frames on the
+    // stuck QPs' paths, and their links.
+    const sim::FaultAttachment* faults = w->faults_.get();
+    w->fabric_->set_port_evidence([faults](const sim::Port& port) {
+      const faults::FaultSet* set = faults->FaultsAt(&port);
+      std::string out;
+      for (size_t m = 0; set != nullptr && m < set->size(); ++m) {
+        const faults::Counters& c = set->counters(m);
+        if (c.frames_dropped + c.frames_corrupted == 0) continue;
+        const std::string& label = set->label(m);  // "<name>@<from>><to>"
+        out += (out.empty() ? "fault " : "; fault ") + label.substr(0, label.rfind('@')) +
+               " frames_seen " + std::to_string(c.frames_seen) + " frames_dropped " +
+               std::to_string(c.frames_dropped) + " frames_corrupted " +
+               std::to_string(c.frames_corrupted);
+      }
+      return out;
+    });
   }
   return w;
 }

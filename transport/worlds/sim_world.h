@@ -29,8 +29,21 @@ struct SimWorldOptions {
   emulated::EmulatedOptions emulated;
   sim::NetworkConfig network;
   // No rank progressed for this long (virtual time): the watchdog fires.
-  Picoseconds watchdog = Picoseconds::FromSeconds(1.0);
+  // Zero: DefaultWatchdog(comm.qp), after a scenario's transport settings.
+  Picoseconds watchdog;
 };
+
+// The watchdog a sim world uses unless told: long enough for the transport
+// to give up on its own, so that a real job's error (IBV_WC_RETRY_EXC_ERR
+// after (retry_cnt + 1) local ACK timeouts of 4.096 us x 2^timeout, IBTA
+// 1.4 C9-140 / CASES.md "How long things take") surfaces before the
+// watchdog calls it a hang. The margin is one more such budget: measured
+// NICs take up to 1.74x the nominal budget (CASES.md 21: ConnectX-6, T=20,
+// 59.8 s against 34.4 s). At least 1 s (the former default), for transfers
+// that legitimately complete nothing for a while. With rxe's infinite retry
+// the same budget: past it the job hangs as it would forever. timeout 0 (no
+// local ACK timer): the budget of NCCL's default exponent, 20.
+Picoseconds DefaultWatchdog(const QpOptions& qp);
 
 // Where ranks go: rank r on the r-th host (topology rank order) of a set of
 // hosts that all reach each other, so that every pair a ring or a tree uses
