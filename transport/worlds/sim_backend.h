@@ -21,6 +21,7 @@ class SimBackend final : public Backend {
   std::string WhereJson() const override;
   std::vector<std::string> DeviceLines() override;
   BitsPerSecond link_bandwidth() override;
+  coll::AlphaBeta AlgoModel() override { return world_->alpha_beta(); }
   coll::RunOutcome Run(const coll::CollSpec& spec, coll::DataType type, coll::RedOp op,
                        const std::vector<const void*>& in, const std::vector<void*>& out,
                        coll::Trace* trace) override {

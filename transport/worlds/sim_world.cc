@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "fabric/sim/packet.h"
+
 namespace fathom::transport::worlds {
 
 using namespace fathom::transport::coll;  // NOLINT: the worlds run the collectives
@@ -38,6 +40,76 @@ StatusOr<std::vector<int>> PlaceRanks(const topo::Topology& topology, int nranks
   }
   return placement;
 }
+
+namespace {
+
+// The path the fabric routes `src` -> `dst` (host node ids) on: the first
+// port of each hop's ECMP set (ECMP paths are equal in length; builders give
+// a tier one rate and latency).
+PathFigures WalkPath(const topo::Topology& t, int32_t src, int32_t dst) {
+  PathFigures p;
+  p.hops = 0;
+  int64_t rate = 0;
+  int32_t node = src;
+  while (node != dst && p.hops < 64) {
+    const auto ports = t.NextHops(node, dst);
+    if (ports.empty()) break;
+    const topo::Link& link = t.link(t.LinkAt(node, ports[0]));
+    p.wire_latency = p.wire_latency + link.latency;
+    rate = rate == 0 ? link.rate.bps() : std::min(rate, link.rate.bps());
+    ++p.hops;
+    node = t.Peer(node, ports[0]).node;
+  }
+  p.bottleneck = BitsPerSecond(rate);
+  return p;
+}
+
+// The NIC's per-message figures. Today's emulated NIC is ideal: it spends no
+// time outside the wire, so every figure is 0.
+// FOLLOW-UP (h/nicprof): fill these from NetworkConfig::nic (the NicProfile's
+// doorbell, WQE fetch, TX/RX pipeline, DMA and CQE latencies).
+NicFigures NicFiguresFor(const sim::NetworkConfig&) { return NicFigures{}; }
+
+AlphaBeta ComputeWorldAlphaBeta(const topo::Topology& t, const std::vector<int>& placement,
+                                const sim::NetworkConfig& nc, int path_mtu) {
+  const int n = static_cast<int>(placement.size());
+  auto node = [&](int r) {
+    return t.hosts()[static_cast<size_t>(placement[static_cast<size_t>(r)])];
+  };
+  std::vector<std::pair<int, int>> pairs;
+  for (int r = 0; r < n && n > 1; ++r) {
+    pairs.emplace_back(r, (r + 1) % n);
+    for (int tree = 0; tree < 2; ++tree) {
+      const TreeLinks l = DoubleTreeLinks(n, tree, r);
+      if (l.parent >= 0) pairs.emplace_back(r, l.parent);
+    }
+  }
+  AlphaBeta worst;
+  bool have = false;
+  const uint32_t mtu = static_cast<uint32_t>(path_mtu > 0 ? path_mtu : 4096);
+  for (const auto& [a, b] : pairs) {
+    PathFigures p = WalkPath(t, node(a), node(b));
+    if (p.hops == 0) continue;
+    p.mtu_payload_bytes = mtu;
+    // Collectives move data as RDMA WRITE with immediate (communicator.cc).
+    p.small_frame_bytes = sim::FrameWireBytes(sim::Opcode::kRdmaWriteOnlyWithImmediate, 0, nc.ipv6);
+    p.full_frame_bytes = sim::FrameWireBytes(sim::Opcode::kRdmaWriteMiddle, mtu, nc.ipv6);
+    p.nic_latency = NicMessageLatency(NicFiguresFor(nc));
+    const AlphaBeta ab = ComputeAlphaBeta(p);
+    if (!have || ab.alpha > worst.alpha) {
+      const double bw = have ? std::min(worst.payload_bytes_per_s, ab.payload_bytes_per_s)
+                             : ab.payload_bytes_per_s;
+      worst = ab;
+      worst.payload_bytes_per_s = bw;
+    } else {
+      worst.payload_bytes_per_s = std::min(worst.payload_bytes_per_s, ab.payload_bytes_per_s);
+    }
+    have = true;
+  }
+  return worst;
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
                                                      const SimWorldOptions& options) {
@@ -77,6 +149,10 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
   };
   w->driver_ = std::make_unique<Driver>(&w->fabric_->clock(), comms, dopt);
   w->comm_options_ = options.comm;
+  w->network_config_ = options.network;
+  w->alpha_beta_ = ComputeWorldAlphaBeta(
+      *w->topology_, placement, options.network,
+      options.comm.qp.path_mtu > 0 ? options.comm.qp.path_mtu : w->fabric_->ActiveMtu(0));
   return w;
 }
 

@@ -17,6 +17,7 @@
 #include "fabric/sim/engine.h"
 #include "fabric/sim/network.h"
 #include "topologies/topology.h"
+#include "transport/collectives/cost_model.h"
 #include "transport/collectives/driver.h"
 #include "transport/emulated/emulated.h"
 
@@ -62,6 +63,14 @@ class SimWorld {
   // What the ranks' communicators were built with (a scenario's settings
   // applied).
   const coll::CommOptions& comm_options() const { return comm_options_; }
+  // The network the world was built with (a scenario's network block
+  // applied).
+  const sim::NetworkConfig& network_config() const { return network_config_; }
+  // The alpha/beta of this fabric for `--algo auto` (cost_model.h): the
+  // slowest path a ring or tree neighbour pair of the placed ranks uses
+  // (its hops, link latencies, bottleneck rate, frame sizes at the path
+  // MTU) and the NIC's per-message latency.
+  const coll::AlphaBeta& alpha_beta() const { return alpha_beta_; }
 
   // Runs one collective on all ranks; in[r] / out[r] are rank r's buffers
   // (null in modelled mode). spec.algorithm must be resolved.
@@ -80,6 +89,8 @@ class SimWorld {
   std::vector<std::unique_ptr<coll::Communicator>> comms_;
   std::unique_ptr<coll::Driver> driver_;
   coll::CommOptions comm_options_;
+  sim::NetworkConfig network_config_;
+  coll::AlphaBeta alpha_beta_;
   std::unique_ptr<sim::FaultAttachment> faults_;  // a scenario's; on network_
 };
 

@@ -36,8 +36,7 @@ double GiB(uint64_t bytes) { return static_cast<double>(bytes) / static_cast<dou
 SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOptions& comm) {
   const int n = backend.nranks();
   const std::vector<int> local = backend.local_ranks();
-  const Picoseconds alpha = Picoseconds::FromMicroseconds(2);
-  const BitsPerSecond bw = backend.link_bandwidth();
+  const AlphaBeta model = backend.AlgoModel();
   const int checks = opt.modelled ? 0 : opt.check;
   const bool rooted = opt.kind == CollKind::kBroadcast;
   const bool reduces = opt.kind == CollKind::kAllReduce || opt.kind == CollKind::kReduceScatter;
@@ -101,6 +100,12 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
                   backend.Where().c_str(), types.c_str(), comm.channels,
                   static_cast<unsigned long long>(comm.chunk_bytes),
                   opt.modelled ? ", modelled bytes (no data, no check)" : "");
+      if (opt.algo == Algorithm::kAuto && opt.kind == CollKind::kAllReduce) {
+        std::printf(
+            "# --algo auto: alpha %.3f us per message, %.2f GB/s payload bandwidth "
+            "(%d hops)\n",
+            model.alpha.us(), model.payload_bytes_per_s / 1e9, model.hops);
+      }
       std::printf("#\n%s", TableHeader().c_str());
       std::fflush(stdout);
     }
@@ -127,7 +132,7 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
         spec.count = count;
         spec.root = opt.root;
         spec.algorithm = opt.algo == Algorithm::kAuto
-                             ? ChooseAlgorithm(opt.kind, row.size_bytes, n, alpha, bw)
+                             ? ChooseAlgorithm(opt.kind, row.size_bytes, n, model, comm.chunk_bytes)
                              : opt.algo;
         if (opt.kind != CollKind::kAllReduce) spec.algorithm = Algorithm::kRing;
         // What ran: BuildPlan runs a barrier as a tree, a broadcast as a chain.
@@ -212,10 +217,12 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
   }
   if (opt.json && (print || !failure.empty())) {
     std::printf(
-        "{\"op\":\"%s\",\"backend\":\"%s\",\"nranks\":%d,%s,\"rows\":%s,"
+        "{\"op\":\"%s\",\"backend\":\"%s\",\"nranks\":%d,%s,\"alpha_us\":%g,"
+        "\"bandwidth_gbs\":%g,\"rows\":%s,"
         "\"avg_busbw_gbs\":%g,\"status\":\"%s\",\"report\":\"%s\"}\n",
         std::string(CollKindName(opt.kind)).c_str(), backend.name(), n, backend.WhereJson().c_str(),
-        RowsToJson(rows).c_str(), AverageBusBw(rows),
+        model.alpha.us(), model.payload_bytes_per_s / 1e9, RowsToJson(rows).c_str(),
+        AverageBusBw(rows),
         failure.empty() ? (result == SweepResult::kOk ? "ok" : "wrong") : "failed",
         JsonEscape(failure).c_str());
   } else if (print && !opt.json) {
