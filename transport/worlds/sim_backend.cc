@@ -15,11 +15,13 @@ std::vector<int> SimBackend::local_ranks() const {
 }
 
 std::string SimBackend::Where() const {
-  return std::to_string(nranks()) + " ranks on " + world_->topology().name();
+  return std::to_string(nranks()) + " ranks on " + world_->topology().name() + ", profile " +
+         world_->profile() + ", " + (world_->lossless() ? "lossless" : "lossy");
 }
 
 std::string SimBackend::WhereJson() const {
-  return "\"topology\":\"" + world_->topology().name() + "\"";
+  return "\"topology\":\"" + world_->topology().name() + "\",\"profile\":\"" + world_->profile() +
+         "\",\"fabric\":\"" + (world_->lossless() ? "lossless" : "lossy") + "\"";
 }
 
 std::vector<std::string> SimBackend::DeviceLines() {

@@ -150,6 +150,8 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
   w->driver_ = std::make_unique<Driver>(&w->fabric_->clock(), comms, dopt);
   w->comm_options_ = options.comm;
   w->network_config_ = options.network;
+  w->profile_ = options.profile;
+  w->lossless_ = options.lossless;
   w->alpha_beta_ = ComputeWorldAlphaBeta(
       *w->topology_, placement, options.network,
       options.comm.qp.path_mtu > 0 ? options.comm.qp.path_mtu : w->fabric_->ActiveMtu(0));

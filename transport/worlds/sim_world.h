@@ -29,6 +29,10 @@ struct SimWorldOptions {
   coll::CommOptions comm;
   emulated::EmulatedOptions emulated;
   sim::NetworkConfig network;
+  // What `fathom coll --profile` / `--fabric` named (coll_profile.h), for
+  // the report; the profile's settings are in `comm` and `emulated`.
+  std::string profile = "ideal";
+  bool lossless = false;
   // No rank progressed for this long (virtual time): the watchdog fires.
   Picoseconds watchdog = Picoseconds::FromSeconds(1.0);
 };
@@ -71,6 +75,8 @@ class SimWorld {
   // (its hops, link latencies, bottleneck rate, frame sizes at the path
   // MTU) and the NIC's per-message latency.
   const coll::AlphaBeta& alpha_beta() const { return alpha_beta_; }
+  const std::string& profile() const { return profile_; }
+  bool lossless() const { return lossless_; }
 
   // Runs one collective on all ranks; in[r] / out[r] are rank r's buffers
   // (null in modelled mode). spec.algorithm must be resolved.
@@ -91,6 +97,8 @@ class SimWorld {
   coll::CommOptions comm_options_;
   sim::NetworkConfig network_config_;
   coll::AlphaBeta alpha_beta_;
+  std::string profile_ = "ideal";
+  bool lossless_ = false;
   std::unique_ptr<sim::FaultAttachment> faults_;  // a scenario's; on network_
 };
 
