@@ -84,8 +84,10 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
   if (!o.scenario.empty()) {
     auto sc = sim::LoadScenario(o.scenario);
     if (!sc.ok()) return usage(sc.status());
-    auto w = SimWorld::CreateFromScenario(sc.value(), wopt);
+    std::vector<std::string> notes;
+    auto w = SimWorld::CreateFromScenario(sc.value(), wopt, &notes);
     if (!w.ok()) return usage(w.status());
+    for (const std::string& n : notes) std::fprintf(stderr, "fathom coll: note: %s\n", n.c_str());
     world = std::move(w).value();
   } else {
     auto t = o.topology.find(".yaml") != std::string::npos ? topo::LoadTopologyFile(o.topology)

@@ -217,6 +217,7 @@ SweepOptions SweepFromFlags(const CollOptions& o, const CollParsed& p) {
   s.root = o.root;
   s.modelled = o.modelled;
   s.json = o.json;
+  s.counters = o.counters;
   s.trace_path = o.trace;
   return s;
 }

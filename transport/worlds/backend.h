@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -44,6 +45,11 @@ class Backend {
   // NIC and host, which this process cannot compute); the sim computes it
   // from its topology. Called once, at the same point by every rank.
   virtual coll::AlphaBeta AlgoModel();
+  // The fabric's counters so far (name, cumulative value), in a fixed order:
+  // the sweep reports each size's deltas. Empty where the backend sees no
+  // fabric (verbs).
+  using Counters = std::vector<std::pair<std::string, uint64_t>>;
+  virtual Counters FabricCounters() { return {}; }
   // Runs one collective on this process's ranks; in[i] / out[i] are the
   // buffers of local_ranks()[i] (null in modelled mode).
   virtual coll::RunOutcome Run(const coll::CollSpec& spec, coll::DataType type, coll::RedOp op,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "fabric/scenario/network_config.h"
 #include "fabric/sim/packet.h"
 
 namespace fathom::transport::worlds {
@@ -159,19 +160,52 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
 }
 
 StatusOr<std::unique_ptr<SimWorld>> SimWorld::CreateFromScenario(
-    const sim::LoadedScenario& scenario, SimWorldOptions options) {
-  const auto& t = scenario.spec.transport();
+    const sim::LoadedScenario& scenario, SimWorldOptions options, std::vector<std::string>* notes) {
+  const proto::Scenario& spec = scenario.spec;
+  const config::SourceMap& m = scenario.map;
+  const auto& t = spec.transport();
+  if (!t.opcode().empty() && t.opcode() != "write") {
+    return m.Error("transport.opcode",
+                   "'" + t.opcode() +
+                       "': fathom coll moves data as RDMA WRITE with immediate (as NCCL's IB "
+                       "transport does); remove it, or run the scenario with fathom sim");
+  }
+  // The chunk sizes the staging slots (slots x chunk per connection): keep
+  // them in memory, and one element of the widest type in each.
+  constexpr uint64_t kMaxChunk = uint64_t{64} << 20;
+  if (t.has_message_bytes() && (t.message_bytes() < 8 || t.message_bytes() > kMaxChunk)) {
+    return m.Error("transport.message_bytes",
+                   std::to_string(t.message_bytes()) +
+                       ": fathom coll posts writes of this size (its chunk); 8 to 64 MiB");
+  }
+  if (spec.has_expect()) {
+    return m.Error("expect",
+                   "fathom coll does not check a scenario's expectations (flow and completion "
+                   "status counts are fathom sim's); remove the block, or run the scenario with "
+                   "fathom sim");
+  }
   if (t.has_ib_timeout()) options.comm.qp.timeout = t.ib_timeout();
   if (t.has_retry_cnt()) options.comm.qp.retry_cnt = t.retry_cnt();
+  if (t.has_rnr_retry()) options.comm.qp.rnr_retry = t.rnr_retry();
+  if (t.has_min_rnr_timer()) options.comm.qp.min_rnr_timer = t.min_rnr_timer();
+  if (t.has_traffic_class()) options.comm.qp.traffic_class = t.traffic_class();
+  if (t.has_max_rd_atomic()) options.comm.qp.max_rd_atomic = t.max_rd_atomic();
   if (t.has_qps_per_connection()) options.comm.channels = t.qps_per_connection();
   if (t.has_mtu_bytes()) options.comm.qp.path_mtu = t.mtu_bytes();
+  if (t.has_message_bytes()) options.comm.chunk_bytes = t.message_bytes();
   if (t.rxe_infinite_retry()) options.emulated.rxe_infinite_retry = true;
-  if (scenario.spec.seed() != 0) options.seed = scenario.spec.seed();
+  if (spec.seed() != 0) options.seed = spec.seed();
+  options.network = sim::ScenarioNetworkConfig(spec, options.network);
+  if (notes != nullptr) {
+    notes->push_back(scenario.path +
+                     ": workload and end_time_us not used: the collective and its size sweep "
+                     "are the workload");
+  }
   FATHOM_ASSIGN_OR_RETURN(std::unique_ptr<SimWorld> w, Create(scenario.topology, options));
-  if (scenario.spec.faults_size() > 0) {
-    FATHOM_ASSIGN_OR_RETURN(w->faults_,
-                            sim::FaultAttachment::Attach(w->network_.get(), scenario.spec.faults(),
-                                                         options.seed, scenario.map));
+  if (spec.faults_size() > 0) {
+    FATHOM_ASSIGN_OR_RETURN(
+        w->faults_,
+        sim::FaultAttachment::Attach(w->network_.get(), spec.faults(), options.seed, scenario.map));
   }
   return w;
 }

@@ -50,12 +50,23 @@ class SimWorld {
  public:
   static StatusOr<std::unique_ptr<SimWorld>> Create(topo::Topology topology,
                                                     const SimWorldOptions& options);
-  // A world on a scenario: its topology; its transport settings where it
-  // sets them (ib_timeout, retry_cnt, qps_per_connection, mtu_bytes,
-  // rxe_infinite_retry) over `options`; its seed when not 0; and its faults,
-  // attached to the network and owned by the world.
-  static StatusOr<std::unique_ptr<SimWorld>> CreateFromScenario(const sim::LoadedScenario& scenario,
-                                                                SimWorldOptions options);
+  // A world on a scenario, every section honoured or refused (issue 27):
+  //  - topology; network block (switch_buffer_bytes, ecmp_salt, ipv6:
+  //    sim::ScenarioNetworkConfig, as `fathom sim` builds it); seed when not
+  //    0; faults, attached to the network and owned by the world;
+  //  - transport, where it sets them, over `options`: ib_timeout,
+  //    retry_cnt, rnr_retry, min_rnr_timer, traffic_class, max_rd_atomic,
+  //    qps_per_connection (channels), mtu_bytes, rxe_infinite_retry, and
+  //    message_bytes as the chunk (the largest write a collective posts);
+  //  - refused (INVALID_ARGUMENT naming file:line and the field): opcode
+  //    send/read (collectives write with immediate), message_bytes below 8
+  //    or above 64 MiB (it sizes the staging slots), an `expect` block (its
+  //    flow and status counts are `fathom sim`'s);
+  //  - workload and end_time_us (the collective and its sweep replace them):
+  //    a line in *notes says so.
+  static StatusOr<std::unique_ptr<SimWorld>> CreateFromScenario(
+      const sim::LoadedScenario& scenario, SimWorldOptions options,
+      std::vector<std::string>* notes = nullptr);
   ~SimWorld();
 
   int nranks() const { return static_cast<int>(comms_.size()); }

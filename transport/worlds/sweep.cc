@@ -29,6 +29,31 @@ std::string SizeText(uint64_t bytes) {
   return buf;
 }
 
+// "#  counters: drops_tail_drop 12, retransmitted_packets 40" (the ones
+// that moved), or "#  counters: none moved".
+std::string CountersLine(const Backend::Counters& c) {
+  std::string s;
+  for (const auto& [name, v] : c) {
+    if (v == 0) continue;
+    s += (s.empty() ? "" : ", ") + name + " " + std::to_string(v);
+  }
+  return "#  counters: " + (s.empty() ? std::string("none moved") : s) + "\n";
+}
+
+// The JSON members of a failure: when (virtual time) and the counters of
+// the failed size; nothing when the run did not fail on the sim.
+std::string ErrorJson(double time_us, const Backend::Counters& c) {
+  if (time_us < 0) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "\"error_time_us\":%.3f,", time_us);
+  std::string s = buf;
+  s += "\"error_counters\":{";
+  for (size_t i = 0; i < c.size(); ++i) {
+    s += (i ? ",\"" : "\"") + c[i].first + "\":" + std::to_string(c[i].second);
+  }
+  return s + "},";
+}
+
 double GiB(uint64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(1u << 30); }
 
 }  // namespace
@@ -112,6 +137,14 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
   }
   SweepResult result = SweepResult::kOk;
   std::string failure;
+  // Virtual time of the error that stopped the run (sim), -1: none.
+  double error_time_us = -1;
+  Backend::Counters error_counters;  // what moved during the failed size
+  auto counter_deltas = [](const Backend::Counters& before, const Backend::Counters& after) {
+    Backend::Counters d = after;
+    for (size_t i = 0; i < d.size() && i < before.size(); ++i) d[i].second -= before[i].second;
+    return d;
+  };
   for (int cycle = 0; failure.empty() && (opt.run_cycles == 0 || cycle < opt.run_cycles); ++cycle) {
     for (const auto& [type, op] : opt.combos) {
       if (!failure.empty()) break;
@@ -139,6 +172,7 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
         row.algo = opt.kind == CollKind::kBarrier     ? "tree"
                    : opt.kind == CollKind::kBroadcast ? "chain"
                                                       : std::string(AlgorithmName(spec.algorithm));
+        const Backend::Counters counters_before = backend.FabricCounters();
         for (int place = 0; place < 2 && failure.empty(); ++place) {
           std::vector<const void*> in(local.size(), nullptr);
           std::vector<void*> out(local.size(), nullptr);
@@ -182,6 +216,7 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
             RunOutcome res = backend.Run(spec, type, op, in, out, t);
             if (!res.status.ok()) {
               failure = res.report.empty() ? res.status.message() + "\n" : res.report;
+              if (std::string(backend.name()) == "sim") error_time_us = res.end.us();
               break;
             }
             if (it >= opt.warmup && !checking) total_us += (res.end - res.start).us();
@@ -199,11 +234,17 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
           (place == 0 ? row.out_of_place : row.in_place) =
               Measure(opt.kind, n, row.size_bytes, time_us, wrong);
         }
-        if (!failure.empty()) break;
+        row.counters = counter_deltas(counters_before, backend.FabricCounters());
+        if (!failure.empty()) {
+          error_counters = row.counters;
+          break;
+        }
         rows.push_back(row);
         if (print && !opt.json) {
           progress.Clear();
           std::printf("%s", TableRow(row).c_str());
+          if (opt.counters && !row.counters.empty())
+            std::printf("%s", CountersLine(row.counters).c_str());
           std::fflush(stdout);
         }
       }
@@ -219,15 +260,24 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
     std::printf(
         "{\"op\":\"%s\",\"backend\":\"%s\",\"nranks\":%d,%s,\"alpha_us\":%g,"
         "\"bandwidth_gbs\":%g,\"rows\":%s,"
-        "\"avg_busbw_gbs\":%g,\"status\":\"%s\",\"report\":\"%s\"}\n",
+        "\"avg_busbw_gbs\":%g,\"status\":\"%s\",%s\"report\":\"%s\"}\n",
         std::string(CollKindName(opt.kind)).c_str(), backend.name(), n, backend.WhereJson().c_str(),
         model.alpha.us(), model.payload_bytes_per_s / 1e9, RowsToJson(rows).c_str(),
         AverageBusBw(rows),
         failure.empty() ? (result == SweepResult::kOk ? "ok" : "wrong") : "failed",
-        JsonEscape(failure).c_str());
+        ErrorJson(error_time_us, error_counters).c_str(), JsonEscape(failure).c_str());
   } else if (print && !opt.json) {
     std::printf("%s", TableFooter(rows).c_str());
-    if (!failure.empty()) std::printf("# %s: run stopped\n", "FAILED");
+    if (!failure.empty()) {
+      if (error_time_us >= 0) {
+        std::printf("# FAILED: run stopped; error at t=%.3f us (virtual)\n", error_time_us);
+        if (opt.counters && !error_counters.empty()) {
+          std::printf("%s", CountersLine(error_counters).c_str());
+        }
+      } else {
+        std::printf("# %s: run stopped\n", "FAILED");
+      }
+    }
   }
   if (!failure.empty()) std::fprintf(stderr, "%s", failure.c_str());
   return result;
