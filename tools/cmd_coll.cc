@@ -73,14 +73,21 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
   wopt.nranks = p.sim_ranks;
   wopt.seed = o.seed;
   wopt.comm = CommFromFlags(o, p);
-  wopt.emulated.rxe_infinite_retry = o.rxe;
+  wopt.emulated.rxe_infinite_retry = o.rxe || p.profile.rxe_infinite_retry;
+  wopt.comm.host_reduce_bytes_per_s = p.host_reduce_bytes_per_s;
+  wopt.profile = p.profile.name;
+  // FOLLOW-UP (lead): with h/nicprof, wopt.network.nic = the NicProfile named
+  // p.profile.name; with h/pfc, p.lossless selects wopt.network.qos.
+  wopt.lossless = p.lossless;
   if (p.timeout_s > 0) wopt.watchdog = Picoseconds::FromSeconds(p.timeout_s);
   std::unique_ptr<SimWorld> world;
   if (!o.scenario.empty()) {
     auto sc = sim::LoadScenario(o.scenario);
     if (!sc.ok()) return usage(sc.status());
-    auto w = SimWorld::CreateFromScenario(sc.value(), wopt);
+    std::vector<std::string> notes;
+    auto w = SimWorld::CreateFromScenario(sc.value(), wopt, &notes);
     if (!w.ok()) return usage(w.status());
+    for (const std::string& n : notes) std::fprintf(stderr, "fathom coll: note: %s\n", n.c_str());
     world = std::move(w).value();
   } else {
     auto t = o.topology.find(".yaml") != std::string::npos ? topo::LoadTopologyFile(o.topology)
@@ -99,8 +106,14 @@ int RunVerbs(const CollOptions& o, const CollParsed& p) {
     std::fprintf(stderr, "fathom coll: %s\n", s.c_str());
     return kExitUsage;
   };
-  if (o.modelled || o.rxe || !o.scenario.empty()) {
-    return usage("--modelled, --rxe and --scenario are for --backend sim");
+  if (o.modelled || o.rxe || !o.scenario.empty() || o.counters) {
+    return usage("--modelled, --rxe, --scenario and --counters are for --backend sim");
+  }
+  for (const char* flag : {"--profile", "--fabric", "--host-mem-gbs"}) {
+    if (o.given.count(flag) > 0) {
+      return usage(std::string(flag) +
+                   " is for --backend sim (a real NIC and host have their own timing)");
+    }
   }
   if (o.nranks < 1 || o.rank < 0 || o.rank >= o.nranks) {
     return usage(
@@ -292,6 +305,19 @@ FATHOM_REGISTER_COMMAND(
           sub->add_flag("--modelled", o->modelled,
                         "sim: move no bytes (timing only, no check; for huge runs)");
           sub->add_option("--seed", o->seed, "sim: seed (default 1)");
+          sub->add_option("--profile", o->profile,
+                          "sim: NIC/host profile ideal|rxe|cx6|cx7 (default ideal: no NIC or "
+                          "host time, today's figures). rxe: rxe retry semantics and reductions "
+                          "at a CPU socket's DRAM bandwidth (204.8 GB/s); cx6 / cx7: reductions "
+                          "at an A100's (2039 GB/s) / H100's (3350 GB/s) HBM bandwidth");
+          sub->add_option("--fabric", o->fabric,
+                          "sim: the RoCE class: lossy (drop-tail, default) or lossless (PFC)");
+          sub->add_option("--host-mem-gbs", o->host_mem_gbs,
+                          "sim: a rank's memory bandwidth for reductions in GB/s (default: the "
+                          "profile's; 0 = reductions take no time)");
+          sub->add_flag("--counters", o->counters,
+                        "sim: after each size row, the fabric's counters for that size (always "
+                        "in --json)");
           sub->add_flag("--json", o->json, "print one JSON object");
           sub->add_option("--trace", o->trace,
                           "write a Chrome trace / Perfetto JSON of every rank's steps (verbs: "
@@ -299,9 +325,10 @@ FATHOM_REGISTER_COMMAND(
                           "the setup barrier; after a failed run too, from the ranks' reports, "
                           "and each rank > 0 also writes all of its own to FILE.<rank>)");
           return [o, sub] {
-            for (const char* flag : {"--ranks", "--rank", "--nranks", "--bootstrap", "--ib-timeout",
-                                     "--retry-cnt", "--channels", "--gid-index", "--tc", "--ib-dev",
-                                     "--ib-port", "--algo", "--timeout", "-b", "-e"}) {
+            for (const char* flag :
+                 {"--ranks", "--rank", "--nranks", "--bootstrap", "--ib-timeout", "--retry-cnt",
+                  "--channels", "--gid-index", "--tc", "--ib-dev", "--ib-port", "--algo",
+                  "--timeout", "-b", "-e", "--profile", "--fabric", "--host-mem-gbs", "--chunk"}) {
               if (sub->count(flag) > 0) o->given.insert(flag);
             }
             return Run(*o);

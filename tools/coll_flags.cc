@@ -167,6 +167,22 @@ StatusOr<CollParsed> ParseCollFlags(const CollOptions& o, std::vector<std::strin
     return InvalidArgument("-n must be >= 1, -w >= 0, -f >= 1 (and -i > 0 when -f is 1)");
   }
   FATHOM_RETURN_IF_ERROR(CheckNcclTestsFlags(o, &p, notes));
+  FATHOM_ASSIGN_OR_RETURN(p.profile, transport::worlds::FindCollProfile(o.profile));
+  if (o.fabric != "lossy" && o.fabric != "lossless") {
+    return InvalidArgument("--fabric '" + o.fabric + "': expected lossy or lossless");
+  }
+  p.lossless = o.fabric == "lossless";
+  if (p.lossless) {
+    // FOLLOW-UP (lead, once h/pfc is merged): set SimWorldOptions::network.qos
+    // to the lossless RoCE class in tools/cmd_coll.cc and drop this note.
+    notes->push_back("--fabric lossless: this build has no PFC yet; the fabric runs lossy");
+  }
+  if (o.given.count("--host-mem-gbs") > 0 && !(o.host_mem_gbs >= 0)) {
+    return InvalidArgument("--host-mem-gbs " + std::to_string(o.host_mem_gbs) +
+                           ": expected >= 0 (GB/s; 0 = reductions take no time)");
+  }
+  p.host_reduce_bytes_per_s =
+      o.host_mem_gbs >= 0 ? o.host_mem_gbs * 1e9 : p.profile.host_reduce_bytes_per_s;
   if (p.kind == CollKind::kBarrier) {
     // A barrier moves no data: one zero-byte row, as nccl-tests shows a
     // zero-byte size.
@@ -201,6 +217,7 @@ SweepOptions SweepFromFlags(const CollOptions& o, const CollParsed& p) {
   s.root = o.root;
   s.modelled = o.modelled;
   s.json = o.json;
+  s.counters = o.counters;
   s.trace_path = o.trace;
   return s;
 }

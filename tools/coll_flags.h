@@ -16,6 +16,7 @@
 #include "transport/collectives/launcher_env.h"
 #include "transport/collectives/reduce.h"
 #include "transport/collectives/schedule.h"
+#include "transport/worlds/coll_profile.h"
 #include "transport/worlds/sweep.h"
 
 namespace fathom::tools {
@@ -43,6 +44,13 @@ struct CollOptions {
   double timeout_s = -1;
   int ib_timeout = 14, retry_cnt = 7, mtu = 0, tc = 0;
   bool rxe = false, modelled = false, json = false;
+  // sim: the NIC/host profile (coll_profile.h), the fabric's RoCE class, the
+  // rank's memory bandwidth for reductions (GB/s; < 0: the profile's), and
+  // the fabric's counters in the text table.
+  std::string profile = "ideal";
+  std::string fabric = "lossy";
+  double host_mem_gbs = -1;
+  bool counters = false;
   uint64_t seed = 1;
   std::string trace;
   // verbs
@@ -70,6 +78,9 @@ struct CollParsed {
   uint64_t min_bytes = 0, max_bytes = 0, step_bytes = 0;
   int sim_ranks = 0;  // --ranks, or nThread x nGpus
   double timeout_s = -1;
+  transport::worlds::CollProfile profile;  // --profile
+  bool lossless = false;                   // --fabric lossless
+  double host_reduce_bytes_per_s = 0;      // --host-mem-gbs, else the profile's
 };
 
 // The settings a launcher or NCCL's variables give (launcher_env.h), where

@@ -15,6 +15,7 @@
 #include "fabric/scenario/expect.h"
 #include "fabric/scenario/fault_attach.h"
 #include "fabric/scenario/receive.h"
+#include "fabric/scenario/network_config.h"
 #include "fabric/scenario/workload.h"
 #include "fabric/sim/engine.h"
 #include "fabric/sim/network.h"
@@ -420,18 +421,8 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
   FATHOM_RETURN_IF_ERROR(CheckDisjoint(captures, sc.topology));
   const uint64_t seed = options.seed.value_or(s.seed() == 0 ? 1 : s.seed());
   Engine engine(seed);
-  NetworkConfig nc;
-  if (s.network().has_switch_buffer_bytes()) {
-    nc.switch_buffer_bytes = static_cast<int64_t>(s.network().switch_buffer_bytes());
-  }
-  nc.ecmp_salt = !s.network().has_ecmp_salt() || s.network().ecmp_salt();
-  if (s.network().has_ipv6()) {
-    nc.ipv6 = s.network().ipv6();
-  } else if (s.topology().has_cluster_network()) {
-    for (const auto& f : s.topology().cluster_network().features()) {
-      if (f.has_ipv6_support() && f.ipv6_support()) nc.ipv6 = true;
-    }
-  }
+  // The same fabric `fathom coll --scenario` builds from this scenario.
+  const NetworkConfig nc = ScenarioNetworkConfig(s);
   Network net(&engine, &sc.topology, nc);
   // The captures tap the network's ports: they let go before it goes.
   struct DetachCaptures {

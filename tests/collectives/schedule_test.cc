@@ -8,6 +8,8 @@
 #include <tuple>
 #include <vector>
 
+#include "transport/collectives/cost_model.h"
+
 namespace fathom::transport::coll {
 namespace {
 
@@ -198,12 +200,59 @@ TEST(DoubleTreeTest, EveryRankInteriorInAtMostOneTree) {
 }
 
 TEST(ChooseAlgorithmTest, TreeForSmallRingForLarge) {
-  const auto alpha = Picoseconds::FromMicroseconds(5);
-  const auto bw = BitsPerSecond::Gbps(100);
-  EXPECT_EQ(ChooseAlgorithm(CollKind::kAllReduce, 1024, 128, alpha, bw), Algorithm::kTree);
-  EXPECT_EQ(ChooseAlgorithm(CollKind::kAllReduce, uint64_t{1} << 30, 128, alpha, bw),
+  PathFigures path;
+  path.hops = 2;
+  path.wire_latency = Picoseconds::FromNanoseconds(1000);
+  path.bottleneck = BitsPerSecond::Gbps(100);
+  path.small_frame_bytes = 100;
+  path.full_frame_bytes = 4096 + 100;
+  const AlphaBeta ab = ComputeAlphaBeta(path);
+  const uint64_t chunk = 512 << 10;
+  EXPECT_EQ(ChooseAlgorithm(CollKind::kAllReduce, 1024, 128, ab, chunk), Algorithm::kTree);
+  EXPECT_EQ(ChooseAlgorithm(CollKind::kAllReduce, uint64_t{1} << 30, 128, ab, chunk),
             Algorithm::kRing);
-  EXPECT_EQ(ChooseAlgorithm(CollKind::kAllGather, 1024, 128, alpha, bw), Algorithm::kRing);
+  EXPECT_EQ(ChooseAlgorithm(CollKind::kAllGather, 1024, 128, ab, chunk), Algorithm::kRing);
+  EXPECT_EQ(ChooseAlgorithm(CollKind::kBarrier, 0, 128, ab, chunk), Algorithm::kTree);
+  EXPECT_EQ(ChooseAlgorithm(CollKind::kAllReduce, 1024, 2, ab, chunk), Algorithm::kRing);
+}
+
+// alpha: each hop's latency and a small frame's serialization, plus the
+// NIC's per-message figures; beta: the bottleneck's payload rate.
+TEST(CostModelTest, AlphaBetaFromThePathAndTheNic) {
+  PathFigures path;
+  path.hops = 4;
+  path.wire_latency = Picoseconds::FromNanoseconds(20);
+  path.bottleneck = BitsPerSecond::Gbps(400);  // 20 ps per byte
+  path.small_frame_bytes = 100;                // 2 ns
+  path.full_frame_bytes = 5000;
+  path.mtu_payload_bytes = 4000;
+  AlphaBeta ab = ComputeAlphaBeta(path);
+  EXPECT_EQ(ab.alpha, Picoseconds::FromNanoseconds(20 + 4 * 2));
+  EXPECT_DOUBLE_EQ(ab.payload_bytes_per_s, 50e9 * 0.8);
+  NicFigures nic;
+  nic.doorbell = Picoseconds::FromNanoseconds(100);
+  nic.cqe_write = Picoseconds::FromNanoseconds(300);
+  path.nic_latency = NicMessageLatency(nic);
+  EXPECT_EQ(ComputeAlphaBeta(path).alpha, Picoseconds::FromNanoseconds(28 + 400));
+}
+
+// The estimates' shape: latency terms grow with the step counts (ring
+// 2(n-1), tree 2 log2 n), bandwidth terms with the bytes each link carries.
+TEST(CostModelTest, EstimatesFollowStepCountsAndBytes) {
+  AlphaBeta ab;
+  ab.alpha = Picoseconds::FromMicroseconds(1);
+  ab.payload_bytes_per_s = 1e9;
+  ab.hops = 1;
+  const uint64_t chunk = 1 << 20;
+  // Latency bound: 1 byte; ring 2 x 15 steps, tree 2 x 4.
+  EXPECT_NEAR(EstimateAllreduce(Algorithm::kRing, 1, 16, ab, chunk).us(), 30, 0.1);
+  EXPECT_NEAR(EstimateAllreduce(Algorithm::kTree, 1, 16, ab, chunk).us(), 8, 0.1);
+  // Bandwidth bound: ring 2(n-1)/n S, tree 2S once its chunks pipeline.
+  ab.alpha = Picoseconds(0);
+  const uint64_t s = uint64_t{1} << 30;
+  EXPECT_NEAR(EstimateAllreduce(Algorithm::kRing, s, 16, ab, chunk).seconds(),
+              2.0 * 15 / 16 * s / 1e9, 1e-3);
+  EXPECT_NEAR(EstimateAllreduce(Algorithm::kTree, s, 16, ab, chunk).seconds(), 2.0 * s / 1e9, 0.02);
 }
 
 TEST(PlanPeersTest, RingTalksToNeighboursOnEveryChannel) {

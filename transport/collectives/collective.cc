@@ -1,5 +1,6 @@
 #include "transport/collectives/collective.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -33,6 +34,8 @@ Status RankCollective::Start(Picoseconds now) {
   block_.assign(plan_.streams.size(), Block::kNone);
   block_peer_.assign(plan_.streams.size(), -1);
   stream_clock_.assign(plan_.streams.size(), now);
+  pending_.assign(plan_.streams.size(), Pending{});
+  memory_free_ = now;
   done_ = false;
   bool progressed = false;
   return Advance(now, &progressed);
@@ -64,6 +67,18 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
   const Stream& st = *plan_.streams[si];
   if (next_[si] >= st.size()) return Status::Ok();
   const Step s = st.At(next_[si]);
+  if (pending_[si].active) {
+    // This step's reduction is under way: its result goes out when it ends.
+    Pending& p = pending_[si];
+    if (now < p.ready) {
+      block_[si] = Block::kReduce;
+      return Status::Ok();
+    }
+    p.active = false;
+    FATHOM_RETURN_IF_ERROR(FinishStep(si, p.recv, p.send, p.src, p.lkey, p.bytes, now));
+    *ran = true;
+    return Status::Ok();
+  }
   const int ch = st.channel();
   const uint64_t slots = static_cast<uint64_t>(comm_->options().slots);
   Conn* recv[2] = {nullptr, nullptr};
@@ -143,13 +158,19 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
       lkey = in_mr_->lkey();
     }
   }
-  for (Conn* c : recv) {
-    if (c == nullptr) continue;
-    ++c->consumed;
-    FATHOM_RETURN_IF_ERROR(comm_->ReturnCredit(*c));
-  }
-  for (Conn* c : send) {
-    if (c != nullptr) FATHOM_RETURN_IF_ERROR(comm_->PostData(*c, src, lkey, bytes, next_[si]));
+  // The reduction's time at the rank's memory bandwidth: it reads every
+  // operand and writes the result once (STREAM's accounting: its Add kernel,
+  // a[i] = b[i] + c[i], moves 3 words per element; McCalpin, "STREAM:
+  // Sustainable Memory Bandwidth in High Performance Computers"). The
+  // streams share the memory: reductions run one after another.
+  Picoseconds end = now;
+  const double rate = comm_->options().host_reduce_bytes_per_s;
+  const int operands =
+      (s.in_offset >= 0 ? 1 : 0) + (recv[0] != nullptr ? 1 : 0) + (recv[1] != nullptr ? 1 : 0);
+  if (rate > 0 && recv[0] != nullptr && operands >= 2) {
+    const double seconds = static_cast<double>((operands + 1) * bytes) / rate;
+    end = std::max(now, memory_free_) + Picoseconds::FromSeconds(seconds);
+    memory_free_ = end;
   }
   if (trace_ != nullptr) {
     std::string name;
@@ -161,13 +182,45 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
     if (s.recv[0] >= 0) args += ",\"from\":" + std::to_string(s.recv[0]);
     if (s.send[0] >= 0) args += ",\"to\":" + std::to_string(s.send[0]);
     trace_->events.push_back(
-        {name, comm_->rank(), static_cast<int>(si), now, Picoseconds(0), std::move(args)});
+        {name, comm_->rank(), static_cast<int>(si), now, end - now, std::move(args)});
+  }
+  *ran = true;
+  if (end > now) {
+    // Not blocking: the driver advances this rank again at `end`
+    // (next_wake) and the step finishes then.
+    pending_[si] = Pending{true, end, {recv[0], recv[1]}, {send[0], send[1]}, src, lkey, bytes};
+    stream_clock_[si] = now;
+    block_[si] = Block::kReduce;
+    return Status::Ok();
+  }
+  return FinishStep(si, recv, send, src, lkey, bytes, now);
+}
+
+Status RankCollective::FinishStep(size_t si, Conn* const recv[2], Conn* const send[2],
+                                  const uint8_t* src, uint32_t lkey, uint64_t bytes,
+                                  Picoseconds now) {
+  for (int k = 0; k < 2; ++k) {
+    if (recv[k] == nullptr) continue;
+    ++recv[k]->consumed;
+    FATHOM_RETURN_IF_ERROR(comm_->ReturnCredit(*recv[k]));
+  }
+  for (int k = 0; k < 2; ++k) {
+    if (send[k] != nullptr) {
+      FATHOM_RETURN_IF_ERROR(comm_->PostData(*send[k], src, lkey, bytes, next_[si]));
+    }
   }
   stream_clock_[si] = now;
   block_[si] = Block::kNone;
   ++next_[si];
-  *ran = true;
   return Status::Ok();
+}
+
+Picoseconds RankCollective::next_wake() const {
+  Picoseconds w = Picoseconds::Max();
+  for (const Pending& p : pending_) {
+    if (p.active && p.ready < w) w = p.ready;
+  }
+  return w;
 }
 
 std::vector<std::string> RankCollective::DescribeWait(std::vector<int>* peers) const {
@@ -201,6 +254,11 @@ std::vector<std::string> RankCollective::DescribeWait(std::vector<int>* peers) c
         break;
       case Block::kLocal:
         what = "waiting for its own reduction (tree root)";
+        break;
+      case Block::kReduce:
+        std::snprintf(buf, sizeof(buf), "reducing in host memory until t=%.6f s",
+                      pending_[si].ready.seconds());
+        what = buf;
         break;
       case Block::kNone:
         what = "not started";

@@ -32,6 +32,10 @@ class RankCollective {
   // Runs every ready step. Returns true in *progressed when a step ran.
   Status Advance(Picoseconds now, bool* progressed);
   bool done() const { return done_; }
+  // When a step's reduction (CommOptions::host_reduce_bytes_per_s) ends and
+  // its result can be sent: the driver advances the rank again then.
+  // Picoseconds::Max() when no reduction is in progress.
+  Picoseconds next_wake() const;
   const CollSpec& spec() const { return spec_; }
 
   // For the watchdog: "allreduce(ring) stream 0 step 5/15: waiting for data
@@ -40,8 +44,21 @@ class RankCollective {
   std::vector<std::string> DescribeWait(std::vector<int>* peers) const;
 
  private:
-  enum class Block { kNone, kData, kCredit, kLocal };
+  enum class Block { kNone, kData, kCredit, kLocal, kReduce };
   Status TryStream(size_t si, Picoseconds now, bool* ran);
+  // The second half of a step whose reduction takes time: at `ready` it
+  // returns the receive slots' credits and posts the result.
+  struct Pending {
+    bool active = false;
+    Picoseconds ready;
+    Conn* recv[2] = {nullptr, nullptr};
+    Conn* send[2] = {nullptr, nullptr};
+    const uint8_t* src = nullptr;
+    uint32_t lkey = 0;
+    uint64_t bytes = 0;
+  };
+  Status FinishStep(size_t si, Conn* const recv[2], Conn* const send[2], const uint8_t* src,
+                    uint32_t lkey, uint64_t bytes, Picoseconds now);
 
   Communicator* comm_;
   CollSpec spec_;
@@ -60,6 +77,10 @@ class RankCollective {
   std::vector<Block> block_;               // per stream: why it waits
   std::vector<int> block_peer_;            // per stream: on whom
   std::vector<Picoseconds> stream_clock_;  // per stream: when it last ran
+  std::vector<Pending> pending_;           // per stream: a step reducing
+  // The rank's memory is busy with reductions until then (one resource:
+  // the streams' reductions share its bandwidth, one after another).
+  Picoseconds memory_free_;
   bool done_ = false;
 };
 

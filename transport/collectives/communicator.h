@@ -38,6 +38,12 @@ struct CommOptions {
   int slots = 4;                      // staging slots (credits) per connection
   QpOptions qp;                       // RC attributes (timeout, retry_cnt, ...)
   bool modelled = false;              // emulated backend: move no bytes
+  // Emulated backend: the rank's memory bandwidth for its reductions, in
+  // bytes/s (a GPU's HBM or a host's DRAM: transport/worlds/coll_profile.h);
+  // a step that reduces sends its result that much later (collective.h).
+  // 0: reductions take no time (the ideal profile). Over verbs the host
+  // reduces for real and this is not used.
+  double host_reduce_bytes_per_s = 0;
 };
 
 // One direction's connection record, sent by `rank` to `peer`.

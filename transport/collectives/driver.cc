@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <queue>
+#include <utility>
 
 #include "transport/wait.h"
 
@@ -73,6 +76,19 @@ RunOutcome Driver::Run(const std::vector<RankCollective*>& colls) {
     if (!s.ok()) return fail(s.WithContext("rank " + std::to_string(comms_[i]->rank())));
     note_done(i);
   }
+  // Ranks whose reductions end at a time (RankCollective::next_wake): the
+  // clock runs to the earliest, and that rank is advanced then.
+  using Wake = std::pair<Picoseconds, int>;
+  std::priority_queue<Wake, std::vector<Wake>, std::greater<Wake>> wakes;
+  std::vector<Picoseconds> wake_set(colls.size(), Picoseconds::Max());
+  auto note_wake = [&](size_t i) {
+    const Picoseconds w = colls[i]->next_wake();
+    if (w != Picoseconds::Max() && w != wake_set[i]) {
+      wake_set[i] = w;
+      wakes.emplace(w, static_cast<int>(i));
+    }
+  };
+  for (size_t i = 0; i < colls.size(); ++i) note_wake(i);
   std::vector<int> batch;
   Picoseconds next_abort_check = out.start;
   while (true) {
@@ -97,6 +113,7 @@ RunOutcome Driver::Run(const std::vector<RankCollective*>& colls) {
         Status s = colls[static_cast<size_t>(i)]->Advance(now, &ran);
         if (!s.ok()) return fail(s.WithContext("rank " + std::to_string(comms_[i]->rank())));
         note_done(static_cast<size_t>(i));
+        note_wake(static_cast<size_t>(i));
         if (n.value() > 0 || ran) progressed = true;
       }
       batch.clear();
@@ -121,8 +138,19 @@ RunOutcome Driver::Run(const std::vector<RankCollective*>& colls) {
     }
     const Picoseconds deadline = last_progress + options_.timeout;
     bool can = true;
-    if (clock_->Now() < deadline && ready_.empty()) can = clock_->Progress(deadline);
-    const bool nothing_left = !can && ready_.empty();
+    if (clock_->Now() < deadline && ready_.empty()) {
+      can = clock_->Progress(wakes.empty() ? deadline : std::min(deadline, wakes.top().first));
+    }
+    while (!wakes.empty() && wakes.top().first <= clock_->Now()) {
+      const size_t i = static_cast<size_t>(wakes.top().second);
+      if (wake_set[i] == wakes.top().first) wake_set[i] = Picoseconds::Max();
+      wakes.pop();
+      if (!queued_[i]) {
+        queued_[i] = 1;
+        ready_.push_back(static_cast<int>(i));
+      }
+    }
+    const bool nothing_left = !can && ready_.empty() && wakes.empty();
     if (nothing_left || (clock_->Now() >= deadline && ready_.empty() && !options_.poll_all) ||
         (options_.poll_all && clock_->Now() >= deadline)) {
       out.hung = true;

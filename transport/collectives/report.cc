@@ -137,7 +137,16 @@ std::string RowsToJson(const std::vector<ReportRow>& rows) {
                   std::string(DataTypeName(r.type)).c_str(), r.redop.c_str(), r.root,
                   r.algo.c_str());
     s += buf;
-    s += "\"out_of_place\":" + cell(r.out_of_place) + ",\"in_place\":" + cell(r.in_place) + "}";
+    s += "\"out_of_place\":" + cell(r.out_of_place) + ",\"in_place\":" + cell(r.in_place);
+    if (!r.counters.empty()) {
+      s += ",\"counters\":{";
+      for (size_t c = 0; c < r.counters.size(); ++c) {
+        s +=
+            (c ? ",\"" : "\"") + r.counters[c].first + "\":" + std::to_string(r.counters[c].second);
+      }
+      s += "}";
+    }
+    s += "}";
   }
   return s + "]";
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "transport/collectives/reduce.h"
@@ -33,6 +34,9 @@ struct ReportRow {
   int root = -1;
   std::string algo;  // "ring", "tree"
   Measurement out_of_place, in_place;
+  // The fabric's counters that moved during this size (sim backend; name,
+  // delta), every one the backend has: RowsToJson writes them as "counters".
+  std::vector<std::pair<std::string, uint64_t>> counters;
 };
 
 // What nccl-tests' first line reports.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cmath>
 #include <string>
 
 namespace fathom::transport::coll {
@@ -434,22 +433,6 @@ std::vector<std::pair<int, int>> PlanPeers(const CollSpec& spec, int rank) {
   std::sort(peers.begin(), peers.end());
   peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
   return peers;
-}
-
-Algorithm ChooseAlgorithm(CollKind kind, uint64_t bytes, int nranks, Picoseconds alpha,
-                          BitsPerSecond bandwidth) {
-  if (kind == CollKind::kBarrier) return Algorithm::kTree;
-  if (kind != CollKind::kAllReduce || nranks <= 2) return Algorithm::kRing;
-  const double n = nranks;
-  const double beta = 8.0 / static_cast<double>(bandwidth.bps());  // s per byte
-  const double a = alpha.seconds();
-  const double s = static_cast<double>(bytes);
-  // Ring: 2(n-1) steps, each rank sends 2(n-1)/n x S. Double tree: up and
-  // down the depth; a rank sends S/2 up in each tree and S/2 to each of its
-  // two children in the tree where it is interior: 2S in all.
-  const double ring = 2 * (n - 1) / n * s * beta + 2 * (n - 1) * a;
-  const double tree = 2 * s * beta + 2 * std::ceil(std::log2(n)) * a;
-  return tree < ring ? Algorithm::kTree : Algorithm::kRing;
 }
 
 }  // namespace fathom::transport::coll

@@ -108,9 +108,6 @@ struct TreeLinks {
 TreeLinks DoubleTreeLinks(int nranks, int tree, int rank);
 int DoubleTreeRoot(int nranks, int tree);
 
-// NCCL-like choice by size: the alpha-beta model of each algorithm, the
-// cheaper wins. `alpha` is the per-step latency, `bandwidth` one link's.
-Algorithm ChooseAlgorithm(CollKind kind, uint64_t bytes, int nranks, Picoseconds alpha,
-                          BitsPerSecond bandwidth);
+// The choice of algorithm by size: cost_model.h.
 
 }  // namespace fathom::transport::coll

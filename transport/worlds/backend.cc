@@ -4,6 +4,14 @@
 
 namespace fathom::transport::worlds {
 
+coll::AlphaBeta Backend::AlgoModel() {
+  coll::AlphaBeta ab;
+  ab.alpha = Picoseconds::FromMicroseconds(2);
+  ab.payload_bytes_per_s = static_cast<double>(link_bandwidth().bps()) / 8.0;
+  ab.hops = 1;
+  return ab;
+}
+
 bool WriteTraceFile(const std::string& path, const std::string& text) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {

@@ -10,10 +10,12 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
 #include "base/units.h"
+#include "transport/collectives/cost_model.h"
 #include "transport/collectives/driver.h"
 #include "transport/collectives/trace.h"
 #include "transport/worlds/progress.h"
@@ -38,6 +40,16 @@ class Backend {
   // For the choice of algorithm by size: one link's bandwidth, the same on
   // every rank. Called once, at the same point by every rank.
   virtual BitsPerSecond link_bandwidth() = 0;
+  // The alpha/beta `--algo auto` chooses by (cost_model.h). The default: one
+  // hop at link_bandwidth() with NCCL-class per-step latency of 2 us (a real
+  // NIC and host, which this process cannot compute); the sim computes it
+  // from its topology. Called once, at the same point by every rank.
+  virtual coll::AlphaBeta AlgoModel();
+  // The fabric's counters so far (name, cumulative value), in a fixed order:
+  // the sweep reports each size's deltas. Empty where the backend sees no
+  // fabric (verbs).
+  using Counters = std::vector<std::pair<std::string, uint64_t>>;
+  virtual Counters FabricCounters() { return {}; }
   // Runs one collective on this process's ranks; in[i] / out[i] are the
   // buffers of local_ranks()[i] (null in modelled mode).
   virtual coll::RunOutcome Run(const coll::CollSpec& spec, coll::DataType type, coll::RedOp op,

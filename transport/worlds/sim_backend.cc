@@ -15,11 +15,13 @@ std::vector<int> SimBackend::local_ranks() const {
 }
 
 std::string SimBackend::Where() const {
-  return std::to_string(nranks()) + " ranks on " + world_->topology().name();
+  return std::to_string(nranks()) + " ranks on " + world_->topology().name() + ", profile " +
+         world_->profile() + ", " + (world_->lossless() ? "lossless" : "lossy");
 }
 
 std::string SimBackend::WhereJson() const {
-  return "\"topology\":\"" + world_->topology().name() + "\"";
+  return "\"topology\":\"" + world_->topology().name() + "\",\"profile\":\"" + world_->profile() +
+         "\",\"fabric\":\"" + (world_->lossless() ? "lossless" : "lossy") + "\"";
 }
 
 std::vector<std::string> SimBackend::DeviceLines() {
@@ -34,6 +36,41 @@ std::vector<std::string> SimBackend::DeviceLines() {
 
 BitsPerSecond SimBackend::link_bandwidth() {
   return BitsPerSecond::Gbps(static_cast<int64_t>(world_->comm(0).device().info().active_gbps));
+}
+
+Backend::Counters SimBackend::FabricCounters() {
+  // FOLLOW-UP (lead): PFC pause and ECN/CNP counters (h/pfc, h/dcqcn) join
+  // this list under their ethtool/mlx5 names once merged.
+  sim::Network& net = world_->network();
+  Counters c;
+  for (size_t i = 0; i < static_cast<size_t>(sim::DropReason::kCount); ++i) {
+    if (static_cast<sim::DropReason>(i) == sim::DropReason::kNone) continue;  // not a drop
+    c.emplace_back("drops_" + std::string(sim::DropReasonName(static_cast<sim::DropReason>(i))),
+                   net.drops().by_reason[i]);
+  }
+  sim::PortCounters ports;
+  for (const sim::Port* port : net.ports()) {
+    const sim::PortCounters& p = port->counters();
+    ports.port_xmit_packets += p.port_xmit_packets;
+    ports.port_xmit_discards += p.port_xmit_discards;
+    ports.mtu_discards += p.mtu_discards;
+    ports.port_rcv_errors += p.port_rcv_errors;
+  }
+  c.emplace_back("port_xmit_packets", ports.port_xmit_packets);
+  c.emplace_back("port_xmit_discards", ports.port_xmit_discards);
+  c.emplace_back("mtu_discards", ports.mtu_discards);
+  c.emplace_back("port_rcv_errors", ports.port_rcv_errors);
+  const sim::QpCounters q = net.TotalQpCounters();
+  c.emplace_back("retransmitted_packets", q.retransmitted_packets);
+  c.emplace_back("packet_seq_err", q.packet_seq_err);
+  c.emplace_back("implied_nak_seq_err", q.implied_nak_seq_err);
+  c.emplace_back("local_ack_timeout_err", q.local_ack_timeout_err);
+  c.emplace_back("rnr_naks", q.rcvd_rnr_err);
+  c.emplace_back("out_of_sequence", q.out_of_sequence);
+  c.emplace_back("duplicate_request", q.duplicate_request);
+  c.emplace_back("retry_exceeded_err", q.retry_exceeded_err);
+  c.emplace_back("rnr_nak_retry_err", q.rnr_nak_retry_err);
+  return c;
 }
 
 void SimBackend::WatchProgress(Progress* progress) {

@@ -21,6 +21,11 @@ class SimBackend final : public Backend {
   std::string WhereJson() const override;
   std::vector<std::string> DeviceLines() override;
   BitsPerSecond link_bandwidth() override;
+  coll::AlphaBeta AlgoModel() override { return world_->alpha_beta(); }
+  // Drops by reason (drops_<reason>), the ports' packets, discards and
+  // errors summed over every port, and the QPs' transport counters summed
+  // (their mlx5 names, as `fathom sim` reports them).
+  Counters FabricCounters() override;
   coll::RunOutcome Run(const coll::CollSpec& spec, coll::DataType type, coll::RedOp op,
                        const std::vector<const void*>& in, const std::vector<void*>& out,
                        coll::Trace* trace) override {

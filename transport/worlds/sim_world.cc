@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "fabric/scenario/network_config.h"
+#include "fabric/sim/packet.h"
+
 namespace fathom::transport::worlds {
 
 using namespace fathom::transport::coll;  // NOLINT: the worlds run the collectives
@@ -49,6 +52,76 @@ Picoseconds DefaultWatchdog(const QpOptions& qp) {
   return std::max(Picoseconds::FromSeconds(1.0), budget * 2);
 }
 
+namespace {
+
+// The path the fabric routes `src` -> `dst` (host node ids) on: the first
+// port of each hop's ECMP set (ECMP paths are equal in length; builders give
+// a tier one rate and latency).
+PathFigures WalkPath(const topo::Topology& t, int32_t src, int32_t dst) {
+  PathFigures p;
+  p.hops = 0;
+  int64_t rate = 0;
+  int32_t node = src;
+  while (node != dst && p.hops < 64) {
+    const auto ports = t.NextHops(node, dst);
+    if (ports.empty()) break;
+    const topo::Link& link = t.link(t.LinkAt(node, ports[0]));
+    p.wire_latency = p.wire_latency + link.latency;
+    rate = rate == 0 ? link.rate.bps() : std::min(rate, link.rate.bps());
+    ++p.hops;
+    node = t.Peer(node, ports[0]).node;
+  }
+  p.bottleneck = BitsPerSecond(rate);
+  return p;
+}
+
+// The NIC's per-message figures. Today's emulated NIC is ideal: it spends no
+// time outside the wire, so every figure is 0.
+// FOLLOW-UP (h/nicprof): fill these from NetworkConfig::nic (the NicProfile's
+// doorbell, WQE fetch, TX/RX pipeline, DMA and CQE latencies).
+NicFigures NicFiguresFor(const sim::NetworkConfig&) { return NicFigures{}; }
+
+AlphaBeta ComputeWorldAlphaBeta(const topo::Topology& t, const std::vector<int>& placement,
+                                const sim::NetworkConfig& nc, int path_mtu) {
+  const int n = static_cast<int>(placement.size());
+  auto node = [&](int r) {
+    return t.hosts()[static_cast<size_t>(placement[static_cast<size_t>(r)])];
+  };
+  std::vector<std::pair<int, int>> pairs;
+  for (int r = 0; r < n && n > 1; ++r) {
+    pairs.emplace_back(r, (r + 1) % n);
+    for (int tree = 0; tree < 2; ++tree) {
+      const TreeLinks l = DoubleTreeLinks(n, tree, r);
+      if (l.parent >= 0) pairs.emplace_back(r, l.parent);
+    }
+  }
+  AlphaBeta worst;
+  bool have = false;
+  const uint32_t mtu = static_cast<uint32_t>(path_mtu > 0 ? path_mtu : 4096);
+  for (const auto& [a, b] : pairs) {
+    PathFigures p = WalkPath(t, node(a), node(b));
+    if (p.hops == 0) continue;
+    p.mtu_payload_bytes = mtu;
+    // Collectives move data as RDMA WRITE with immediate (communicator.cc).
+    p.small_frame_bytes = sim::FrameWireBytes(sim::Opcode::kRdmaWriteOnlyWithImmediate, 0, nc.ipv6);
+    p.full_frame_bytes = sim::FrameWireBytes(sim::Opcode::kRdmaWriteMiddle, mtu, nc.ipv6);
+    p.nic_latency = NicMessageLatency(NicFiguresFor(nc));
+    const AlphaBeta ab = ComputeAlphaBeta(p);
+    if (!have || ab.alpha > worst.alpha) {
+      const double bw = have ? std::min(worst.payload_bytes_per_s, ab.payload_bytes_per_s)
+                             : ab.payload_bytes_per_s;
+      worst = ab;
+      worst.payload_bytes_per_s = bw;
+    } else {
+      worst.payload_bytes_per_s = std::min(worst.payload_bytes_per_s, ab.payload_bytes_per_s);
+    }
+    have = true;
+  }
+  return worst;
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
                                                      const SimWorldOptions& options) {
   std::unique_ptr<SimWorld> w(new SimWorld());
@@ -94,22 +167,61 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
   };
   w->driver_ = std::make_unique<Driver>(&w->fabric_->clock(), comms, dopt);
   w->comm_options_ = options.comm;
+  w->network_config_ = options.network;
+  w->profile_ = options.profile;
+  w->lossless_ = options.lossless;
+  w->alpha_beta_ = ComputeWorldAlphaBeta(
+      *w->topology_, placement, options.network,
+      options.comm.qp.path_mtu > 0 ? options.comm.qp.path_mtu : w->fabric_->ActiveMtu(0));
   return w;
 }
 
 StatusOr<std::unique_ptr<SimWorld>> SimWorld::CreateFromScenario(
-    const sim::LoadedScenario& scenario, SimWorldOptions options) {
-  const auto& t = scenario.spec.transport();
+    const sim::LoadedScenario& scenario, SimWorldOptions options, std::vector<std::string>* notes) {
+  const proto::Scenario& spec = scenario.spec;
+  const config::SourceMap& m = scenario.map;
+  const auto& t = spec.transport();
+  if (!t.opcode().empty() && t.opcode() != "write") {
+    return m.Error("transport.opcode",
+                   "'" + t.opcode() +
+                       "': fathom coll moves data as RDMA WRITE with immediate (as NCCL's IB "
+                       "transport does); remove it, or run the scenario with fathom sim");
+  }
+  // The chunk sizes the staging slots (slots x chunk per connection): keep
+  // them in memory, and one element of the widest type in each.
+  constexpr uint64_t kMaxChunk = uint64_t{64} << 20;
+  if (t.has_message_bytes() && (t.message_bytes() < 8 || t.message_bytes() > kMaxChunk)) {
+    return m.Error("transport.message_bytes",
+                   std::to_string(t.message_bytes()) +
+                       ": fathom coll posts writes of this size (its chunk); 8 to 64 MiB");
+  }
+  if (spec.has_expect()) {
+    return m.Error("expect",
+                   "fathom coll does not check a scenario's expectations (flow and completion "
+                   "status counts are fathom sim's); remove the block, or run the scenario with "
+                   "fathom sim");
+  }
   if (t.has_ib_timeout()) options.comm.qp.timeout = t.ib_timeout();
   if (t.has_retry_cnt()) options.comm.qp.retry_cnt = t.retry_cnt();
+  if (t.has_rnr_retry()) options.comm.qp.rnr_retry = t.rnr_retry();
+  if (t.has_min_rnr_timer()) options.comm.qp.min_rnr_timer = t.min_rnr_timer();
+  if (t.has_traffic_class()) options.comm.qp.traffic_class = t.traffic_class();
+  if (t.has_max_rd_atomic()) options.comm.qp.max_rd_atomic = t.max_rd_atomic();
   if (t.has_qps_per_connection()) options.comm.channels = t.qps_per_connection();
   if (t.has_mtu_bytes()) options.comm.qp.path_mtu = t.mtu_bytes();
+  if (t.has_message_bytes()) options.comm.chunk_bytes = t.message_bytes();
   if (t.rxe_infinite_retry()) options.emulated.rxe_infinite_retry = true;
-  if (scenario.spec.seed() != 0) options.seed = scenario.spec.seed();
+  if (spec.seed() != 0) options.seed = spec.seed();
+  options.network = sim::ScenarioNetworkConfig(spec, options.network);
+  if (notes != nullptr) {
+    notes->push_back(scenario.path +
+                     ": workload and end_time_us not used: the collective and its size sweep "
+                     "are the workload");
+  }
   FATHOM_ASSIGN_OR_RETURN(std::unique_ptr<SimWorld> w, Create(scenario.topology, options));
-  if (scenario.spec.faults_size() > 0) {
+  if (spec.faults_size() > 0) {
     FATHOM_ASSIGN_OR_RETURN(w->faults_,
-                            sim::FaultAttachment::Attach(w->network_.get(), scenario.spec.faults(),
+                            sim::FaultAttachment::Attach(w->network_.get(), spec.faults(),
                                                          options.seed, scenario.map));
     // The watchdog names the faults that dropped or corrupted frames on the
     // stuck QPs' paths, and their links.

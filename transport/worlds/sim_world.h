@@ -17,6 +17,7 @@
 #include "fabric/sim/engine.h"
 #include "fabric/sim/network.h"
 #include "topologies/topology.h"
+#include "transport/collectives/cost_model.h"
 #include "transport/collectives/driver.h"
 #include "transport/emulated/emulated.h"
 
@@ -28,6 +29,10 @@ struct SimWorldOptions {
   coll::CommOptions comm;
   emulated::EmulatedOptions emulated;
   sim::NetworkConfig network;
+  // What `fathom coll --profile` / `--fabric` named (coll_profile.h), for
+  // the report; the profile's settings are in `comm` and `emulated`.
+  std::string profile = "ideal";
+  bool lossless = false;
   // No rank progressed for this long (virtual time): the watchdog fires.
   // Zero: DefaultWatchdog(comm.qp), after a scenario's transport settings.
   Picoseconds watchdog;
@@ -58,12 +63,23 @@ class SimWorld {
  public:
   static StatusOr<std::unique_ptr<SimWorld>> Create(topo::Topology topology,
                                                     const SimWorldOptions& options);
-  // A world on a scenario: its topology; its transport settings where it
-  // sets them (ib_timeout, retry_cnt, qps_per_connection, mtu_bytes,
-  // rxe_infinite_retry) over `options`; its seed when not 0; and its faults,
-  // attached to the network and owned by the world.
-  static StatusOr<std::unique_ptr<SimWorld>> CreateFromScenario(const sim::LoadedScenario& scenario,
-                                                                SimWorldOptions options);
+  // A world on a scenario, every section honoured or refused (issue 27):
+  //  - topology; network block (switch_buffer_bytes, ecmp_salt, ipv6:
+  //    sim::ScenarioNetworkConfig, as `fathom sim` builds it); seed when not
+  //    0; faults, attached to the network and owned by the world;
+  //  - transport, where it sets them, over `options`: ib_timeout,
+  //    retry_cnt, rnr_retry, min_rnr_timer, traffic_class, max_rd_atomic,
+  //    qps_per_connection (channels), mtu_bytes, rxe_infinite_retry, and
+  //    message_bytes as the chunk (the largest write a collective posts);
+  //  - refused (INVALID_ARGUMENT naming file:line and the field): opcode
+  //    send/read (collectives write with immediate), message_bytes below 8
+  //    or above 64 MiB (it sizes the staging slots), an `expect` block (its
+  //    flow and status counts are `fathom sim`'s);
+  //  - workload and end_time_us (the collective and its sweep replace them):
+  //    a line in *notes says so.
+  static StatusOr<std::unique_ptr<SimWorld>> CreateFromScenario(
+      const sim::LoadedScenario& scenario, SimWorldOptions options,
+      std::vector<std::string>* notes = nullptr);
   ~SimWorld();
 
   int nranks() const { return static_cast<int>(comms_.size()); }
@@ -75,6 +91,16 @@ class SimWorld {
   // What the ranks' communicators were built with (a scenario's settings
   // applied).
   const coll::CommOptions& comm_options() const { return comm_options_; }
+  // The network the world was built with (a scenario's network block
+  // applied).
+  const sim::NetworkConfig& network_config() const { return network_config_; }
+  // The alpha/beta of this fabric for `--algo auto` (cost_model.h): the
+  // slowest path a ring or tree neighbour pair of the placed ranks uses
+  // (its hops, link latencies, bottleneck rate, frame sizes at the path
+  // MTU) and the NIC's per-message latency.
+  const coll::AlphaBeta& alpha_beta() const { return alpha_beta_; }
+  const std::string& profile() const { return profile_; }
+  bool lossless() const { return lossless_; }
 
   // Runs one collective on all ranks; in[r] / out[r] are rank r's buffers
   // (null in modelled mode). spec.algorithm must be resolved.
@@ -93,6 +119,10 @@ class SimWorld {
   std::vector<std::unique_ptr<coll::Communicator>> comms_;
   std::unique_ptr<coll::Driver> driver_;
   coll::CommOptions comm_options_;
+  sim::NetworkConfig network_config_;
+  coll::AlphaBeta alpha_beta_;
+  std::string profile_ = "ideal";
+  bool lossless_ = false;
   std::unique_ptr<sim::FaultAttachment> faults_;  // a scenario's; on network_
 };
 

@@ -29,6 +29,31 @@ std::string SizeText(uint64_t bytes) {
   return buf;
 }
 
+// "#  counters: drops_tail_drop 12, retransmitted_packets 40" (the ones
+// that moved), or "#  counters: none moved".
+std::string CountersLine(const Backend::Counters& c) {
+  std::string s;
+  for (const auto& [name, v] : c) {
+    if (v == 0) continue;
+    s += (s.empty() ? "" : ", ") + name + " " + std::to_string(v);
+  }
+  return "#  counters: " + (s.empty() ? std::string("none moved") : s) + "\n";
+}
+
+// The JSON members of a failure: when (virtual time) and the counters of
+// the failed size; nothing when the run did not fail on the sim.
+std::string ErrorJson(double time_us, const Backend::Counters& c) {
+  if (time_us < 0) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "\"error_time_us\":%.3f,", time_us);
+  std::string s = buf;
+  s += "\"error_counters\":{";
+  for (size_t i = 0; i < c.size(); ++i) {
+    s += (i ? ",\"" : "\"") + c[i].first + "\":" + std::to_string(c[i].second);
+  }
+  return s + "},";
+}
+
 double GiB(uint64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(1u << 30); }
 
 }  // namespace
@@ -36,8 +61,7 @@ double GiB(uint64_t bytes) { return static_cast<double>(bytes) / static_cast<dou
 SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOptions& comm) {
   const int n = backend.nranks();
   const std::vector<int> local = backend.local_ranks();
-  const Picoseconds alpha = Picoseconds::FromMicroseconds(2);
-  const BitsPerSecond bw = backend.link_bandwidth();
+  const AlphaBeta model = backend.AlgoModel();
   const int checks = opt.modelled ? 0 : opt.check;
   const bool rooted = opt.kind == CollKind::kBroadcast;
   const bool reduces = opt.kind == CollKind::kAllReduce || opt.kind == CollKind::kReduceScatter;
@@ -101,12 +125,26 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
                   backend.Where().c_str(), types.c_str(), comm.channels,
                   static_cast<unsigned long long>(comm.chunk_bytes),
                   opt.modelled ? ", modelled bytes (no data, no check)" : "");
+      if (opt.algo == Algorithm::kAuto && opt.kind == CollKind::kAllReduce) {
+        std::printf(
+            "# --algo auto: alpha %.3f us per message, %.2f GB/s payload bandwidth "
+            "(%d hops)\n",
+            model.alpha.us(), model.payload_bytes_per_s / 1e9, model.hops);
+      }
       std::printf("#\n%s", TableHeader().c_str());
       std::fflush(stdout);
     }
   }
   SweepResult result = SweepResult::kOk;
   std::string failure;
+  // Virtual time of the error that stopped the run (sim), -1: none.
+  double error_time_us = -1;
+  Backend::Counters error_counters;  // what moved during the failed size
+  auto counter_deltas = [](const Backend::Counters& before, const Backend::Counters& after) {
+    Backend::Counters d = after;
+    for (size_t i = 0; i < d.size() && i < before.size(); ++i) d[i].second -= before[i].second;
+    return d;
+  };
   for (int cycle = 0; failure.empty() && (opt.run_cycles == 0 || cycle < opt.run_cycles); ++cycle) {
     for (const auto& [type, op] : opt.combos) {
       if (!failure.empty()) break;
@@ -127,13 +165,14 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
         spec.count = count;
         spec.root = opt.root;
         spec.algorithm = opt.algo == Algorithm::kAuto
-                             ? ChooseAlgorithm(opt.kind, row.size_bytes, n, alpha, bw)
+                             ? ChooseAlgorithm(opt.kind, row.size_bytes, n, model, comm.chunk_bytes)
                              : opt.algo;
         if (opt.kind != CollKind::kAllReduce) spec.algorithm = Algorithm::kRing;
         // What ran: BuildPlan runs a barrier as a tree, a broadcast as a chain.
         row.algo = opt.kind == CollKind::kBarrier     ? "tree"
                    : opt.kind == CollKind::kBroadcast ? "chain"
                                                       : std::string(AlgorithmName(spec.algorithm));
+        const Backend::Counters counters_before = backend.FabricCounters();
         for (int place = 0; place < 2 && failure.empty(); ++place) {
           std::vector<const void*> in(local.size(), nullptr);
           std::vector<void*> out(local.size(), nullptr);
@@ -177,6 +216,7 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
             RunOutcome res = backend.Run(spec, type, op, in, out, t);
             if (!res.status.ok()) {
               failure = res.report.empty() ? res.status.message() + "\n" : res.report;
+              if (std::string(backend.name()) == "sim") error_time_us = res.end.us();
               break;
             }
             if (it >= opt.warmup && !checking) total_us += (res.end - res.start).us();
@@ -194,11 +234,17 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
           (place == 0 ? row.out_of_place : row.in_place) =
               Measure(opt.kind, n, row.size_bytes, time_us, wrong);
         }
-        if (!failure.empty()) break;
+        row.counters = counter_deltas(counters_before, backend.FabricCounters());
+        if (!failure.empty()) {
+          error_counters = row.counters;
+          break;
+        }
         rows.push_back(row);
         if (print && !opt.json) {
           progress.Clear();
           std::printf("%s", TableRow(row).c_str());
+          if (opt.counters && !row.counters.empty())
+            std::printf("%s", CountersLine(row.counters).c_str());
           std::fflush(stdout);
         }
       }
@@ -212,15 +258,26 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
   }
   if (opt.json && (print || !failure.empty())) {
     std::printf(
-        "{\"op\":\"%s\",\"backend\":\"%s\",\"nranks\":%d,%s,\"rows\":%s,"
-        "\"avg_busbw_gbs\":%g,\"status\":\"%s\",\"report\":\"%s\"}\n",
+        "{\"op\":\"%s\",\"backend\":\"%s\",\"nranks\":%d,%s,\"alpha_us\":%g,"
+        "\"bandwidth_gbs\":%g,\"rows\":%s,"
+        "\"avg_busbw_gbs\":%g,\"status\":\"%s\",%s\"report\":\"%s\"}\n",
         std::string(CollKindName(opt.kind)).c_str(), backend.name(), n, backend.WhereJson().c_str(),
-        RowsToJson(rows).c_str(), AverageBusBw(rows),
+        model.alpha.us(), model.payload_bytes_per_s / 1e9, RowsToJson(rows).c_str(),
+        AverageBusBw(rows),
         failure.empty() ? (result == SweepResult::kOk ? "ok" : "wrong") : "failed",
-        JsonEscape(failure).c_str());
+        ErrorJson(error_time_us, error_counters).c_str(), JsonEscape(failure).c_str());
   } else if (print && !opt.json) {
     std::printf("%s", TableFooter(rows).c_str());
-    if (!failure.empty()) std::printf("# %s: run stopped\n", "FAILED");
+    if (!failure.empty()) {
+      if (error_time_us >= 0) {
+        std::printf("# FAILED: run stopped; error at t=%.3f us (virtual)\n", error_time_us);
+        if (opt.counters && !error_counters.empty()) {
+          std::printf("%s", CountersLine(error_counters).c_str());
+        }
+      } else {
+        std::printf("# %s: run stopped\n", "FAILED");
+      }
+    }
   }
   if (!failure.empty()) std::fprintf(stderr, "%s", failure.c_str());
   return result;

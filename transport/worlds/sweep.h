@@ -36,8 +36,11 @@ struct SweepOptions {
   int iters = 20, warmup = 5, agg_iters = 1, check = 1;
   int run_cycles = 1;  // 0 = until stopped
   int root = 0;
-  bool modelled = false;   // no data moves: nothing is checked
-  bool json = false;       // one JSON object instead of the table
+  bool modelled = false;  // no data moves: nothing is checked
+  bool json = false;      // one JSON object instead of the table
+  // A "#  counters:" line after each row with the fabric's counters that
+  // moved (Backend::FabricCounters); --json always has them.
+  bool counters = false;
   std::string trace_path;  // --trace FILE; empty: none
 };
 

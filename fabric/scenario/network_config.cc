@@ -1,0 +1,24 @@
+#include "fabric/scenario/network_config.h"
+
+namespace fathom::sim {
+
+NetworkConfig ScenarioNetworkConfig(const proto::Scenario& s, NetworkConfig base) {
+  NetworkConfig nc = base;
+  if (s.network().has_switch_buffer_bytes()) {
+    nc.switch_buffer_bytes = static_cast<int64_t>(s.network().switch_buffer_bytes());
+  }
+  if (s.network().has_ecmp_salt()) nc.ecmp_salt = s.network().ecmp_salt();
+  if (s.network().has_ipv6()) {
+    nc.ipv6 = s.network().ipv6();
+  } else if (s.topology().has_cluster_network()) {
+    for (const auto& f : s.topology().cluster_network().features()) {
+      if (f.has_ipv6_support() && f.ipv6_support()) nc.ipv6 = true;
+    }
+  }
+  // FOLLOW-UP (lead, with h/pfc and h/dcqcn): the network block's qos and
+  // ecn sections go here too (NetworkConfig::qos / ::ecn), so both commands
+  // get them.
+  return nc;
+}
+
+}  // namespace fathom::sim

@@ -1,0 +1,73 @@
+// `fathom coll`'s issue-26 flags as users type them: --profile and --fabric
+// (checked, named in the header), --algo auto's alpha/beta and the
+// algorithm each row ran, in the table and in --json.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/cli_run.h"
+
+namespace fathom::transport::coll {
+namespace {
+
+const std::string kFathom = std::string(FATHOM_BINARY_DIR) + "/tools/fathom";
+
+test_util::CommandResult Shell(const std::string& cmd, bool merge_stderr = true) {
+  return test_util::RunCommand(cmd, merge_stderr);
+}
+
+const std::string kMedium16 = " --backend sim --topology medium --ranks 16 -n 1 -w 0";
+
+TEST(CollModelCliTest, UnknownProfileOrFabricIsAUsageErrorNamingTheFlag) {
+  auto r = Shell(kFathom + " coll allreduce --profile cx5 -b 1K -e 1K");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--profile 'cx5': expected one of ideal|rxe|cx6|cx7"), std::string::npos)
+      << r.out;
+  r = Shell(kFathom + " coll allreduce --fabric pfc -b 1K -e 1K");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--fabric 'pfc': expected lossy or lossless"), std::string::npos) << r.out;
+  r = Shell(kFathom + " coll allreduce --host-mem-gbs -3 -b 1K -e 1K");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--host-mem-gbs"), std::string::npos) << r.out;
+  r = Shell(kFathom + " coll allreduce --backend verbs --nranks 2 --rank 0 --profile cx6");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--profile is for --backend sim"), std::string::npos) << r.out;
+}
+
+TEST(CollModelCliTest, HelpSaysWhatTheFlagsDoAndTheirDefaults) {
+  auto r = Shell(kFathom + " coll --help");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  for (const char* text : {"--profile", "ideal|rxe|cx6|cx7", "default ideal", "--fabric",
+                           "lossy (drop-tail, default)", "--host-mem-gbs", "--counters"}) {
+    EXPECT_NE(r.out.find(text), std::string::npos) << text << "\n" << r.out;
+  }
+}
+
+// The header names the profile, fabric and auto's alpha/beta; each row the
+// algorithm that ran: the tree at 1 KiB, the ring at 64 KiB on medium.
+TEST(CollModelCliTest, RowsNameTheAlgorithmAutoRan) {
+  auto r = Shell(kFathom + " coll allreduce" + kMedium16 + " -b 1K -e 64K -f 64 --profile cx6");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("16 ranks on leaf-spine leaves=8 spines=4 hosts=16, profile cx6, lossy"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("# --algo auto: alpha 0.014 us per message"), std::string::npos) << r.out;
+  const size_t k1 = r.out.find("        1024 ");
+  const size_t k64 = r.out.find("       65536 ");
+  ASSERT_NE(k1, std::string::npos) << r.out;
+  ASSERT_NE(k64, std::string::npos) << r.out;
+  EXPECT_EQ(r.out.substr(r.out.find('\n', k1) - 4, 4), "tree") << r.out;
+  EXPECT_EQ(r.out.substr(r.out.find('\n', k64) - 4, 4), "ring") << r.out;
+  auto j = Shell(kFathom + " coll allreduce" + kMedium16 + " -b 1K -e 64K -f 64 --json", false);
+  ASSERT_EQ(j.exit_code, 0) << j.out;
+  EXPECT_NE(j.out.find("\"profile\":\"ideal\",\"fabric\":\"lossy\""), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"alpha_us\":0.014"), std::string::npos) << j.out;
+  const size_t t = j.out.find("\"algo\":\"tree\"");
+  const size_t g = j.out.find("\"algo\":\"ring\"");
+  ASSERT_NE(t, std::string::npos) << j.out;
+  ASSERT_NE(g, std::string::npos) << j.out;
+  EXPECT_LT(t, g) << j.out;
+}
+
+}  // namespace
+}  // namespace fathom::transport::coll

@@ -1,0 +1,85 @@
+// The cost model `--algo auto` chooses by: what one message between two
+// ranks costs on the fabric the ranks actually run on (alpha, beta), and
+// from it the time of each allreduce algorithm at a size, as this library
+// runs them (schedule.h: chunks of one staging slot, a ring in loops of n
+// chunks, a double binary tree carrying half the data per tree).
+//
+// The shape follows NCCL's tuning model (src/graph/tuning.cc in
+// github:NVIDIA/nccl, ncclTopoTuneModel and ncclTopoGetAlgoTime): time =
+// latency + bytes / bandwidth per algorithm, the ring's latency paid over
+// 2(n-1) steps (nsteps = 2 * (nRanks - 1)) and the tree's over 2 log2(n)
+// (2 * log2i(nNodes) * interLat), the tree's bus bandwidth halved against
+// the ring's. The figures here are not NCCL's measured constants but the
+// ones the model has: the path's links, its switches' store-and-forward of
+// one packet, and the NIC profile's per-message latency.
+//
+// Pure arithmetic: the worlds (transport/worlds) fill PathFigures from what
+// they know (the sim from its topology and NetworkConfig; verbs from the
+// device) and the nccl-tests sweep asks ChooseAlgorithm per size.
+#pragma once
+
+#include <cstdint>
+
+#include "base/units.h"
+#include "transport/collectives/schedule.h"
+
+namespace fathom::transport::coll {
+
+// The NIC's share of one message's latency, as a NIC profile states it
+// (h/nicprof's NicProfile: ideal/rxe/cx6/cx7): on the sender, post ->
+// doorbell -> WQE fetch over PCIe and the TX pipeline; on the receiver the
+// RX pipeline, the payload's DMA over PCIe and the CQE write. All zero for
+// the ideal NIC (today's emulated NIC takes no time outside the wire).
+struct NicFigures {
+  Picoseconds doorbell;       // MMIO write reaching the NIC
+  Picoseconds wqe_fetch;      // WQE read over PCIe (a PCIe round trip)
+  Picoseconds tx_pipeline;    // NIC TX processing to the first bit on the wire
+  Picoseconds rx_pipeline;    // NIC RX processing of the arriving packet
+  Picoseconds dma_write;      // payload DMA to host memory (PCIe posted write)
+  Picoseconds cqe_write;      // completion entry DMA, seen by the poller
+  Picoseconds host_overhead;  // software: post and poll on the host
+};
+
+// Per message, sender's and receiver's NIC together (the terms add: each is
+// on the message's critical path once).
+Picoseconds NicMessageLatency(const NicFigures& nic);
+
+// One path between two ranks, as the fabric has it.
+struct PathFigures {
+  int hops = 1;              // links crossed (host to host)
+  Picoseconds wire_latency;  // sum of the links' latencies
+  BitsPerSecond bottleneck;  // slowest link's rate
+  // Wire bytes of one small message (no payload) and of one full packet
+  // (payload = path MTU), headers, FCS, preamble and IFG included.
+  uint32_t small_frame_bytes = 0;
+  uint32_t full_frame_bytes = 0;
+  uint32_t mtu_payload_bytes = 4096;
+  Picoseconds nic_latency;  // NicMessageLatency of the profile
+};
+
+// What the algorithms' estimates use.
+struct AlphaBeta {
+  // One small message from post to arrival: each hop's link latency and the
+  // serialization of a small frame there (switches store and forward), plus
+  // the NIC's per-message latency.
+  Picoseconds alpha;
+  // Payload bandwidth of the bottleneck link (its rate times the share of a
+  // full packet's wire bytes that is payload); beta = 1 / bandwidth.
+  double payload_bytes_per_s = 0;
+  int hops = 1;
+  uint32_t mtu_payload_bytes = 4096;
+};
+
+AlphaBeta ComputeAlphaBeta(const PathFigures& path);
+
+// The estimated time of one allreduce of `bytes` on `nranks` ranks with
+// algorithm `algo` (ring or tree), `chunk_bytes` per staging slot.
+Picoseconds EstimateAllreduce(Algorithm algo, uint64_t bytes, int nranks, const AlphaBeta& ab,
+                              uint64_t chunk_bytes);
+
+// NCCL-like choice by size: the cheaper estimate wins. Only allreduce has a
+// choice here (a barrier runs as a tree, everything else as a ring).
+Algorithm ChooseAlgorithm(CollKind kind, uint64_t bytes, int nranks, const AlphaBeta& ab,
+                          uint64_t chunk_bytes);
+
+}  // namespace fathom::transport::coll
