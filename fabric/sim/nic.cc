@@ -251,8 +251,8 @@ Status Nic::ModifyToRts(uint32_t qpn, uint32_t sq_psn) {
                               (qp ? std::string(QpStateName(qp->state)) : "does not exist"));
   }
   qp->next_psn = qp->acked_psn = qp->max_sent_psn = sq_psn & wire::kPsnMask;
-  qp->retries_left = qp->attr.retry_cnt;
-  qp->rnr_retries_left = qp->attr.rnr_retry;
+  ResetRetryBudget(*qp);
+  ResetRnrBudget(*qp);
   qp->state = QpState::kRts;
   return Status::Ok();
 }
@@ -312,8 +312,7 @@ Status Nic::PostRecv(uint32_t qpn, const RecvWr& wr) {
     if (!mr.ok()) return mr.status().WithContext("ibv_post_recv qpn=" + Hex(qpn));
   }
   if (qp->state == QpState::kErr) {
-    Complete(*qp, qp->recv_cq,
-             WorkCompletion{wr.wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, false});
+    Complete(*qp, qp->recv_cq, RecvWc(wr.wr_id, WcStatus::kWrFlushErr));
     return Status::Ok();
   }
   qp->rq.push_back(RecvWqe{wr});
@@ -395,15 +394,12 @@ void Nic::EnterError(Qp& qp) {
   while (!qp.sq.empty()) {
     const SendWqe w = qp.sq.front();
     qp.sq.pop_front();
-    Complete(qp, qp.send_cq,
-             WorkCompletion{w.wr.wr_id, WcStatus::kWrFlushErr, SendCompletionOpcode(w.wr.opcode), 0,
-                            0, false});
+    Complete(qp, qp.send_cq, SendWc(w.wr, WcStatus::kWrFlushErr));
   }
   while (!qp.rq.empty()) {
     const RecvWqe r = qp.rq.front();
     qp.rq.pop_front();
-    Complete(qp, qp.recv_cq,
-             WorkCompletion{r.wr.wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, false});
+    Complete(qp, qp.recv_cq, RecvWc(r.wr.wr_id, WcStatus::kWrFlushErr));
   }
   MoveSendCursor(qp, 0, 0);
   qp.outstanding_rd = 0;

@@ -293,8 +293,25 @@ class Nic {
     qp.send_pkt = pkt;
     qp.middle_left = 0;
   }
+  // The completer (completer.cc): each response packet runs through its
+  // states (ACK, NAK, READ response, atomic ACK), as rxe_comp.c's do.
+  class Completer;
+  friend class Completer;
   void OnResponse(Qp& qp, Packet* p);
   void AckUpTo(Qp& qp, uint32_t psn);  // every PSN before `psn` is acknowledged
+  // Removes the oldest WQE, acknowledged, keeping the send cursor on the
+  // same WQE; returns it.
+  SendWqe RetireFront(Qp& qp);
+  // Progress: the retry budget starts over (rxe reset_retry_counters); an
+  // ACK also restores the RNR budget.
+  static void ResetRetryBudget(Qp& qp) {
+    qp.retries_left = qp.attr.retry_cnt;
+    qp.retry_pending = false;
+  }
+  static void ResetRnrBudget(Qp& qp) { qp.rnr_retries_left = qp.attr.rnr_retry; }
+  // After the acknowledged PSN moved: a go-back-N cursor left behind it
+  // moves up, and the ACK timer runs while PSNs remain unacknowledged.
+  void CatchUpCursorAndTimer(Qp& qp);
   void GoBackN(Qp& qp, uint32_t psn);
   void RetryOrFail(Qp& qp, uint32_t psn);
   void FailFront(Qp& qp, WcStatus status);
