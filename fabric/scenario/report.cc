@@ -35,6 +35,8 @@ std::string FormatSummary(const RunReport& r) {
   s += Fmt("scenario   %s\n", r.name.empty() ? "(unnamed)" : r.name.c_str());
   s += Fmt("topology   %s, %d hosts, NIC %.0f Gb/s, seed %" PRIu64 "\n", r.topology.c_str(),
            r.hosts, r.line_rate_gbps, r.seed);
+  s += Fmt("nic        profile %s, roce_adp_retrans %" PRIu64 "\n", r.nic_profile.c_str(),
+           r.roce_adp_retrans);
   s += Fmt("flows      %d total: %d completed, %d failed, %d stalled\n", r.flows_total,
            r.flows_completed, r.flows_failed, r.flows_stalled);
   s += Fmt("FCT        p50 %s   p99 %s   max %s\n", Duration(r.fct_p50_ns).c_str(),
@@ -85,6 +87,8 @@ std::string FormatJson(const RunReport& r) {
   s += "  \"name\": " + JsonString(r.name) + ",\n";
   s += "  \"topology\": " + JsonString(r.topology) + ",\n";
   s += Fmt("  \"seed\": %" PRIu64 ",\n  \"hosts\": %d,\n", r.seed, r.hosts);
+  s += "  \"nic_profile\": " + JsonString(r.nic_profile) + ",\n";
+  s += Fmt("  \"roce_adp_retrans\": %" PRIu64 ",\n", r.roce_adp_retrans);
   s +=
       Fmt("  \"flows_total\": %d,\n  \"flows_completed\": %d,\n  \"flows_failed\": %d,\n"
           "  \"flows_stalled\": %d,\n",

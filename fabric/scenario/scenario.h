@@ -82,6 +82,8 @@ struct RunReport {
   size_t peak_packets = 0;  // in flight at once (pool)
   std::string faults_summary;
   uint64_t captured_frames = 0;
+  std::string nic_profile = "ideal";  // transport.nic_profile
+  uint64_t roce_adp_retrans = 0;      // ConnectX adaptive retransmissions
 };
 
 StatusOr<RunReport> RunScenario(const LoadedScenario& scenario, const RunOptions& options);

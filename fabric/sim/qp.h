@@ -111,6 +111,7 @@ struct QpCounters {
   uint64_t packet_seq_err = 0;         // NAK sequence errors received
   uint64_t implied_nak_seq_err = 0;    // gaps seen in READ responses / ACKs
   uint64_t local_ack_timeout_err = 0;  // local ACK timer expirations
+  uint64_t roce_adp_retrans = 0;       // adaptive retransmissions (ConnectX profiles)
   uint64_t rcvd_rnr_err = 0;           // RNR NAKs received
   uint64_t retry_exceeded_err = 0;     // IBV_WC_RETRY_EXC_ERR completions
   uint64_t rnr_nak_retry_err = 0;      // IBV_WC_RNR_RETRY_EXC_ERR completions
@@ -129,6 +130,7 @@ struct QpCounters {
     packet_seq_err += o.packet_seq_err;
     implied_nak_seq_err += o.implied_nak_seq_err;
     local_ack_timeout_err += o.local_ack_timeout_err;
+    roce_adp_retrans += o.roce_adp_retrans;
     rcvd_rnr_err += o.rcvd_rnr_err;
     retry_exceeded_err += o.retry_exceeded_err;
     rnr_nak_retry_err += o.rnr_nak_retry_err;

@@ -40,8 +40,37 @@ void Nic::RestartAckTimer(Qp& qp) {
     qp.ack_deadline_ps = 0;  // timeout 0: no local ACK timer (IBTA 9.7.6.1.3)
     return;
   }
-  qp.ack_deadline_ps = engine_->Now().ps() + LocalAckTimeoutPs(qp.attr.timeout);
+  const int64_t interval =
+      retrans_profile_ ? ProfileTimeoutPs(qp) : LocalAckTimeoutPs(qp.attr.timeout);
+  qp.ack_deadline_ps = engine_->Now().ps() + interval;
   ArmTimer(qp, qp.ack_deadline_ps);
+}
+
+int64_t Nic::ProfileTimeoutPs(const Qp& qp) const {
+  return qp.adp_step < qp.adp_steps ? AdaptiveGapPs(profile_, qp.adp_step) : qp.regular_timeout_ps;
+}
+
+// ConnectX (CASES.md 21): a retransmission on the firmware's adaptive
+// schedule, before the QP's own timer; the whole schedule uses one unit of
+// retry_cnt.
+void Nic::AdaptiveRetransmit(Qp& qp) {
+  ++qp.adp_step;
+  ++qp.counters.roce_adp_retrans;
+  if (qp.adp_step == qp.adp_steps) --qp.retries_left;
+  GoBackN(qp, qp.acked_psn);  // re-arms: the next gap, or the regular interval
+}
+
+// ConnectX's regular timeout (CASES.md 21: retry_cnt - 1 of them after the
+// adaptive ones): each uses a unit of retry_cnt, and the one that uses the
+// last reports IBV_WC_RETRY_EXC_ERR.
+void Nic::ProfileTimeout(Qp& qp) {
+  const bool infinite = (qp.attr.rxe_infinite_retry || infinite_retry7_) && qp.attr.retry_cnt == 7;
+  if (!infinite && --qp.retries_left <= 0) {
+    ++qp.counters.retry_exceeded_err;
+    FailFront(qp, WcStatus::kRetryExcErr);
+    return;
+  }
+  GoBackN(qp, qp.acked_psn);
 }
 
 Packet* Nic::RequesterNext(Qp& qp) {
@@ -250,7 +279,7 @@ void Nic::GoBackN(Qp& qp, uint32_t psn) {
 // unacknowledged PSN while retry_cnt allows (rxe: retry_cnt 7 is infinite
 // when rxe_infinite_retry is set), else IBV_WC_RETRY_EXC_ERR.
 void Nic::RetryOrFail(Qp& qp, uint32_t psn) {
-  const bool infinite = qp.attr.rxe_infinite_retry && qp.attr.retry_cnt == 7;
+  const bool infinite = (qp.attr.rxe_infinite_retry || infinite_retry7_) && qp.attr.retry_cnt == 7;
   if (qp.retries_left <= 0 && !infinite) {
     ++qp.counters.retry_exceeded_err;
     FailFront(qp, WcStatus::kRetryExcErr);
@@ -272,6 +301,15 @@ void Nic::FailFront(Qp& qp, WcStatus status) {
 void Nic::TimerExpired(Qp& qp) {
   qp.ack_deadline_ps = 0;
   if (qp.state != QpState::kRts || PsnDiff(qp.max_sent_psn, qp.acked_psn) <= 0) return;
+  if (retrans_profile_) {
+    if (qp.adp_step < qp.adp_steps) {
+      AdaptiveRetransmit(qp);
+      return;
+    }
+    ++qp.counters.local_ack_timeout_err;
+    ProfileTimeout(qp);
+    return;
+  }
   ++qp.counters.local_ack_timeout_err;
   RetryOrFail(qp, qp.acked_psn);
 }
