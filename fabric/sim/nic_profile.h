@@ -88,7 +88,9 @@ Picoseconds PerMessageOverhead(const NicProfile& p, uint32_t bytes);
 // Retransmission timing: the regular ACK-timeout interval for QP timeout
 // `timeout` (0: no timer), the adaptive gaps, their number for `timeout`,
 // and the time from the post to IBV_WC_RETRY_EXC_ERR when the peer never
-// answers (a closed form of what the Nic does; infinite: Picoseconds::Max()).
+// answers, from the first transmission to the error CQE's generation (the
+// post-to-wire and CQE-write delays come on top; a closed form of what the
+// Nic does; infinite: Picoseconds::Max()).
 int64_t RegularTimeoutPs(const NicProfile& p, int timeout);
 int64_t AdaptiveGapPs(const NicProfile& p, int step);
 int AdaptiveRetransmissions(const NicProfile& p, int timeout, int retry_cnt);

@@ -73,8 +73,12 @@ TEST(NicProfileTest, Cx6RetryExceededIsTheMeasuredTimeAtEveryTimeout) {
   for (int t = 10; t <= 20; ++t) {
     const RetryRun r = RunToRetryExceeded(cx6, t, 7);
     ASSERT_EQ(r.completions, 1u) << "T=" << t;
-    // The simulator does what the closed form says, to the picosecond.
-    EXPECT_EQ(r.error_at, RetryExceededTime(cx6, t, 7)) << "T=" << t;
+    // The simulator does what the closed form says, to the picosecond: the
+    // first packet leaves after the post-to-wire delay, the error CQE is
+    // seen after the CQE write.
+    EXPECT_EQ(r.error_at,
+              PostToWireDelay(cx6, 8) + RetryExceededTime(cx6, t, 7) + SendCompletionDelay(cx6))
+        << "T=" << t;
     std::printf(
         "cx6 T=%d retry_cnt=7: RETRY_EXC_ERR at %.4f s, roce_adp_retrans %llu, "
         "local_ack_timeout_err %llu\n",
@@ -103,9 +107,11 @@ TEST(NicProfileTest, Cx7SharesConnectX6Retransmission) {
 // retry_cnt 0: no adaptive phase (it would use a unit there is not), one
 // regular interval of the floor.
 TEST(NicProfileTest, Cx6RetryCntZeroFailsAtTheFirstRegularTimeout) {
-  const RetryRun r = RunToRetryExceeded(Named("cx6"), 14, 0);
+  const NicProfile cx6 = Named("cx6");
+  const RetryRun r = RunToRetryExceeded(cx6, 14, 0);
   ASSERT_EQ(r.completions, 1u);
-  EXPECT_EQ(r.error_at.ps(), 2 * LocalAckTimeoutPs(16));
+  EXPECT_EQ(r.error_at, PostToWireDelay(cx6, 8) + Picoseconds(2 * LocalAckTimeoutPs(16)) +
+                            SendCompletionDelay(cx6));
   EXPECT_EQ(r.counters.roce_adp_retrans, 0u);
 }
 
@@ -187,6 +193,12 @@ TEST(NicProfileTest, SmallMessageLatencyIsTheSumOfItsParts) {
   }
   // ideal is the wire alone.
   EXPECT_EQ(MeasureSendLatency(NicProfile{}, 64), Picoseconds(1011680));
+  // cx6 back to back (no cable, 200G), a 2-byte message: the cited total
+  // of its parts (800 ns) plus two 2-byte DMAs and an 84-byte frame, 803.5 ns.
+  const Picoseconds b2b =
+      SmallMessageLatency(Named("cx6"), 2, BitsPerSecond::Gbps(200), Picoseconds(0));
+  std::printf("cx6: 2 B one-way back to back at 200G %.3f ns\n", b2b.ns());
+  EXPECT_NEAR(b2b.ns(), 803.5, 0.1);
 }
 
 TEST(NicProfileTest, UnknownNameIsAnErrorNamingTheValidOnes) {
