@@ -1,8 +1,10 @@
 #include "fabric/scenario/network_config.h"
 
+#include "fabric/sim/nic_profile.h"
+
 namespace fathom::sim {
 
-NetworkConfig ScenarioNetworkConfig(const proto::Scenario& s, NetworkConfig base) {
+StatusOr<NetworkConfig> ScenarioNetworkConfig(const proto::Scenario& s, NetworkConfig base) {
   NetworkConfig nc = base;
   if (s.network().has_switch_buffer_bytes()) {
     nc.switch_buffer_bytes = static_cast<int64_t>(s.network().switch_buffer_bytes());
@@ -14,6 +16,9 @@ NetworkConfig ScenarioNetworkConfig(const proto::Scenario& s, NetworkConfig base
     for (const auto& f : s.topology().cluster_network().features()) {
       if (f.has_ipv6_support() && f.ipv6_support()) nc.ipv6 = true;
     }
+  }
+  if (!s.transport().nic_profile().empty()) {
+    FATHOM_ASSIGN_OR_RETURN(nc.nic, NicProfileNamed(s.transport().nic_profile()));
   }
   // FOLLOW-UP (lead, with h/pfc and h/dcqcn): the network block's qos and
   // ecn sections go here too (NetworkConfig::qos / ::ecn), so both commands

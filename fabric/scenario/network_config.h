@@ -5,13 +5,15 @@
 // model for sim and coll). The scenario is already validated (LoadScenario).
 #pragma once
 
+#include "base/status.h"
 #include "fabric/sim/config.h"
 #include "proto/scenario.pb.h"
 
 namespace fathom::sim {
 
 // What the scenario sets, over `base` (which keeps everything it leaves
-// unset: a caller's NIC profile, say).
-NetworkConfig ScenarioNetworkConfig(const proto::Scenario& s, NetworkConfig base = {});
+// unset: a caller's NIC profile, say). Fails only on what LoadScenario
+// lets through by construction (an unknown NIC profile name).
+StatusOr<NetworkConfig> ScenarioNetworkConfig(const proto::Scenario& s, NetworkConfig base = {});
 
 }  // namespace fathom::sim

@@ -39,6 +39,8 @@ std::string FormatSummary(const RunReport& r) {
   s += Fmt("scenario   %s\n", r.name.empty() ? "(unnamed)" : r.name.c_str());
   s += Fmt("topology   %s, %d hosts, NIC %.0f Gb/s, seed %" PRIu64 "\n", r.topology.c_str(),
            r.hosts, r.line_rate_gbps, r.seed);
+  s += Fmt("nic        profile %s, roce_adp_retrans %" PRIu64 "\n", r.nic_profile.c_str(),
+           r.roce_adp_retrans);
   s += Fmt("flows      %d total: %d completed, %d failed, %d stalled\n", r.flows_total,
            r.flows_completed, r.flows_failed, r.flows_stalled);
   s += Fmt("FCT        p50 %s   p99 %s   max %s\n", Duration(r.fct_p50_ns).c_str(),
@@ -176,6 +178,8 @@ std::string FormatJson(const RunReport& r) {
   j["topology"] = r.topology;
   j["seed"] = r.seed;
   j["hosts"] = r.hosts;
+  j["nic_profile"] = r.nic_profile;
+  j["roce_adp_retrans"] = r.roce_adp_retrans;
   j["flows_total"] = r.flows_total;
   j["flows_completed"] = r.flows_completed;
   j["flows_failed"] = r.flows_failed;

@@ -187,6 +187,10 @@ Status Validate(const LoadedScenario& sc) {
     return m.Error("transport.mtu_bytes", std::to_string(t.mtu_bytes()) +
                                               " is not a verbs MTU (256, 512, 1024, 2048, 4096)");
   }
+  if (!t.nic_profile().empty() && !NicProfileNamed(t.nic_profile()).ok()) {
+    return m.Error("transport.nic_profile",
+                   "'" + t.nic_profile() + "' is not one of " + std::string(NicProfileNames()));
+  }
   if (!t.opcode().empty() && t.opcode() != "write" && t.opcode() != "send" &&
       t.opcode() != "read") {
     return m.Error("transport.opcode", "'" + t.opcode() + "' is not one of write, send, read");
@@ -422,7 +426,7 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
   const uint64_t seed = options.seed.value_or(s.seed() == 0 ? 1 : s.seed());
   Engine engine(seed);
   // The same fabric `fathom coll --scenario` builds from this scenario.
-  const NetworkConfig nc = ScenarioNetworkConfig(s);
+  FATHOM_ASSIGN_OR_RETURN(const NetworkConfig nc, ScenarioNetworkConfig(s));
   Network net(&engine, &sc.topology, nc);
   // The captures tap the network's ports: they let go before it goes.
   struct DetachCaptures {
@@ -570,6 +574,8 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
   r.retransmitted_packets = q.retransmitted_packets;
   r.packet_seq_err = q.packet_seq_err;
   r.local_ack_timeout_err = q.local_ack_timeout_err;
+  r.roce_adp_retrans = q.roce_adp_retrans;
+  r.nic_profile = nc.nic.name;
   r.implied_nak_seq_err = q.implied_nak_seq_err;
   r.rnr_naks = q.rcvd_rnr_err;
   r.duplicate_request = q.duplicate_request;

@@ -137,6 +137,8 @@ struct RunReport {
   std::vector<FaultStats> fault_stats;
   double first_error_ns = -1;  // the earliest error completion; -1: none
   uint64_t retry_exceeded_err = 0, rnr_nak_retry_err = 0, send_rnr_err = 0;
+  std::string nic_profile = "ideal";  // transport.nic_profile
+  uint64_t roce_adp_retrans = 0;      // ConnectX adaptive retransmissions
 };
 
 StatusOr<RunReport> RunScenario(const LoadedScenario& scenario, const RunOptions& options);

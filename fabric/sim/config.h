@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "fabric/sim/nic_profile.h"
+
 namespace fathom::sim {
 
 struct NetworkConfig {
@@ -18,6 +20,9 @@ struct NetworkConfig {
   // QPs get their fixed route when they connect (QpFlow); off, every
   // switch looks each packet up in its table (the same routes, slower).
   bool fixed_paths = true;
+  // The NICs' host/NIC timing and retransmission behaviour (nic_profile.h);
+  // `ideal` is the simulator's original NIC.
+  NicProfile nic;
 };
 
 }  // namespace fathom::sim

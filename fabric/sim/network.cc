@@ -86,6 +86,14 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
       pc.link = link.id;
       pc.rate = link.rate;
       pc.latency = link.latency;
+      // The NIC profile's TX and RX pipelines are constant per packet and
+      // FIFO: folded into the latency of the links at the hosts, they delay
+      // every packet exactly as the pipelines would (0 in `ideal`).
+      const int32_t peer = link.a == node ? link.b : link.a;
+      if (nodes[n].kind != topo::NodeKind::kSwitch) pc.latency += config.nic.tx_pipeline;
+      if (nodes[static_cast<size_t>(peer)].kind != topo::NodeKind::kSwitch) {
+        pc.latency += config.nic.rx_pipeline;
+      }
       pc.mtu_bytes = link.a == node ? link.mtu_ab : link.mtu_ba;
       // NICs transmit only into an idle port, so only switches queue.
       pc.buffer_bytes = nodes[n].kind == topo::NodeKind::kSwitch ? config.switch_buffer_bytes : 0;

@@ -20,7 +20,19 @@ int CompletionQueue::Poll(std::span<Completion> out) {
 
 Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node,
          const NetworkConfig& config)
-    : engine_(engine), pool_(pool), host_(host_node), ipv6_(config.ipv6), drops_(drops) {
+    : engine_(engine),
+      pool_(pool),
+      host_(host_node),
+      ipv6_(config.ipv6),
+      drops_(drops),
+      profile_(config.nic) {
+  const NicProfile& np = profile_;
+  timed_ = np.doorbell.ps() != 0 || np.wqe_fetch.ps() != 0 || np.per_message.ps() != 0 ||
+           np.dma_read_latency.ps() != 0 || np.dma_write_latency.ps() != 0 ||
+           np.cqe_write.ps() != 0 || np.pcie_rate.bps() != 0;
+  retrans_profile_ =
+      np.adaptive_retransmission || np.timeout_floor != 0 || np.timeout_multiplier != 1;
+  infinite_retry7_ = np.infinite_retry7;
   engine_->set_prefetcher(EventKind::kNicPump, &Nic::PrefetchPump);
   // What the pump's fetch hint reads is in the NIC's first two lines, which
   // the engine fetched before it.
@@ -200,6 +212,9 @@ StatusOr<uint32_t> Nic::CreateQp(CompletionQueue* send_cq, CompletionQueue* recv
       FrameWireBytes(Opcode::kRdmaWriteMiddle, static_cast<uint32_t>(attr.path_mtu_bytes), ipv6_));
   qp->full_wire_bytes = qp->flow.full_wire_bytes;
   qp->ack_every_packets = static_cast<uint32_t>(attr.ack_every_packets);
+  qp->regular_timeout_ps = RegularTimeoutPs(profile_, attr.timeout);
+  qp->adp_steps =
+      static_cast<uint8_t>(AdaptiveRetransmissions(profile_, attr.timeout, attr.retry_cnt));
   // rxe: source port 0xC000 + hash_32(qpn, 14), so each QP is its own ECMP flow.
   qp->flow.udp_sport = static_cast<uint16_t>(0xC000u | ((qp->qpn * 0x61C88647u) >> 18));
   // The send queue's first storage and the QP's place in the round-robin
@@ -251,8 +266,8 @@ Status Nic::ModifyToRts(uint32_t qpn, uint32_t sq_psn) {
                               (qp ? std::string(QpStateName(qp->state)) : "does not exist"));
   }
   qp->next_psn = qp->acked_psn = qp->max_sent_psn = sq_psn & wire::kPsnMask;
-  qp->retries_left = qp->attr.retry_cnt;
-  qp->rnr_retries_left = qp->attr.rnr_retry;
+  ResetRetryBudget(*qp);
+  ResetRnrBudget(*qp);
   qp->state = QpState::kRts;
   return Status::Ok();
 }
@@ -285,6 +300,27 @@ Status Nic::PostSend(uint32_t qpn, const SendWr& wr) {
     return InvalidArgument("ibv_post_send qpn=" + Hex(qpn) +
                            ": atomics need an 8-byte SGE and an 8-byte aligned remote_addr");
   }
+  if (timed_) {
+    // The WR reaches the NIC after the doorbell, the WQE fetch and the first
+    // payload read; WRs keep their order.
+    const uint32_t mtu = static_cast<uint32_t>(qp->attr.path_mtu_bytes);
+    int64_t at =
+        (engine_->Now() + PostToWireDelay(profile_, wr.sge.length < mtu ? wr.sge.length : mtu))
+            .ps();
+    if (!delayed_posts_.empty() && delayed_posts_.back().at_ps > at) {
+      at = delayed_posts_.back().at_ps;
+    }
+    delayed_posts_.push_back(DelayedPost{at, qpn, wr});
+    if (delayed_posts_.size() == 1) ScheduleDelayed(0, at);
+    return Status::Ok();
+  }
+  EnqueueSend(*qp, wr);
+  return Status::Ok();
+}
+
+void Nic::EnqueueSend(Qp& qp, const SendWr& wr) {
+  const bool atomic =
+      wr.opcode == WrOpcode::kAtomicCmpAndSwp || wr.opcode == WrOpcode::kAtomicFetchAndAdd;
   SendWqe w;
   w.wr = wr;
   w.local_error = false;
@@ -292,13 +328,12 @@ Status Nic::PostSend(uint32_t qpn, const SendWr& wr) {
     const bool writes_local = wr.opcode == WrOpcode::kRdmaRead || atomic;
     w.local_error = !CheckLocal(wr.sge, writes_local ? uint32_t{kAccessLocalWrite} : 0).ok();
   }
-  const uint32_t mtu = static_cast<uint32_t>(qp->attr.path_mtu_bytes);
+  const uint32_t mtu = static_cast<uint32_t>(qp.attr.path_mtu_bytes);
   w.npkts = atomic ? 1u : (wr.sge.length == 0 ? 1u : (wr.sge.length + mtu - 1) / mtu);
-  w.first_psn = qp->next_psn;
-  qp->next_psn = wire::PsnAdd(qp->next_psn, w.npkts);
-  qp->sq.push_back(w);
-  if (RequesterHasWork(*qp)) Activate(*qp);
-  return Status::Ok();
+  w.first_psn = qp.next_psn;
+  qp.next_psn = wire::PsnAdd(qp.next_psn, w.npkts);
+  qp.sq.push_back(w);
+  if (RequesterHasWork(qp)) Activate(qp);
 }
 
 Status Nic::PostRecv(uint32_t qpn, const RecvWr& wr) {
@@ -312,8 +347,7 @@ Status Nic::PostRecv(uint32_t qpn, const RecvWr& wr) {
     if (!mr.ok()) return mr.status().WithContext("ibv_post_recv qpn=" + Hex(qpn));
   }
   if (qp->state == QpState::kErr) {
-    Complete(*qp, qp->recv_cq,
-             WorkCompletion{wr.wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, false});
+    Complete(*qp, qp->recv_cq, RecvWc(wr.wr_id, WcStatus::kWrFlushErr));
     return Status::Ok();
   }
   qp->rq.push_back(RecvWqe{wr});
@@ -384,7 +418,22 @@ void Nic::Complete(Qp& qp, CompletionQueue* cq, const WorkCompletion& c) {
   out.time = engine_->Now();
   engine_->TraceMix((uint64_t{qp.qpn} << 40) ^ (uint64_t{static_cast<uint8_t>(c.status)} << 32) ^
                     c.wr_id);
-  cq->Push(out);
+  if (!timed_) {
+    cq->Push(out);
+    return;
+  }
+  // The CQE is written later: after the payload's DMA write for a message
+  // received (its last packet's bytes), after the CQE write for the rest.
+  const bool received = c.status == WcStatus::kSuccess &&
+                        (c.opcode == WcOpcode::kRecv || c.opcode == WcOpcode::kRecvRdmaWithImm);
+  const uint32_t mtu = static_cast<uint32_t>(qp.attr.path_mtu_bytes);
+  const uint32_t last = c.byte_len == 0 ? 0 : (c.byte_len - 1) % mtu + 1;
+  out.time += received ? ReceiveCompletionDelay(profile_, last) : SendCompletionDelay(profile_);
+  if (!delayed_completions_.empty() && delayed_completions_.back().c.time > out.time) {
+    out.time = delayed_completions_.back().c.time;  // CQEs stay in order
+  }
+  delayed_completions_.push_back(DelayedCompletion{out.time.ps(), cq, out});
+  if (delayed_completions_.size() == 1) ScheduleDelayed(1, out.time.ps());
 }
 
 void Nic::EnterError(Qp& qp) {
@@ -395,15 +444,12 @@ void Nic::EnterError(Qp& qp) {
   while (!qp.sq.empty()) {
     const SendWqe w = qp.sq.front();
     qp.sq.pop_front();
-    Complete(qp, qp.send_cq,
-             WorkCompletion{w.wr.wr_id, WcStatus::kWrFlushErr, SendCompletionOpcode(w.wr.opcode), 0,
-                            0, false});
+    Complete(qp, qp.send_cq, SendWc(w.wr, WcStatus::kWrFlushErr));
   }
   while (!qp.rq.empty()) {
     const RecvWqe r = qp.rq.front();
     qp.rq.pop_front();
-    Complete(qp, qp.recv_cq,
-             WorkCompletion{r.wr.wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, false});
+    Complete(qp, qp.recv_cq, RecvWc(r.wr.wr_id, WcStatus::kWrFlushErr));
   }
   MoveSendCursor(qp, 0, 0);
   qp.outstanding_rd = 0;

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -201,6 +202,12 @@ class Nic {
     uint32_t timer_gen = 0;
     int retries_left = 0;
     int rnr_retries_left = 0;
+    // The NIC profile's retransmission (nic_profile.h): the regular
+    // interval, and the adaptive retransmissions this QP's timeout allows
+    // and those made since the last progress.
+    int64_t regular_timeout_ps = 0;
+    uint8_t adp_steps = 0;
+    uint8_t adp_step = 0;
     Ring<AtomicResult> atomics;  // for duplicate atomic requests
     QpCounters counters;         // but sent_pkts, rcvd_pkts
     // What the QP's packets point at (their addressing and route): only
@@ -293,13 +300,43 @@ class Nic {
     qp.send_pkt = pkt;
     qp.middle_left = 0;
   }
+  // The completer (completer.cc): each response packet runs through its
+  // states (ACK, NAK, READ response, atomic ACK), as rxe_comp.c's do.
+  class Completer;
+  friend class Completer;
   void OnResponse(Qp& qp, Packet* p);
   void AckUpTo(Qp& qp, uint32_t psn);  // every PSN before `psn` is acknowledged
+  // Removes the oldest WQE, acknowledged, keeping the send cursor on the
+  // same WQE; returns it.
+  SendWqe RetireFront(Qp& qp);
+  // Progress: the retry budget starts over (rxe reset_retry_counters); an
+  // ACK also restores the RNR budget.
+  static void ResetRetryBudget(Qp& qp) {
+    qp.retries_left = qp.attr.retry_cnt;
+    qp.retry_pending = false;
+    qp.adp_step = 0;
+  }
+  static void ResetRnrBudget(Qp& qp) { qp.rnr_retries_left = qp.attr.rnr_retry; }
+  // After the acknowledged PSN moved: a go-back-N cursor left behind it
+  // moves up, and the ACK timer runs while PSNs remain unacknowledged.
+  void CatchUpCursorAndTimer(Qp& qp);
   void GoBackN(Qp& qp, uint32_t psn);
   void RetryOrFail(Qp& qp, uint32_t psn);
   void FailFront(Qp& qp, WcStatus status);
   void TimerExpired(Qp& qp);
   void RestartAckTimer(Qp& qp);
+  // The profile's retransmission (retrans_profile_): the next timer interval,
+  // an adaptive retransmission, a regular timeout (nic_profile.h).
+  int64_t ProfileTimeoutPs(const Qp& qp) const;
+  void AdaptiveRetransmit(Qp& qp);
+  void ProfileTimeout(Qp& qp);
+
+  // The profile's host/NIC delays (timed_, nic_profile.h): a posted WR
+  // reaches the send queue, and a completion its CQ, later, in order.
+  void EnqueueSend(Qp& qp, const SendWr& wr);
+  void DeliverCompletion(CompletionQueue* cq, const Completion& c);
+  static void OnDelayed(void* nic, uint64_t which);
+  void ScheduleDelayed(uint64_t which, int64_t at_ps);
 
   // Responder (responder.cc).
   void OnRequest(Qp& qp, Packet* p);
@@ -334,6 +371,9 @@ class Nic {
   // last, and has more): the fetch hint fetches only what that reads. In
   // the second line, which the engine fetches before the hint reads it.
   bool rr_middle_ = false;
+  // The profile retransmits otherwise than the IBTA timer alone
+  // (RestartAckTimer's branch; in the padding before control_tail_).
+  bool retrans_profile_ = false;
   Packet* control_tail_ = nullptr;
   DropStats* drops_;
   std::vector<MemoryRegion> mrs_;  // index = key - 1
@@ -346,6 +386,21 @@ class Nic {
   // at 1024 hosts, the whole hint.
   const SendWqe* rr_wqe_ = nullptr;
   // Cold.
+  NicProfile profile_;
+  bool timed_ = false;            // some host/NIC delay is not 0
+  bool infinite_retry7_ = false;  // rxe: retry_cnt 7 retries forever
+  struct DelayedPost {
+    int64_t at_ps;
+    uint32_t qpn;
+    SendWr wr;
+  };
+  struct DelayedCompletion {
+    int64_t at_ps;
+    CompletionQueue* cq;
+    Completion c;
+  };
+  std::deque<DelayedPost> delayed_posts_;
+  std::deque<DelayedCompletion> delayed_completions_;
   PathFn path_fn_ = nullptr;
   void* path_ctx_ = nullptr;
   // QPs by index (qpn - kFirstQpn), never moved: the first kQpChunk in the

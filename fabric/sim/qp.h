@@ -35,6 +35,34 @@ struct Completion : WorkCompletion {
   Picoseconds time;
 };
 
+// The verbs fields of a send WR's completion (byte_len: READ and atomics;
+// 0 otherwise and on errors, as mlx5 reports).
+inline WorkCompletion SendWc(const SendWr& wr, WcStatus status, uint32_t byte_len = 0) {
+  WorkCompletion c;
+  c.wr_id = wr.wr_id;
+  c.status = status;
+  c.opcode = SendCompletionOpcode(wr.opcode);
+  c.byte_len = byte_len;
+  return c;
+}
+// A receive WR's completion; has_imm with the immediate data when given.
+inline WorkCompletion RecvWc(uint64_t wr_id, WcStatus status, WcOpcode opcode = WcOpcode::kRecv,
+                             uint32_t byte_len = 0) {
+  WorkCompletion c;
+  c.wr_id = wr_id;
+  c.status = status;
+  c.opcode = opcode;
+  c.byte_len = byte_len;
+  return c;
+}
+inline WorkCompletion RecvWcImm(uint64_t wr_id, WcOpcode opcode, uint32_t byte_len,
+                                uint32_t imm_data, bool has_imm) {
+  WorkCompletion c = RecvWc(wr_id, WcStatus::kSuccess, opcode, byte_len);
+  c.imm_data = imm_data;
+  c.has_imm = has_imm;
+  return c;
+}
+
 // A completion queue. The owner polls it, or sets a callback that sees each
 // completion as it is generated (in virtual time, from inside the engine);
 // with a callback set, completions are not queued.
@@ -83,6 +111,7 @@ struct QpCounters {
   uint64_t packet_seq_err = 0;         // NAK sequence errors received
   uint64_t implied_nak_seq_err = 0;    // gaps seen in READ responses / ACKs
   uint64_t local_ack_timeout_err = 0;  // local ACK timer expirations
+  uint64_t roce_adp_retrans = 0;       // adaptive retransmissions (ConnectX profiles)
   uint64_t rcvd_rnr_err = 0;           // RNR NAKs received
   uint64_t retry_exceeded_err = 0;     // IBV_WC_RETRY_EXC_ERR completions
   uint64_t rnr_nak_retry_err = 0;      // IBV_WC_RNR_RETRY_EXC_ERR completions
@@ -101,6 +130,7 @@ struct QpCounters {
     packet_seq_err += o.packet_seq_err;
     implied_nak_seq_err += o.implied_nak_seq_err;
     local_ack_timeout_err += o.local_ack_timeout_err;
+    roce_adp_retrans += o.roce_adp_retrans;
     rcvd_rnr_err += o.rcvd_rnr_err;
     retry_exceeded_err += o.retry_exceeded_err;
     rnr_nak_retry_err += o.rnr_nak_retry_err;

@@ -2,7 +2,6 @@
 // local ACK timer with retry_cnt, RNR waits with rnr_retry, READ and atomic
 // responses (IBTA vol. 1 9.7.4 "requester side", rxe_req.c / rxe_comp.c).
 #include <cassert>
-#include <cstring>
 
 #include "fabric/sim/nic.h"
 #include "fabric/wire/psn.h"
@@ -41,8 +40,37 @@ void Nic::RestartAckTimer(Qp& qp) {
     qp.ack_deadline_ps = 0;  // timeout 0: no local ACK timer (IBTA 9.7.6.1.3)
     return;
   }
-  qp.ack_deadline_ps = engine_->Now().ps() + LocalAckTimeoutPs(qp.attr.timeout);
+  const int64_t interval =
+      retrans_profile_ ? ProfileTimeoutPs(qp) : LocalAckTimeoutPs(qp.attr.timeout);
+  qp.ack_deadline_ps = engine_->Now().ps() + interval;
   ArmTimer(qp, qp.ack_deadline_ps);
+}
+
+int64_t Nic::ProfileTimeoutPs(const Qp& qp) const {
+  return qp.adp_step < qp.adp_steps ? AdaptiveGapPs(profile_, qp.adp_step) : qp.regular_timeout_ps;
+}
+
+// ConnectX (CASES.md 21): a retransmission on the firmware's adaptive
+// schedule, before the QP's own timer; the whole schedule uses one unit of
+// retry_cnt.
+void Nic::AdaptiveRetransmit(Qp& qp) {
+  ++qp.adp_step;
+  ++qp.counters.roce_adp_retrans;
+  if (qp.adp_step == qp.adp_steps) --qp.retries_left;
+  GoBackN(qp, qp.acked_psn);  // re-arms: the next gap, or the regular interval
+}
+
+// ConnectX's regular timeout (CASES.md 21: retry_cnt - 1 of them after the
+// adaptive ones): each uses a unit of retry_cnt, and the one that uses the
+// last reports IBV_WC_RETRY_EXC_ERR.
+void Nic::ProfileTimeout(Qp& qp) {
+  const bool infinite = (qp.attr.rxe_infinite_retry || infinite_retry7_) && qp.attr.retry_cnt == 7;
+  if (!infinite && --qp.retries_left <= 0) {
+    ++qp.counters.retry_exceeded_err;
+    FailFront(qp, WcStatus::kRetryExcErr);
+    return;
+  }
+  GoBackN(qp, qp.acked_psn);
 }
 
 Packet* Nic::RequesterNext(Qp& qp) {
@@ -196,25 +224,35 @@ void Nic::AckUpTo(Qp& qp, uint32_t psn) {
       break;
     }
     qp.acked_psn = end;
-    const SendWqe done = w;
-    qp.sq.pop_front();
-    if (qp.send_idx > 0) {
-      --qp.send_idx;  // the same WQE
-    } else {
-      MoveSendCursor(qp, 0, 0);
-    }
+    const SendWqe done = RetireFront(qp);
     if (done.wr.signaled) {
-      Complete(qp, qp.send_cq,
-               WorkCompletion{done.wr.wr_id, WcStatus::kSuccess,
-                              SendCompletionOpcode(done.wr.opcode), done.wr.sge.length, 0, false});
+      Complete(qp, qp.send_cq, SendWc(done.wr, WcStatus::kSuccess, done.wr.sge.length));
     }
   }
   if (qp.state != QpState::kRts) return;  // a completion callback moved the QP
-  // Progress: the retry budgets start over (rxe reset_retry_counters).
-  qp.retries_left = qp.attr.retry_cnt;
-  qp.rnr_retries_left = qp.attr.rnr_retry;
-  qp.retry_pending = false;
-  // A go-back-N pointer left behind the acknowledged PSN moves up to it.
+  ResetRetryBudget(qp);
+  ResetRnrBudget(qp);
+  CatchUpCursorAndTimer(qp);
+  if (implied_nak) {
+    ++qp.counters.implied_nak_seq_err;
+    RetryOrFail(qp, qp.acked_psn);
+    return;
+  }
+  if (RequesterHasWork(qp)) Activate(qp);
+}
+
+Nic::SendWqe Nic::RetireFront(Qp& qp) {
+  const SendWqe done = qp.sq.front();
+  qp.sq.pop_front();
+  if (qp.send_idx > 0) {
+    --qp.send_idx;  // the same WQE
+  } else {
+    MoveSendCursor(qp, 0, 0);
+  }
+  return done;
+}
+
+void Nic::CatchUpCursorAndTimer(Qp& qp) {
   if (!qp.sq.empty() && PsnDiff(SendPsn(qp), qp.acked_psn) < 0) {
     MoveSendCursor(qp, 0, static_cast<uint32_t>(PsnDiff(qp.acked_psn, qp.sq.front().first_psn)));
   }
@@ -223,12 +261,6 @@ void Nic::AckUpTo(Qp& qp, uint32_t psn) {
   } else {
     qp.ack_deadline_ps = 0;
   }
-  if (implied_nak) {
-    ++qp.counters.implied_nak_seq_err;
-    RetryOrFail(qp, qp.acked_psn);
-    return;
-  }
-  if (RequesterHasWork(qp)) Activate(qp);
 }
 
 void Nic::GoBackN(Qp& qp, uint32_t psn) {
@@ -247,7 +279,7 @@ void Nic::GoBackN(Qp& qp, uint32_t psn) {
 // unacknowledged PSN while retry_cnt allows (rxe: retry_cnt 7 is infinite
 // when rxe_infinite_retry is set), else IBV_WC_RETRY_EXC_ERR.
 void Nic::RetryOrFail(Qp& qp, uint32_t psn) {
-  const bool infinite = qp.attr.rxe_infinite_retry && qp.attr.retry_cnt == 7;
+  const bool infinite = (qp.attr.rxe_infinite_retry || infinite_retry7_) && qp.attr.retry_cnt == 7;
   if (qp.retries_left <= 0 && !infinite) {
     ++qp.counters.retry_exceeded_err;
     FailFront(qp, WcStatus::kRetryExcErr);
@@ -261,8 +293,7 @@ void Nic::FailFront(Qp& qp, WcStatus status) {
   if (!qp.sq.empty()) {
     const SendWqe w = qp.sq.front();
     qp.sq.pop_front();
-    Complete(qp, qp.send_cq,
-             WorkCompletion{w.wr.wr_id, status, SendCompletionOpcode(w.wr.opcode), 0, 0, false});
+    Complete(qp, qp.send_cq, SendWc(w.wr, status));
   }
   EnterError(qp);
 }
@@ -270,124 +301,17 @@ void Nic::FailFront(Qp& qp, WcStatus status) {
 void Nic::TimerExpired(Qp& qp) {
   qp.ack_deadline_ps = 0;
   if (qp.state != QpState::kRts || PsnDiff(qp.max_sent_psn, qp.acked_psn) <= 0) return;
-  ++qp.counters.local_ack_timeout_err;
-  RetryOrFail(qp, qp.acked_psn);
-}
-
-void Nic::OnResponse(Qp& qp, Packet* p) {
-  if (qp.state != QpState::kRts) return;
-  const uint32_t psn = p->psn;
-  if (p->opcode == Opcode::kAcknowledge) {
-    const wire::AethKind kind = wire::AethKindOf(p->aeth_syndrome);
-    if (kind == wire::AethKind::kAck) {  // every PSN up to and including psn
-      AckUpTo(qp, PsnAdd(psn, 1));
+  if (retrans_profile_) {
+    if (qp.adp_step < qp.adp_steps) {
+      AdaptiveRetransmit(qp);
       return;
     }
-    if (PsnDiff(psn, qp.acked_psn) < 0) return;  // a NAK for something already acknowledged
-    AckUpTo(qp, psn);
-    if (qp.state != QpState::kRts) return;
-    if (kind == wire::AethKind::kRnrNak) {  // IBTA 9.7.5.2.8
-      ++qp.counters.rcvd_rnr_err;
-      if (qp.rnr_retries_left <= 0 && qp.attr.rnr_retry != 7) {
-        ++qp.counters.rnr_nak_retry_err;
-        FailFront(qp, WcStatus::kRnrRetryExcErr);
-        return;
-      }
-      if (qp.attr.rnr_retry != 7) --qp.rnr_retries_left;
-      GoBackN(qp, psn);
-      qp.ack_deadline_ps = 0;  // no ACK timer while waiting out the RNR delay
-      qp.rnr_until_ps = engine_->Now().ps() + RnrTimerPs(p->aeth_syndrome & 0x1F);
-      ArmTimer(qp, qp.rnr_until_ps);
-      return;
-    }
-    switch (p->aeth_syndrome) {
-      case wire::kAethNakSeq:
-        ++qp.counters.packet_seq_err;
-        RetryOrFail(qp, psn);
-        return;
-      case wire::kAethNakAccess:
-        FailFront(qp, WcStatus::kRemAccessErr);
-        return;
-      case wire::kAethNakOperational:
-        FailFront(qp, WcStatus::kRemOpErr);
-        return;
-      default:
-        FailFront(qp, WcStatus::kRemInvReqErr);
-        return;
-    }
-  }
-  // READ responses and atomic ACKs must come in PSN order; a gap means
-  // responses were lost: go back to the first missing one (implied NAK).
-  int32_t d = PsnDiff(psn, qp.acked_psn);
-  if (d < 0) return;  // duplicate
-  if (d > 0) {
-    // A response also acknowledges the SEND/WRITEs before its READ (their
-    // ACK may have been lost): complete those first.
-    for (const SendWqe& w : qp.sq) {
-      if (wire::PsnInWindow(psn, w.first_psn, w.npkts)) {
-        if (IsReadOrAtomic(w.wr.opcode)) AckUpTo(qp, w.first_psn);
-        break;
-      }
-    }
-    if (qp.state != QpState::kRts) return;
-    d = PsnDiff(psn, qp.acked_psn);
-  }
-  if (d > 0) {
-    // Responses past a lost one: go back to the first missing response.
-    if (!qp.retry_pending || qp.retry_psn != qp.acked_psn) {
-      ++qp.counters.implied_nak_seq_err;
-      RetryOrFail(qp, qp.acked_psn);
-    }
+    ++qp.counters.local_ack_timeout_err;
+    ProfileTimeout(qp);
     return;
   }
-  if (qp.sq.empty() || !IsReadOrAtomic(qp.sq.front().wr.opcode)) return;
-  SendWqe& w = qp.sq.front();
-  const uint32_t mtu = static_cast<uint32_t>(qp.attr.path_mtu_bytes);
-  const uint32_t index = static_cast<uint32_t>(PsnDiff(psn, w.first_psn));
-  bool done;
-  uint32_t byte_len;
-  if (p->opcode == Opcode::kAtomicAcknowledge) {
-    if (w.wr.sge.lkey != kModelledKey) {
-      std::memcpy(reinterpret_cast<void*>(w.wr.sge.addr), &p->ext().swap_add, sizeof(uint64_t));
-    }
-    done = true;
-    byte_len = 8;
-  } else {
-    if (w.wr.sge.lkey != kModelledKey && p->has_data && p->payload_bytes > 0) {
-      std::memcpy(reinterpret_cast<uint8_t*>(w.wr.sge.addr) + uint64_t{index} * mtu, p->data(),
-                  p->payload_bytes);
-    }
-    done = index + 1 == w.npkts;
-    byte_len = w.wr.sge.length;
-  }
-  qp.acked_psn = PsnAdd(psn, 1);
-  qp.retries_left = qp.attr.retry_cnt;
-  qp.retry_pending = false;
-  if (done) {
-    const SendWqe finished = w;
-    qp.sq.pop_front();
-    if (qp.send_idx > 0) {
-      --qp.send_idx;  // the same WQE
-    } else {
-      MoveSendCursor(qp, 0, 0);
-    }
-    if (qp.outstanding_rd > 0) --qp.outstanding_rd;
-    if (finished.wr.signaled) {
-      Complete(qp, qp.send_cq,
-               WorkCompletion{finished.wr.wr_id, WcStatus::kSuccess,
-                              SendCompletionOpcode(finished.wr.opcode), byte_len, 0, false});
-    }
-    if (qp.state != QpState::kRts) return;
-  }
-  if (!qp.sq.empty() && PsnDiff(SendPsn(qp), qp.acked_psn) < 0) {
-    MoveSendCursor(qp, 0, static_cast<uint32_t>(PsnDiff(qp.acked_psn, qp.sq.front().first_psn)));
-  }
-  if (PsnDiff(qp.max_sent_psn, qp.acked_psn) > 0) {
-    RestartAckTimer(qp);
-  } else {
-    qp.ack_deadline_ps = 0;
-  }
-  if (RequesterHasWork(qp)) Activate(qp);
+  ++qp.counters.local_ack_timeout_err;
+  RetryOrFail(qp, qp.acked_psn);
 }
 
 }  // namespace fathom::sim

@@ -98,8 +98,7 @@ void Nic::ExecuteRequest(Qp& qp, const Packet& p) {
       // IBV_WC_REM_INV_REQ_ERR at the requester (CASES.md 2).
       const RecvWqe failed = r;
       qp.rq.pop_front();
-      Complete(qp, qp.recv_cq,
-               WorkCompletion{failed.wr.wr_id, WcStatus::kLocLenErr, WcOpcode::kRecv, 0, 0, false});
+      Complete(qp, qp.recv_cq, RecvWc(failed.wr.wr_id, WcStatus::kLocLenErr));
       ResponderError(qp, p.psn, wire::kAethNakInvalid);
       return;
     }
@@ -114,8 +113,7 @@ void Nic::ExecuteRequest(Qp& qp, const Packet& p) {
       qp.recv_active = false;
       ++qp.counters.rdma_recvs;
       Complete(qp, qp.recv_cq,
-               WorkCompletion{done.wr.wr_id, WcStatus::kSuccess, WcOpcode::kRecv, qp.recv_offset,
-                              p.ext().imm, HasImm(opc)});
+               RecvWcImm(done.wr.wr_id, WcOpcode::kRecv, qp.recv_offset, p.ext().imm, HasImm(opc)));
     }
   } else if (IsWrite(opc)) {
     if (opc == Opcode::kRdmaWriteFirst || opc == Opcode::kRdmaWriteOnly ||
@@ -138,9 +136,9 @@ void Nic::ExecuteRequest(Qp& qp, const Packet& p) {
       const RecvWqe done = qp.rq.front();
       qp.rq.pop_front();
       ++qp.counters.rdma_recvs;
-      Complete(qp, qp.recv_cq,
-               WorkCompletion{done.wr.wr_id, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm,
-                              qp.write_len, p.ext().imm, true});
+      Complete(
+          qp, qp.recv_cq,
+          RecvWcImm(done.wr.wr_id, WcOpcode::kRecvRdmaWithImm, qp.write_len, p.ext().imm, true));
     }
   } else {
     ResponderError(qp, p.psn, wire::kAethNakInvalid);

@@ -212,7 +212,7 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::CreateFromScenario(
   if (t.has_message_bytes()) options.comm.chunk_bytes = t.message_bytes();
   if (t.rxe_infinite_retry()) options.emulated.rxe_infinite_retry = true;
   if (spec.seed() != 0) options.seed = spec.seed();
-  options.network = sim::ScenarioNetworkConfig(spec, options.network);
+  FATHOM_ASSIGN_OR_RETURN(options.network, sim::ScenarioNetworkConfig(spec, options.network));
   if (notes != nullptr) {
     notes->push_back(scenario.path +
                      ": workload and end_time_us not used: the collective and its size sweep "
