@@ -166,7 +166,9 @@ std::string FormatSummary(const RunReport& report);
 // `fathom sim --json`: every figure of the summary, the flow table and the
 // fault statistics (nlohmann-json; keys unique).
 std::string FormatJson(const RunReport& report);
-// The flow table alone: JSON (a list of rows) or CSV (a header line).
+// The flow table alone: JSON (a list of rows, times in ns, null when there
+// is none) or CSV (a header line; times in ns, empty when there is none; a
+// flow's QPNs in hex joined by ';').
 std::string FormatFlowsJson(const RunReport& report);
 std::string FormatFlowsCsv(const RunReport& report);
 
