@@ -10,8 +10,10 @@
 // region table (not the memory). The port it sends on belongs to the Network.
 // All calls and callbacks happen on the engine's thread, in virtual time.
 //
-// The requester side lives in requester.cc, the responder side in
-// responder.cc, setup/scheduling/completions in nic.cc.
+// The requester side lives in requester.cc (its completer, what it does
+// with responses, in completer.cc), the responder side in responder.cc,
+// setup/scheduling/completions in nic.cc, the NIC profile's delays
+// (nic_profile.h) in nic_delay.cc.
 #pragma once
 
 #include <cstdint>
