@@ -22,6 +22,11 @@
 // A hang ends with the watchdog's report and exit 1; so does a completion
 // error (on every rank), and any #wrong. With verbs, every rank then sends
 // rank 0 where it stood, and rank 0's report ends with all of them.
+// --algo auto picks ring or tree per size from the alpha/beta the world
+// computes (transport/collectives/cost_model.h); --profile sets the NIC/host
+// profile (transport/worlds/coll_profile.h: the host's reduction time);
+// --scenario honours the scenario's sections or refuses them
+// (SimWorld::CreateFromScenario); --json rows carry the fabric's counters.
 // --trace writes one Chrome trace of every rank's steps; with verbs rank 0
 // gathers the ranks' steps through the bootstrap after the run, or, after a
 // failure, from the reports the ranks sent (VerbsBackend::WriteTrace).
@@ -225,7 +230,9 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("--topology", o->topology,
                           "sim: PRESET or topology FILE.yaml (default small)");
           sub->add_option("--scenario", o->scenario,
-                          "sim: scenario FILE.yaml (topology, transport, network, faults)");
+                          "sim: scenario FILE.yaml: its topology, network block, transport "
+                          "block (message_bytes = the chunk) and faults; an expect block or a "
+                          "send/read opcode is an error; its workload is replaced by OP");
           sub->add_option("--ranks", o->ranks,
                           "sim: ranks (>= 1), on hosts that all reach each other (default: all "
                           "such hosts, or -t x -g)");
@@ -286,7 +293,9 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("-R,--local_register", o->local_register,
                           "nccl-tests: 0|1|2, no effect (buffers are always registered)");
           sub->add_option("--algo", o->algo,
-                          "auto|ring|tree (allreduce; default NCCL_ALGO, else auto)");
+                          "auto|ring|tree (allreduce; default NCCL_ALGO, else auto: the cheaper "
+                          "by NCCL's model with the alpha/beta of this fabric, printed in the "
+                          "header)");
           sub->add_option("--channels", o->channels,
                           "QPs per peer (default NCCL_IB_QPS_PER_CONNECTION, else 1)");
           sub->add_option("--chunk", o->chunk, "chunk / staging slot size (default 512K)");
@@ -311,7 +320,8 @@ FATHOM_REGISTER_COMMAND(
                           "at a CPU socket's DRAM bandwidth (204.8 GB/s); cx6 / cx7: reductions "
                           "at an A100's (2039 GB/s) / H100's (3350 GB/s) HBM bandwidth");
           sub->add_option("--fabric", o->fabric,
-                          "sim: the RoCE class: lossy (drop-tail, default) or lossless (PFC)");
+                          "sim: the RoCE class: lossy (drop-tail, default) or lossless (PFC; until "
+                          "this build has PFC a note says the run stays lossy)");
           sub->add_option("--host-mem-gbs", o->host_mem_gbs,
                           "sim: a rank's memory bandwidth for reductions in GB/s (default: the "
                           "profile's; 0 = reductions take no time)");
