@@ -3,7 +3,10 @@
 // algorithm each row ran, in the table and in --json.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "tests/cli_run.h"
 
@@ -67,6 +70,36 @@ TEST(CollModelCliTest, RowsNameTheAlgorithmAutoRan) {
   ASSERT_NE(t, std::string::npos) << j.out;
   ASSERT_NE(g, std::string::npos) << j.out;
   EXPECT_LT(t, g) << j.out;
+}
+
+// Each row's out-of-place time in a --json sweep.
+std::vector<double> RowTimes(const std::string& json) {
+  std::vector<double> t;
+  const std::string key = "\"out_of_place\":{\"time_us\":";
+  for (size_t at = json.find(key); at != std::string::npos; at = json.find(key, at + 1)) {
+    t.push_back(std::atof(json.c_str() + at + key.size()));
+  }
+  return t;
+}
+
+// The sweep's own --algo auto, against the sweeps of both fixed algorithms:
+// at every size at most 20% slower than the faster.
+TEST(CollModelCliTest, SweepAutoIsWithin20PercentOfTheFaster) {
+  const std::string sweep = " coll allreduce --json" + kMedium16 + " -b 1K -e 1M -f 4 -c 0 --algo ";
+  auto ring = Shell(kFathom + sweep + "ring", false);
+  auto tree = Shell(kFathom + sweep + "tree", false);
+  auto aut = Shell(kFathom + sweep + "auto", false);
+  ASSERT_EQ(ring.exit_code, 0) << ring.out;
+  ASSERT_EQ(tree.exit_code, 0) << tree.out;
+  ASSERT_EQ(aut.exit_code, 0) << aut.out;
+  const auto r = RowTimes(ring.out), t = RowTimes(tree.out), a = RowTimes(aut.out);
+  ASSERT_EQ(r.size(), 6u) << ring.out;
+  ASSERT_EQ(t.size(), r.size());
+  ASSERT_EQ(a.size(), r.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    EXPECT_LE(a[i], 1.2 * std::min(r[i], t[i]))
+        << "row " << i << ": auto " << a[i] << " us, ring " << r[i] << ", tree " << t[i];
+  }
 }
 
 }  // namespace
