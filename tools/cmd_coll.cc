@@ -35,11 +35,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "fabric/scenario/scenario.h"
+#include "fabric/sim/nic_profile.h"
 #include "tools/coll_flags.h"
 #include "tools/command.h"
 #include "topologies/builders.h"
@@ -78,19 +80,44 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
   wopt.nranks = p.sim_ranks;
   wopt.seed = o.seed;
   wopt.comm = CommFromFlags(o, p);
-  wopt.emulated.rxe_infinite_retry = o.rxe || p.profile.rxe_infinite_retry;
-  wopt.comm.host_reduce_bytes_per_s = p.host_reduce_bytes_per_s;
-  wopt.profile = p.profile.name;
-  // FOLLOW-UP (lead): with h/nicprof, wopt.network.nic = the NicProfile named
-  // p.profile.name; with h/pfc, p.lossless selects wopt.network.qos.
-  wopt.lossless = p.lossless;
-  if (p.timeout_s > 0) wopt.watchdog = Picoseconds::FromSeconds(p.timeout_s);
-  std::unique_ptr<SimWorld> world;
+  // The profile: --profile, or the scenario's transport.nic_profile (both:
+  // they must agree). It sets the NIC's timing (NetworkConfig::nic) and the
+  // host's reduction (coll_profile.h).
+  CollProfile profile = p.profile;
+  double reduce_bytes_per_s = p.host_reduce_bytes_per_s;
+  std::optional<sim::LoadedScenario> scenario;
   if (!o.scenario.empty()) {
     auto sc = sim::LoadScenario(o.scenario);
     if (!sc.ok()) return usage(sc.status());
+    scenario = std::move(sc).value();
+    const std::string& named = scenario->spec.transport().nic_profile();
+    if (!named.empty() && named != profile.name) {
+      if (o.given.count("--profile") > 0) {
+        return usage(InvalidArgument("--profile " + profile.name + ": the scenario " + o.scenario +
+                                     " names transport.nic_profile " + named +
+                                     "; leave one out or make them agree"));
+      }
+      auto from_scenario = FindCollProfile(named);
+      if (!from_scenario.ok()) return usage(from_scenario.status());
+      profile = from_scenario.value();
+      if (o.given.count("--host-mem-gbs") == 0)
+        reduce_bytes_per_s = profile.host_reduce_bytes_per_s;
+    }
+  }
+  auto nic = sim::NicProfileNamed(profile.name);
+  if (!nic.ok()) return usage(nic.status().WithContext("--profile"));
+  wopt.network.nic = nic.value();
+  wopt.emulated.rxe_infinite_retry = o.rxe || profile.rxe_infinite_retry;
+  wopt.comm.host_reduce_bytes_per_s = reduce_bytes_per_s;
+  wopt.profile = profile.name;
+  // FOLLOW-UP (lead): with h/pfc, p.lossless selects wopt.network.qos.
+  wopt.lossless = p.lossless;
+  if (p.timeout_s > 0) wopt.watchdog = Picoseconds::FromSeconds(p.timeout_s);
+  std::unique_ptr<SimWorld> world;
+  if (scenario) {
+    const sim::LoadedScenario* sc = &*scenario;
     std::vector<std::string> notes;
-    auto w = SimWorld::CreateFromScenario(sc.value(), wopt, &notes);
+    auto w = SimWorld::CreateFromScenario(*sc, wopt, &notes);
     if (!w.ok()) return usage(w.status());
     for (const std::string& n : notes) std::fprintf(stderr, "fathom coll: note: %s\n", n.c_str());
     world = std::move(w).value();
