@@ -343,7 +343,10 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("--seed", o->seed, "sim: seed (default 1)");
           sub->add_option("--profile", o->profile,
                           "sim: NIC/host profile ideal|rxe|cx6|cx7 (default ideal: no NIC or "
-                          "host time, today's figures). rxe: rxe retry semantics and reductions "
+                          "host time, today's figures): the NIC timing and retransmission of "
+                          "fathom sim's profile of that name (a scenario's "
+                          "transport.nic_profile when it has one), and the host's reductions. "
+                          "rxe: rxe retry semantics and reductions "
                           "at a CPU socket's DRAM bandwidth (204.8 GB/s); cx6 / cx7: reductions "
                           "at an A100's (2039 GB/s) / H100's (3350 GB/s) HBM bandwidth");
           sub->add_option("--fabric", o->fabric,
