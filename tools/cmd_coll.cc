@@ -22,6 +22,11 @@
 // A hang ends with the watchdog's report and exit 1; so does a completion
 // error (on every rank), and any #wrong. With verbs, every rank then sends
 // rank 0 where it stood, and rank 0's report ends with all of them.
+// --algo auto picks ring or tree per size from the alpha/beta the world
+// computes (transport/collectives/cost_model.h); --profile sets the NIC/host
+// profile (transport/worlds/coll_profile.h: the host's reduction time);
+// --scenario honours the scenario's sections or refuses them
+// (SimWorld::CreateFromScenario); --json rows carry the fabric's counters.
 // --trace writes one Chrome trace of every rank's steps; with verbs rank 0
 // gathers the ranks' steps through the bootstrap after the run, or, after a
 // failure, from the reports the ranks sent (VerbsBackend::WriteTrace).
@@ -30,11 +35,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "fabric/scenario/scenario.h"
+#include "fabric/sim/nic_profile.h"
 #include "tools/coll_flags.h"
 #include "tools/command.h"
 #include "topologies/builders.h"
@@ -73,19 +80,44 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
   wopt.nranks = p.sim_ranks;
   wopt.seed = o.seed;
   wopt.comm = CommFromFlags(o, p);
-  wopt.emulated.rxe_infinite_retry = o.rxe || p.profile.rxe_infinite_retry;
-  wopt.comm.host_reduce_bytes_per_s = p.host_reduce_bytes_per_s;
-  wopt.profile = p.profile.name;
-  // FOLLOW-UP (lead): with h/nicprof, wopt.network.nic = the NicProfile named
-  // p.profile.name; with h/pfc, p.lossless selects wopt.network.qos.
-  wopt.lossless = p.lossless;
-  if (p.timeout_s > 0) wopt.watchdog = Picoseconds::FromSeconds(p.timeout_s);
-  std::unique_ptr<SimWorld> world;
+  // The profile: --profile, or the scenario's transport.nic_profile (both:
+  // they must agree). It sets the NIC's timing (NetworkConfig::nic) and the
+  // host's reduction (coll_profile.h).
+  CollProfile profile = p.profile;
+  double reduce_bytes_per_s = p.host_reduce_bytes_per_s;
+  std::optional<sim::LoadedScenario> scenario;
   if (!o.scenario.empty()) {
     auto sc = sim::LoadScenario(o.scenario);
     if (!sc.ok()) return usage(sc.status());
+    scenario = std::move(sc).value();
+    const std::string& named = scenario->spec.transport().nic_profile();
+    if (!named.empty() && named != profile.name) {
+      if (o.given.count("--profile") > 0) {
+        return usage(InvalidArgument("--profile " + profile.name + ": the scenario " + o.scenario +
+                                     " names transport.nic_profile " + named +
+                                     "; leave one out or make them agree"));
+      }
+      auto from_scenario = FindCollProfile(named);
+      if (!from_scenario.ok()) return usage(from_scenario.status());
+      profile = from_scenario.value();
+      if (o.given.count("--host-mem-gbs") == 0)
+        reduce_bytes_per_s = profile.host_reduce_bytes_per_s;
+    }
+  }
+  auto nic = sim::NicProfileNamed(profile.name);
+  if (!nic.ok()) return usage(nic.status().WithContext("--profile"));
+  wopt.network.nic = nic.value();
+  wopt.emulated.rxe_infinite_retry = o.rxe || profile.rxe_infinite_retry;
+  wopt.comm.host_reduce_bytes_per_s = reduce_bytes_per_s;
+  wopt.profile = profile.name;
+  // FOLLOW-UP (lead): with h/pfc, p.lossless selects wopt.network.qos.
+  wopt.lossless = p.lossless;
+  if (p.timeout_s > 0) wopt.watchdog = Picoseconds::FromSeconds(p.timeout_s);
+  std::unique_ptr<SimWorld> world;
+  if (scenario) {
+    const sim::LoadedScenario* sc = &*scenario;
     std::vector<std::string> notes;
-    auto w = SimWorld::CreateFromScenario(sc.value(), wopt, &notes);
+    auto w = SimWorld::CreateFromScenario(*sc, wopt, &notes);
     if (!w.ok()) return usage(w.status());
     for (const std::string& n : notes) std::fprintf(stderr, "fathom coll: note: %s\n", n.c_str());
     world = std::move(w).value();
@@ -225,7 +257,9 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("--topology", o->topology,
                           "sim: PRESET or topology FILE.yaml (default small)");
           sub->add_option("--scenario", o->scenario,
-                          "sim: scenario FILE.yaml (topology, transport, network, faults)");
+                          "sim: scenario FILE.yaml: its topology, network block, transport "
+                          "block (message_bytes = the chunk) and faults; an expect block or a "
+                          "send/read opcode is an error; its workload is replaced by OP");
           sub->add_option("--ranks", o->ranks,
                           "sim: ranks (>= 1), on hosts that all reach each other (default: all "
                           "such hosts, or -t x -g)");
@@ -286,7 +320,9 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("-R,--local_register", o->local_register,
                           "nccl-tests: 0|1|2, no effect (buffers are always registered)");
           sub->add_option("--algo", o->algo,
-                          "auto|ring|tree (allreduce; default NCCL_ALGO, else auto)");
+                          "auto|ring|tree (allreduce; default NCCL_ALGO, else auto: the cheaper "
+                          "by NCCL's model with the alpha/beta of this fabric, printed in the "
+                          "header)");
           sub->add_option("--channels", o->channels,
                           "QPs per peer (default NCCL_IB_QPS_PER_CONNECTION, else 1)");
           sub->add_option("--chunk", o->chunk, "chunk / staging slot size (default 512K)");
@@ -307,11 +343,15 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("--seed", o->seed, "sim: seed (default 1)");
           sub->add_option("--profile", o->profile,
                           "sim: NIC/host profile ideal|rxe|cx6|cx7 (default ideal: no NIC or "
-                          "host time, today's figures). rxe: rxe retry semantics and reductions "
+                          "host time, today's figures): the NIC timing and retransmission of "
+                          "fathom sim's profile of that name (a scenario's "
+                          "transport.nic_profile when it has one), and the host's reductions. "
+                          "rxe: rxe retry semantics and reductions "
                           "at a CPU socket's DRAM bandwidth (204.8 GB/s); cx6 / cx7: reductions "
                           "at an A100's (2039 GB/s) / H100's (3350 GB/s) HBM bandwidth");
           sub->add_option("--fabric", o->fabric,
-                          "sim: the RoCE class: lossy (drop-tail, default) or lossless (PFC)");
+                          "sim: the RoCE class: lossy (drop-tail, default) or lossless (PFC; until "
+                          "this build has PFC a note says the run stays lossy)");
           sub->add_option("--host-mem-gbs", o->host_mem_gbs,
                           "sim: a rank's memory bandwidth for reductions in GB/s (default: the "
                           "profile's; 0 = reductions take no time)");

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "fabric/sim/nic_profile.h"
 #include "topologies/builders.h"
 #include "transport/collectives/cost_model.h"
 #include "transport/worlds/coll_profile.h"
@@ -25,8 +26,10 @@ using worlds::SimWorldOptions;
 
 std::unique_ptr<SimWorld> MediumWorld(int ranks, bool modelled = true,
                                       double reduce_bytes_per_s = 0,
-                                      uint64_t chunk_bytes = 512 << 10) {
+                                      uint64_t chunk_bytes = 512 << 10,
+                                      const char* nic_profile = "ideal") {
   SimWorldOptions opt;
+  opt.network.nic = sim::NicProfileNamed(nic_profile).value();
   opt.nranks = ranks;
   opt.comm.modelled = modelled;  // timing only: the times are the same
   opt.comm.host_reduce_bytes_per_s = reduce_bytes_per_s;
@@ -96,6 +99,36 @@ TEST(AlgoChoiceTest, AutoIsWithin20PercentOfTheFasterOnMedium16Ranks) {
   // timeout (not run here: that is PFC's to fix), goes to the ring.
   EXPECT_EQ(ChooseAlgorithm(CollKind::kAllReduce, 4 << 20, 16, world->alpha_beta(), chunk),
             Algorithm::kRing);
+}
+
+// With the cx6 NIC profile the NIC's per-message time (post to wire, the
+// pipelines, receive completion: some 0.8 us) joins alpha: the tree wins up
+// to larger sizes, and auto still picks within 20% of the faster. A 1 KiB
+// allreduce then takes the profile's per-step latency 8 times (the tree's 2
+// log2 16 steps): about 7 us, not 0.38.
+TEST(AlgoChoiceTest, AutoFollowsTheNicProfileOnMedium16Ranks) {
+  auto world = MediumWorld(16, true, 0, 512 << 10, "cx6");
+  const AlphaBeta& ab = world->alpha_beta();
+  EXPECT_GT(ab.alpha, Picoseconds::FromNanoseconds(500));
+  EXPECT_LT(ab.alpha, Picoseconds::FromNanoseconds(1500));
+  const uint64_t chunk = world->comm_options().chunk_bytes;
+  for (uint64_t bytes : {1u << 10, 16u << 10, 64u << 10, 256u << 10, 1u << 20}) {
+    SCOPED_TRACE(bytes);
+    const Picoseconds ring = TimeAllreduce(*world, Algorithm::kRing, bytes);
+    const Picoseconds tree = TimeAllreduce(*world, Algorithm::kTree, bytes);
+    const Algorithm a = ChooseAlgorithm(CollKind::kAllReduce, bytes, 16, ab, chunk);
+    const Picoseconds chosen = a == Algorithm::kRing ? ring : tree;
+    EXPECT_LE(chosen.seconds(), 1.2 * std::min(ring, tree).seconds())
+        << "auto picked " << AlgorithmName(a) << ": ring " << ring.us() << " us, tree " << tree.us()
+        << " us";
+    if (bytes == 1u << 10) {
+      const Picoseconds estimate = EstimateAllreduce(Algorithm::kTree, bytes, 16, ab, chunk);
+      EXPECT_NEAR(tree.us(), estimate.us(), 0.1 * estimate.us());
+      EXPECT_GT(tree, Picoseconds::FromMicroseconds(5));
+    }
+  }
+  EXPECT_EQ(ChooseAlgorithm(CollKind::kAllReduce, 64 << 10, 16, ab, chunk), Algorithm::kTree);
+  EXPECT_EQ(ChooseAlgorithm(CollKind::kAllReduce, 4 << 20, 16, ab, chunk), Algorithm::kRing);
 }
 
 // The old model (alpha = 2 us per step) picked the tree at every size on

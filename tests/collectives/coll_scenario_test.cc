@@ -98,6 +98,22 @@ TEST(CollScenarioTest, WhatCollCannotHonourIsAnErrorNamingTheField) {
       << r.out;
 }
 
+// The scenario's transport.nic_profile is the run's profile (its NIC
+// timing and host reduction); --profile naming another one is refused.
+TEST(CollScenarioTest, TheScenariosNicProfileIsTheRunsProfile) {
+  const std::string path =
+      WriteFile("coll_cx6.yaml", std::string(kBase) + "transport:\n  nic_profile: cx6\n");
+  auto r = test_util::RunCommand(kFathom + " coll allreduce --scenario " + path +
+                                 " -b 1K -e 1K -n 1 -w 0");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("profile cx6"), std::string::npos) << r.out;
+  auto bad = test_util::RunCommand(kFathom + " coll allreduce --profile cx7 --scenario " + path +
+                                   " -b 1K -e 1K -n 1 -w 0");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--profile cx7: the scenario"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("transport.nic_profile cx6"), std::string::npos) << bad.out;
+}
+
 uint64_t Counter(const std::string& json, const std::string& name) {
   const size_t at = json.find("\"" + name + "\":");
   if (at == std::string::npos) return ~uint64_t{0};

@@ -229,10 +229,7 @@ TEST(CostModelTest, AlphaBetaFromThePathAndTheNic) {
   AlphaBeta ab = ComputeAlphaBeta(path);
   EXPECT_EQ(ab.alpha, Picoseconds::FromNanoseconds(20 + 4 * 2));
   EXPECT_DOUBLE_EQ(ab.payload_bytes_per_s, 50e9 * 0.8);
-  NicFigures nic;
-  nic.doorbell = Picoseconds::FromNanoseconds(100);
-  nic.cqe_write = Picoseconds::FromNanoseconds(300);
-  path.nic_latency = NicMessageLatency(nic);
+  path.nic_latency = Picoseconds::FromNanoseconds(400);
   EXPECT_EQ(ComputeAlphaBeta(path).alpha, Picoseconds::FromNanoseconds(28 + 400));
 }
 

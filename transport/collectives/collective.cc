@@ -217,6 +217,7 @@ Status RankCollective::FinishStep(size_t si, Conn* const recv[2], Conn* const se
 
 Picoseconds RankCollective::next_wake() const {
   Picoseconds w = Picoseconds::Max();
+  if (comm_->options().host_reduce_bytes_per_s <= 0) return w;  // nothing is ever pending
   for (const Pending& p : pending_) {
     if (p.active && p.ready < w) w = p.ready;
   }

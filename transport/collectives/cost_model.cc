@@ -6,11 +6,6 @@
 
 namespace fathom::transport::coll {
 
-Picoseconds NicMessageLatency(const NicFigures& nic) {
-  return nic.doorbell + nic.wqe_fetch + nic.tx_pipeline + nic.rx_pipeline + nic.dma_write +
-         nic.cqe_write + nic.host_overhead;
-}
-
 AlphaBeta ComputeAlphaBeta(const PathFigures& path) {
   AlphaBeta ab;
   ab.hops = std::max(1, path.hops);
@@ -24,6 +19,7 @@ AlphaBeta ComputeAlphaBeta(const PathFigures& path) {
                                                        static_cast<double>(path.full_frame_bytes)
                                                  : 1.0;
   ab.payload_bytes_per_s = rate * std::min(1.0, share);
+  ab.dma_bytes_per_s = static_cast<double>(path.dma_rate.bps()) / 8.0;
   return ab;
 }
 
@@ -39,7 +35,8 @@ double CeilDiv(double a, double b) {
 double StepSeconds(const AlphaBeta& ab, double link_bytes, double message_bytes) {
   const double beta = 1.0 / ab.payload_bytes_per_s;
   const double first_packet = std::min(message_bytes, static_cast<double>(ab.mtu_payload_bytes));
-  return ab.alpha.seconds() + link_bytes * beta + (ab.hops - 1) * first_packet * beta;
+  const double dma = ab.dma_bytes_per_s > 0 ? 2 * first_packet / ab.dma_bytes_per_s : 0;
+  return ab.alpha.seconds() + link_bytes * beta + (ab.hops - 1) * first_packet * beta + dma;
 }
 
 }  // namespace

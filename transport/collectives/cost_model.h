@@ -25,25 +25,6 @@
 
 namespace fathom::transport::coll {
 
-// The NIC's share of one message's latency, as a NIC profile states it
-// (h/nicprof's NicProfile: ideal/rxe/cx6/cx7): on the sender, post ->
-// doorbell -> WQE fetch over PCIe and the TX pipeline; on the receiver the
-// RX pipeline, the payload's DMA over PCIe and the CQE write. All zero for
-// the ideal NIC (today's emulated NIC takes no time outside the wire).
-struct NicFigures {
-  Picoseconds doorbell;       // MMIO write reaching the NIC
-  Picoseconds wqe_fetch;      // WQE read over PCIe (a PCIe round trip)
-  Picoseconds tx_pipeline;    // NIC TX processing to the first bit on the wire
-  Picoseconds rx_pipeline;    // NIC RX processing of the arriving packet
-  Picoseconds dma_write;      // payload DMA to host memory (PCIe posted write)
-  Picoseconds cqe_write;      // completion entry DMA, seen by the poller
-  Picoseconds host_overhead;  // software: post and poll on the host
-};
-
-// Per message, sender's and receiver's NIC together (the terms add: each is
-// on the message's critical path once).
-Picoseconds NicMessageLatency(const NicFigures& nic);
-
 // One path between two ranks, as the fabric has it.
 struct PathFigures {
   int hops = 1;              // links crossed (host to host)
@@ -54,7 +35,12 @@ struct PathFigures {
   uint32_t small_frame_bytes = 0;
   uint32_t full_frame_bytes = 0;
   uint32_t mtu_payload_bytes = 4096;
-  Picoseconds nic_latency;  // NicMessageLatency of the profile
+  // The NIC profile's per-message time outside the wire (sim::NicProfile:
+  // post to wire, TX and RX pipelines, receive completion; 0 on the ideal
+  // NIC), and its payload DMA rate for the first and last packet of each
+  // message (0: not modelled).
+  Picoseconds nic_latency;
+  BitsPerSecond dma_rate;
 };
 
 // What the algorithms' estimates use.
@@ -68,6 +54,9 @@ struct AlphaBeta {
   double payload_bytes_per_s = 0;
   int hops = 1;
   uint32_t mtu_payload_bytes = 4096;
+  // The NIC's DMA of a message's first packet (sender) and last (receiver)
+  // at this rate, bytes/s; 0: not modelled.
+  double dma_bytes_per_s = 0;
 };
 
 AlphaBeta ComputeAlphaBeta(const PathFigures& path);

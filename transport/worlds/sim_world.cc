@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fabric/scenario/network_config.h"
+#include "fabric/sim/nic_profile.h"
 #include "fabric/sim/packet.h"
 
 namespace fathom::transport::worlds {
@@ -75,11 +76,13 @@ PathFigures WalkPath(const topo::Topology& t, int32_t src, int32_t dst) {
   return p;
 }
 
-// The NIC's per-message figures. Today's emulated NIC is ideal: it spends no
-// time outside the wire, so every figure is 0.
-// FOLLOW-UP (h/nicprof): fill these from NetworkConfig::nic (the NicProfile's
-// doorbell, WQE fetch, TX/RX pipeline, DMA and CQE latencies).
-NicFigures NicFiguresFor(const sim::NetworkConfig&) { return NicFigures{}; }
+// The NIC profile's time per message outside the topology's links: post to
+// wire and receive completion (sim::PerMessageOverhead, for an empty
+// message: the payload's DMA is in the step's estimate) and the TX and RX
+// pipelines, which the Network adds to the host links' latency.
+Picoseconds NicLatency(const sim::NetworkConfig& nc) {
+  return sim::PerMessageOverhead(nc.nic, 0) + nc.nic.tx_pipeline + nc.nic.rx_pipeline;
+}
 
 AlphaBeta ComputeWorldAlphaBeta(const topo::Topology& t, const std::vector<int>& placement,
                                 const sim::NetworkConfig& nc, int path_mtu) {
@@ -105,7 +108,8 @@ AlphaBeta ComputeWorldAlphaBeta(const topo::Topology& t, const std::vector<int>&
     // Collectives move data as RDMA WRITE with immediate (communicator.cc).
     p.small_frame_bytes = sim::FrameWireBytes(sim::Opcode::kRdmaWriteOnlyWithImmediate, 0, nc.ipv6);
     p.full_frame_bytes = sim::FrameWireBytes(sim::Opcode::kRdmaWriteMiddle, mtu, nc.ipv6);
-    p.nic_latency = NicMessageLatency(NicFiguresFor(nc));
+    p.nic_latency = NicLatency(nc);
+    p.dma_rate = nc.nic.pcie_rate;
     const AlphaBeta ab = ComputeAlphaBeta(p);
     if (!have || ab.alpha > worst.alpha) {
       const double bw = have ? std::min(worst.payload_bytes_per_s, ab.payload_bytes_per_s)
@@ -220,9 +224,9 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::CreateFromScenario(
   }
   FATHOM_ASSIGN_OR_RETURN(std::unique_ptr<SimWorld> w, Create(scenario.topology, options));
   if (spec.faults_size() > 0) {
-    FATHOM_ASSIGN_OR_RETURN(w->faults_,
-                            sim::FaultAttachment::Attach(w->network_.get(), spec.faults(),
-                                                         options.seed, scenario.map));
+    FATHOM_ASSIGN_OR_RETURN(
+        w->faults_,
+        sim::FaultAttachment::Attach(w->network_.get(), spec.faults(), options.seed, scenario.map));
     // The watchdog names the faults that dropped or corrupted frames on the
     // stuck QPs' paths, and their links.
     const sim::FaultAttachment* faults = w->faults_.get();
