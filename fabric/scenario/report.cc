@@ -69,6 +69,12 @@ std::string FormatSummary(const RunReport& r) {
     statuses += Fmt(" %s=%" PRIu64, name.c_str(), n);
   }
   s += Fmt("completions%s\n", statuses.empty() ? " none" : statuses.c_str());
+  if (r.ecn_enabled || r.dcqcn_enabled) {
+    s += Fmt("ecn/dcqcn  ecn_marked_packets %" PRIu64 "  np_ecn_marked_roce_packets %" PRIu64
+             "  np_cnp_sent %" PRIu64 "  rp_cnp_handled %" PRIu64 "  rp_cnp_ignored %" PRIu64 "\n",
+             r.ecn_marked_packets, r.dcqcn.np_ecn_marked_roce_packets, r.dcqcn.np_cnp_sent,
+             r.dcqcn.rp_cnp_handled, r.dcqcn.rp_cnp_ignored);
+  }
   if (!r.faults_summary.empty()) s += "faults\n" + r.faults_summary;
   if (r.captured_frames > 0) s += Fmt("captured   %" PRIu64 " frames\n", r.captured_frames);
   s +=
@@ -120,6 +126,13 @@ std::string FormatJson(const RunReport& r) {
     first = false;
   }
   s += "},\n";
+  if (r.ecn_enabled || r.dcqcn_enabled) {
+    s += Fmt("  \"ecn_marked_packets\": %" PRIu64 ",\n  \"np_ecn_marked_roce_packets\": %" PRIu64
+             ",\n  \"np_cnp_sent\": %" PRIu64 ",\n  \"rp_cnp_handled\": %" PRIu64
+             ",\n  \"rp_cnp_ignored\": %" PRIu64 ",\n",
+             r.ecn_marked_packets, r.dcqcn.np_ecn_marked_roce_packets, r.dcqcn.np_cnp_sent,
+             r.dcqcn.rp_cnp_handled, r.dcqcn.rp_cnp_ignored);
+  }
   s += Fmt("  \"packet_hops\": %" PRIu64 ",\n  \"events\": %" PRIu64
            ",\n  \"sim_time_ns\": %.0f,\n  \"wall_s\": %.6f,\n  \"trace_digest\": \"%016" PRIx64
            "\"\n}\n",

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "fabric/sim/dcqcn.h"
 #include "proto/scenario.pb.h"
 #include "proto/yaml_loader.h"
 #include "topologies/topology.h"
@@ -82,6 +83,12 @@ struct RunReport {
   size_t peak_packets = 0;  // in flight at once (pool)
   std::string faults_summary;
   uint64_t captured_frames = 0;
+  // ECN and DCQCN (network.ecn, transport.dcqcn): packets switch ports
+  // marked CE, and the NICs' mlx5 counters; reported when either is on.
+  bool ecn_enabled = false;
+  bool dcqcn_enabled = false;
+  uint64_t ecn_marked_packets = 0;
+  DcqcnCounters dcqcn;
 };
 
 StatusOr<RunReport> RunScenario(const LoadedScenario& scenario, const RunOptions& options);

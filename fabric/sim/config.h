@@ -7,6 +7,9 @@
 
 #include <cstdint>
 
+#include "fabric/sim/dcqcn.h"
+#include "fabric/sim/ecn.h"
+
 namespace fathom::sim {
 
 struct NetworkConfig {
@@ -18,6 +21,11 @@ struct NetworkConfig {
   // QPs get their fixed route when they connect (QpFlow); off, every
   // switch looks each packet up in its table (the same routes, slower).
   bool fixed_paths = true;
+  // RED/WRED ECN marking at switch egress, per traffic class (ecn.h).
+  EcnConfig ecn;
+  // DCQCN in every NIC: CNPs (notification point) and per-QP rate control
+  // (reaction point); dcqcn.h.
+  DcqcnConfig dcqcn;
 };
 
 }  // namespace fathom::sim
