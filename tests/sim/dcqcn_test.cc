@@ -234,20 +234,16 @@ SendWr BigWrite(uint64_t bytes) {
 // Two flows into one 100 Gb/s port on a lossy fabric with ECN and DCQCN
 // (mlx5 defaults, the paper's Kmin/Kmax/Pmax): they converge to within 10%
 // of the fair share and the bottleneck queue settles between Kmin and Kmax.
-TEST(DcqcnNetworkTest, DISABLED_TwoFlowsConvergeToFairShareAndTheQueueSettles) {
+TEST(DcqcnNetworkTest, TwoFlowsConvergeToFairShareAndTheQueueSettles) {
   Engine engine(1);
   const topo::Topology topo = Star(2);
   NetworkConfig nc = EcnDcqcnConfig();
-  if (getenv("KMIN")) nc.ecn.classes[3].kmin_bytes = atoll(getenv("KMIN"));
-  if (getenv("KMAX")) nc.ecn.classes[3].kmax_bytes = atoll(getenv("KMAX"));
-  if (getenv("PMAX")) nc.ecn.classes[3].pmax = atof(getenv("PMAX"));
-  if (getenv("CNPI")) nc.dcqcn.min_time_between_cnps_us = atoll(getenv("CNPI"));
-  if (getenv("RRMP")) nc.dcqcn.rate_reduce_monitor_period_us = atoll(getenv("RRMP"));
-  if (getenv("MINR")) nc.dcqcn.rpg_min_rate_mbps = atoll(getenv("MINR"));
-  if (getenv("TRESET")) nc.dcqcn.rpg_time_reset_us = atoll(getenv("TRESET"));
-  if (getenv("G")) nc.dcqcn.dce_tcp_g = atoi(getenv("G"));
-  if (getenv("ARTT")) nc.dcqcn.dce_tcp_rtt_us = atoll(getenv("ARTT"));
-  if (getenv("CLAMP")) nc.dcqcn.clamp_tgt_rate = true;
+  // The byte counter at the paper's B = 10 MB (section 5) instead of the
+  // firmware's 32767 bytes: in this model each byte-counter event moves RC
+  // halfway back to RT, and at 100 Gb/s an event every 2.6 us undoes every
+  // cut at once; with 32767 the two flows hold the queue at the 1 MiB
+  // buffer (tail drops) at ~82-91 Gb/s each (measured, seed 1).
+  nc.dcqcn.rpg_byte_reset_bytes = 10'000'000;
   Network net(&engine, &topo, nc);
   const QpPair f1 = Connect(net, 1, 0, RoceAttr());
   const QpPair f2 = Connect(net, 2, 0, RoceAttr());
@@ -268,12 +264,6 @@ TEST(DcqcnNetworkTest, DISABLED_TwoFlowsConvergeToFairShareAndTheQueueSettles) {
                 rcvd2_at_steady = net.nic(0).GetQpCounters(f2.b).value().rcvd_pkts;
               }
               if (now >= kSteady) queue.push_back(bottleneck.queued_bytes(3));
-              if (getenv("DCQCN_DEBUG") && now.ps() % (50 * kUs) == 0)
-                std::printf("t=%.0f us rate1 %.2f rate2 %.2f q %lld sent1 %llu\n", now.us(),
-                            net.nic(1).GetQpRateBps(f1.a).value() / 1e9,
-                            net.nic(2).GetQpRateBps(f2.a).value() / 1e9,
-                            (long long)bottleneck.queued_bytes(3),
-                            (unsigned long long)net.nic(1).GetQpCounters(f1.a).value().sent_pkts);
             },
             Picoseconds::FromMicroseconds(10), &engine};
   s.Start();
@@ -295,15 +285,88 @@ TEST(DcqcnNetworkTest, DISABLED_TwoFlowsConvergeToFairShareAndTheQueueSettles) {
   const double gbps2 = n2 * 4096 * 8 / window_s / 1e9;
   const DcqcnCounters c = net.TotalDcqcnCounters();
   std::printf(
-      "flow 1 %.2f Gb/s, flow 2 %.2f Gb/s (share %.3f); queue p10 %lld p50 %lld p90 %lld mean %.0f "
-      "bytes; marked %llu, np_cnp_sent %llu, rp_cnp_handled %llu; drops %llu\n",
-      gbps1, gbps2, share1, static_cast<long long>(pct(0.1)), static_cast<long long>(pct(0.5)),
-      static_cast<long long>(pct(0.9)), mean,
+      "flow 1 %.2f Gb/s, flow 2 %.2f Gb/s (share %.3f); queue p10 %lld p25 %lld p50 %lld p90 %lld "
+      "mean %.0f "
+      "bytes; marked %llu, np_marked %llu, np_cnp_sent %llu, rp_cnp_handled %llu; drops %llu\n",
+      gbps1, gbps2, share1, static_cast<long long>(pct(0.1)), static_cast<long long>(pct(0.25)),
+      static_cast<long long>(pct(0.5)), static_cast<long long>(pct(0.9)), mean,
       static_cast<unsigned long long>(net.TotalEcnMarkedPackets()),
+      static_cast<unsigned long long>(c.np_ecn_marked_roce_packets),
       static_cast<unsigned long long>(c.np_cnp_sent),
       static_cast<unsigned long long>(c.rp_cnp_handled),
       static_cast<unsigned long long>(net.drops().total()));
+  // Measured (seed 1, 2..10 ms): 45.4 and 48.3 Gb/s (share 0.485), queue
+  // p25 4178 (one frame: below Kmin a quarter of the time) p50 12534 p90
+  // 188010 mean 61178 bytes, 3277 marked, 590 CNPs, no drops; seeds 2..5
+  // give shares 0.497..0.515 and p90 175..188 KB. The DCQCN paper shows
+  // the same outcome on its 40 Gb/s testbed (two flows at fair share, the
+  // queue held between Kmin and Kmax rather than at the buffer limit).
   EXPECT_NEAR(share1, 0.5, 0.05);  // within 10% of the fair share
+  EXPECT_GT(gbps1 + gbps2, 90);    // and the link busy
+  EXPECT_GE(pct(0.5), 5 * 1024);   // the queue settles between Kmin and Kmax
+  EXPECT_LE(pct(0.9), 200 * 1024);
+  EXPECT_GE(mean, 5 * 1024);
+  EXPECT_LE(mean, 200 * 1024);
+  EXPECT_EQ(net.drops().total(), 0u);
+  EXPECT_GT(c.np_cnp_sent, 0u);
+  EXPECT_EQ(c.rp_cnp_handled, c.np_cnp_sent);
+}
+
+// Every RoCE packet marked (Kmin = Kmax = 0, Pmax = 1): the receiver sends
+// one CNP per QP per min_time_between_cnps (4 us), and a sender whose RP is
+// off counts them as rp_cnp_ignored and keeps its line rate.
+TEST(DcqcnNetworkTest, CnpsAreRateLimitedPerQp) {
+  Engine engine(1);
+  const topo::Topology topo = Star(1);
+  NetworkConfig nc;
+  nc.ecn.enabled = true;
+  nc.ecn.classes[3] = EcnClassConfig{true, 0, 0, 1.0};
+  nc.dcqcn.enabled = true;
+  nc.dcqcn.rp_enabled = false;
+  Network net(&engine, &topo, nc);
+  const QpPair f = Connect(net, 1, 0, RoceAttr());
+  ASSERT_TRUE(net.nic(1).PostSend(f.a, BigWrite(8u << 20)).ok());
+  engine.Run(Picoseconds::FromMicroseconds(2000));
+  auto done = testing::Drain(f.acq);
+  ASSERT_EQ(done.size(), 1u);
+  ASSERT_EQ(done[0].status, WcStatus::kSuccess);
+  const DcqcnCounters at0 = net.nic(0).dcqcn_counters();  // the receiver (NP)
+  const DcqcnCounters at1 = net.nic(1).dcqcn_counters();  // the sender (RP)
+  const uint64_t data_pkts = net.nic(0).GetQpCounters(f.b).value().rcvd_pkts;
+  EXPECT_EQ(at0.np_ecn_marked_roce_packets, data_pkts);  // every data packet CE
+  EXPECT_EQ(net.TotalEcnMarkedPackets(),
+            at0.np_ecn_marked_roce_packets + at1.np_ecn_marked_roce_packets);  // + ACKs
+  // The data arrive over the transfer's time (8 MiB at 100 Gb/s, ~680 us):
+  // one CNP per 4 us of it, the first at the first packet.
+  const double span_us = done[0].time.us() - 2;  // less the round trip's cables
+  EXPECT_LE(static_cast<double>(at0.np_cnp_sent), span_us / 4 + 1);
+  EXPECT_GE(static_cast<double>(at0.np_cnp_sent), span_us / 4 - 3);
+  EXPECT_EQ(at1.rp_cnp_ignored, at0.np_cnp_sent);
+  EXPECT_EQ(at1.rp_cnp_handled, 0u);
+  EXPECT_EQ(net.nic(1).GetQpRateBps(f.a).value(), 1e11);
+  // 8 MiB at line rate: the RP off, nothing slowed the QP.
+  EXPECT_LT(done[0].time.us(), 8.0 * (1 << 20) * 8 / 1e11 * 1e6 * 1.1 + 10);
+}
+
+// With ECN and DCQCN configured but not enabled, a run is the run without
+// them: the same trace digest.
+TEST(DcqcnNetworkTest, OffLeavesTheRunUnchanged) {
+  auto run = [](const NetworkConfig& nc) {
+    Engine engine(7);
+    const topo::Topology topo = Star(2);
+    Network net(&engine, &topo, nc);
+    const QpPair f1 = Connect(net, 1, 0, RoceAttr());
+    const QpPair f2 = Connect(net, 2, 0, RoceAttr());
+    EXPECT_TRUE(net.nic(1).PostSend(f1.a, BigWrite(4u << 20)).ok());
+    EXPECT_TRUE(net.nic(2).PostSend(f2.a, BigWrite(4u << 20)).ok());
+    engine.Run(Picoseconds::FromMicroseconds(3000));
+    EXPECT_EQ(net.TotalEcnMarkedPackets(), 0u);
+    return engine.trace_digest();
+  };
+  NetworkConfig configured = EcnDcqcnConfig();
+  configured.ecn.enabled = false;
+  configured.dcqcn.enabled = false;
+  EXPECT_EQ(run(NetworkConfig{}), run(configured));
 }
 
 }  // namespace
