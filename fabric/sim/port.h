@@ -20,6 +20,10 @@
 // the IB port counter names (ROCEV2.md "Counters users look at"); data
 // counters are in bytes, not the 4-byte words of the IB PMA.
 //
+// ECN: an optional EcnMarker (ecn.h; switch ports, when NetworkConfig::ecn
+// is on) marks CE the ECN-capable packets it admits by RED on its class's
+// queue; off = one branch.
+//
 // Faults: an optional Impairment (null when no fault is attached, so the
 // fault-free path pays one branch) sees each packet as it leaves and decides
 // pass / drop / corrupt / delay. Capture: an optional PacketTap sees each
