@@ -71,6 +71,16 @@ wire::RoceFrame FrameFor(const Packet& p, const topo::Topology& topo) {
     f.ipv4.dst = {10, static_cast<uint8_t>(dst_rank >> 16), static_cast<uint8_t>(dst_rank >> 8),
                   static_cast<uint8_t>(dst_rank)};
   }
+  // A CNP travels in its own class; a packet a switch marked carries CE.
+  if (p.opcode == Opcode::kCnp) {
+    f.ipv4.dscp = p.ext().cnp_traffic_class >> 2;
+    f.ipv4.ecn = p.ext().cnp_traffic_class & 3;
+    f.ipv6.traffic_class = p.ext().cnp_traffic_class;
+  }
+  if (p.ecn_ce) {
+    f.ipv4.ecn = 3;
+    f.ipv6.traffic_class |= 3;
+  }
   f.udp.src_port = flow.udp_sport;
   f.bth.opcode = p.opcode;
   f.bth.migration = true;  // rxe sets M

@@ -1,5 +1,6 @@
 #include "fabric/scenario/network_config.h"
 
+#include "fabric/scenario/congestion_spec.h"
 #include "fabric/sim/nic_profile.h"
 
 namespace fathom::sim {
@@ -20,9 +21,10 @@ StatusOr<NetworkConfig> ScenarioNetworkConfig(const proto::Scenario& s, NetworkC
   if (!s.transport().nic_profile().empty()) {
     FATHOM_ASSIGN_OR_RETURN(nc.nic, NicProfileNamed(s.transport().nic_profile()));
   }
-  // FOLLOW-UP (lead, with h/pfc and h/dcqcn): the network block's qos and
-  // ecn sections go here too (NetworkConfig::qos / ::ecn), so both commands
-  // get them.
+  // network.ecn and transport.dcqcn (congestion_spec.h).
+  ApplyCongestion(s, &nc);
+  // FOLLOW-UP (lead, with h/pfc): the network block's qos section goes here
+  // too (NetworkConfig::qos), so both commands get it.
   return nc;
 }
 

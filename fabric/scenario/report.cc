@@ -96,6 +96,12 @@ std::string FormatSummary(const RunReport& r) {
     s += Fmt("  retransmitted_packets %" PRIu64 "\n", f.retransmissions);
   }
   if (unfinished > shown) s += Fmt("  ... and %zu more flows not completed\n", unfinished - shown);
+  if (r.ecn_enabled || r.dcqcn_enabled) {
+    s += Fmt("ecn/dcqcn  ecn_marked_packets %" PRIu64 "  np_ecn_marked_roce_packets %" PRIu64
+             "  np_cnp_sent %" PRIu64 "  rp_cnp_handled %" PRIu64 "  rp_cnp_ignored %" PRIu64 "\n",
+             r.ecn_marked_packets, r.dcqcn.np_ecn_marked_roce_packets, r.dcqcn.np_cnp_sent,
+             r.dcqcn.rp_cnp_handled, r.dcqcn.rp_cnp_ignored);
+  }
   if (!r.faults_summary.empty()) s += "faults\n" + r.faults_summary;
   if (r.captured_frames > 0) s += Fmt("captured   %" PRIu64 " frames\n", r.captured_frames);
   s +=
@@ -180,6 +186,13 @@ std::string FormatJson(const RunReport& r) {
   j["hosts"] = r.hosts;
   j["nic_profile"] = r.nic_profile;
   j["roce_adp_retrans"] = r.roce_adp_retrans;
+  if (r.ecn_enabled || r.dcqcn_enabled) {
+    j["ecn_marked_packets"] = r.ecn_marked_packets;
+    j["np_ecn_marked_roce_packets"] = r.dcqcn.np_ecn_marked_roce_packets;
+    j["np_cnp_sent"] = r.dcqcn.np_cnp_sent;
+    j["rp_cnp_handled"] = r.dcqcn.rp_cnp_handled;
+    j["rp_cnp_ignored"] = r.dcqcn.rp_cnp_ignored;
+  }
   j["flows_total"] = r.flows_total;
   j["flows_completed"] = r.flows_completed;
   j["flows_failed"] = r.flows_failed;

@@ -11,6 +11,7 @@
 
 #include "base/verbs_types.h"
 #include "fabric/scenario/capture.h"
+#include "fabric/scenario/congestion_spec.h"
 #include "fabric/scenario/event_trace.h"
 #include "fabric/scenario/expect.h"
 #include "fabric/scenario/fault_attach.h"
@@ -271,6 +272,7 @@ Status Validate(const LoadedScenario& sc) {
                    s.expect().flows_stalled()}}) {
     if (has && value < 0) return m.Error(field, "must not be negative");
   }
+  FATHOM_RETURN_IF_ERROR(ValidateCongestion(s, sc.topology, m));
   // The fault timeline is checked again when it is attached (with any
   // --fault flags); checking it here puts its errors with the others.
   FATHOM_RETURN_IF_ERROR(faults::ValidateFaults(s.faults(), "faults", m));
@@ -583,6 +585,10 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
   r.retry_exceeded_err = q.retry_exceeded_err;
   r.rnr_nak_retry_err = q.rnr_nak_retry_err;
   r.send_rnr_err = q.send_rnr_err;
+  r.ecn_enabled = nc.ecn.enabled;
+  r.dcqcn_enabled = nc.dcqcn.enabled;
+  r.ecn_marked_packets = net.TotalEcnMarkedPackets();
+  r.dcqcn = net.TotalDcqcnCounters();
   for (size_t st = 0; st < driver.status_counts().size(); ++st) {
     if (driver.status_counts()[st] > 0) {
       r.completion_statuses[std::string(WcStatusName(static_cast<WcStatus>(st)))] =

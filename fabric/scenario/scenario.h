@@ -19,6 +19,7 @@
 #include "fabric/sim/port.h"
 #include "fabric/sim/qp.h"
 #include "faults/frame.h"
+#include "fabric/sim/dcqcn.h"
 #include "proto/scenario.pb.h"
 #include "proto/yaml_loader.h"
 #include "topologies/topology.h"
@@ -139,6 +140,12 @@ struct RunReport {
   uint64_t retry_exceeded_err = 0, rnr_nak_retry_err = 0, send_rnr_err = 0;
   std::string nic_profile = "ideal";  // transport.nic_profile
   uint64_t roce_adp_retrans = 0;      // ConnectX adaptive retransmissions
+  // ECN and DCQCN (network.ecn, transport.dcqcn): packets switch ports
+  // marked CE, and the NICs' mlx5 counters; reported when either is on.
+  bool ecn_enabled = false;
+  bool dcqcn_enabled = false;
+  uint64_t ecn_marked_packets = 0;
+  DcqcnCounters dcqcn;
 };
 
 StatusOr<RunReport> RunScenario(const LoadedScenario& scenario, const RunOptions& options);

@@ -8,6 +8,8 @@
 #include <cstdint>
 
 #include "fabric/sim/nic_profile.h"
+#include "fabric/sim/dcqcn.h"
+#include "fabric/sim/ecn.h"
 
 namespace fathom::sim {
 
@@ -23,6 +25,11 @@ struct NetworkConfig {
   // The NICs' host/NIC timing and retransmission behaviour (nic_profile.h);
   // `ideal` is the simulator's original NIC.
   NicProfile nic;
+  // RED/WRED ECN marking at switch egress, per traffic class (ecn.h).
+  EcnConfig ecn;
+  // DCQCN in every NIC: CNPs (notification point) and per-QP rate control
+  // (reaction point); dcqcn.h.
+  DcqcnConfig dcqcn;
 };
 
 }  // namespace fathom::sim

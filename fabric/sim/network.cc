@@ -102,6 +102,17 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
               Port(engine, &pool_, &arena_, &drops_, pc);
     }
   }
+  if (config.ecn.enabled) {
+    // Marking at every switch egress port, each with its own stream.
+    for (Port* p : ports_) {
+      if (nodes[static_cast<size_t>(p->config().node)].kind != topo::NodeKind::kSwitch) continue;
+      const uint64_t id =
+          static_cast<uint64_t>(p->config().node) << 16 | static_cast<uint64_t>(p->config().index);
+      ecn_markers_.push_back(
+          std::make_unique<EcnMarker>(config.ecn, engine->MakeRng(0xEC000000000000ULL | id)));
+      p->set_ecn(ecn_markers_.back().get());
+    }
+  }
   nics_.resize(topo->hosts().size());
   switch_at_.resize(nodes.size(), nullptr);
   std::vector<void*> receiver(nodes.size(), nullptr);
@@ -152,6 +163,18 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
 
 Network::~Network() {
   for (Port* p : ports_) p->~Port();
+}
+
+DcqcnCounters Network::TotalDcqcnCounters() const {
+  DcqcnCounters t;
+  for (const auto& nic : nics_) t += nic->dcqcn_counters();
+  return t;
+}
+
+uint64_t Network::TotalEcnMarkedPackets() const {
+  uint64_t n = 0;
+  for (const auto& m : ecn_markers_) n += m->marked_packets();
+  return n;
 }
 
 QpCounters Network::TotalQpCounters() const {

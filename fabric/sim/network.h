@@ -88,6 +88,10 @@ class Network {
   const DropStats& drops() const { return drops_; }
   // Sum of every NIC's QP counters.
   QpCounters TotalQpCounters() const;
+  // Sum of every NIC's DCQCN counters (np_*, rp_*), and the packets every
+  // switch port marked CE (NetworkConfig::ecn).
+  DcqcnCounters TotalDcqcnCounters() const;
+  uint64_t TotalEcnMarkedPackets() const;
   // Writes the route (QpFlow::path) of a flow from host node `src_host` to
   // `dst_host` with `flow_hash` to path[0..kPathMax). All null when the
   // route is longer than kPathMax links or loops back (the switches then
@@ -104,8 +108,9 @@ class Network {
   std::vector<Port*> ports_;
   std::vector<int32_t> port_begin_;
   std::vector<std::unique_ptr<Switch>> switches_;
-  std::vector<Switch*> switch_at_;          // by node id; null for hosts
-  std::vector<std::unique_ptr<Nic>> nics_;  // by host rank
+  std::vector<Switch*> switch_at_;                       // by node id; null for hosts
+  std::vector<std::unique_ptr<Nic>> nics_;               // by host rank
+  std::vector<std::unique_ptr<EcnMarker>> ecn_markers_;  // switch egress ports, when ECN is on
 };
 
 }  // namespace fathom::sim

@@ -34,6 +34,8 @@ Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node,
       np.adaptive_retransmission || np.timeout_floor != 0 || np.timeout_multiplier != 1;
   infinite_retry7_ = np.infinite_retry7;
   engine_->set_prefetcher(EventKind::kNicPump, &Nic::PrefetchPump);
+  dcqcn_ = config.dcqcn.enabled;
+  dcqcn_config_ = config.dcqcn;
   // What the pump's fetch hint reads is in the NIC's first two lines, which
   // the engine fetched before it.
   static_assert(offsetof(Nic, rr_middle_) < 128 && offsetof(Nic, rr_wqe_) < 128 &&
@@ -223,6 +225,7 @@ StatusOr<uint32_t> Nic::CreateQp(CompletionQueue* send_cq, CompletionQueue* recv
   // fault).
   qp->sq.reserve(8);
   active_.reserve(qp_count_);
+  if (dcqcn_) dcqcn_qps_.emplace_back();
   return qp->qpn;
 }
 
@@ -500,6 +503,8 @@ void Nic::Pump() {
     KickPump();
     return;
   }
+  // DCQCN: a QP whose rate says wait does not send yet.
+  if (dcqcn_ && control_head_ == nullptr && !PaceFront()) return;
   if (control_head_ == nullptr && rr_front_ != nullptr && RequesterSendFullSize(*rr_front_)) {
     KickPump();  // the QP stays active
     return;
@@ -516,6 +521,10 @@ void Nic::Pump() {
     for (size_t tries = active_.size(); tries > 0 && p == nullptr; --tries) {
       Qp& qp = *active_.front();
       active_.pop_front();
+      if (dcqcn_ && Paced(qp)) {
+        active_.push_back(&qp);
+        continue;
+      }
       if (qp.state == QpState::kRtr || qp.state == QpState::kRts) {
         p = ResponderNext(qp);
         if (p == nullptr && RequesterHasWork(qp)) p = RequesterNext(qp);
@@ -534,7 +543,10 @@ void Nic::Pump() {
   if (p != nullptr) {
     // The NIC's IP version, not the flow's: the same, and no line to read.
     p->wire_bytes = static_cast<uint16_t>(FrameWireBytes(p->opcode, p->payload_bytes, ipv6_));
-    if (from != nullptr) ++from->sent_pkts;
+    if (from != nullptr) {
+      ++from->sent_pkts;
+      if (dcqcn_) DcqcnSent(*from, p->opcode, p->wire_bytes);
+    }
     port_->Send(p);
   }
   if (control_head_ != nullptr || !active_.empty()) KickPump();
@@ -595,6 +607,12 @@ void Nic::Receive(void* nic, Packet* p, int32_t /*in_port*/) {
   }
   if (qp == nullptr || (qp->state != QpState::kRtr && qp->state != QpState::kRts)) {
     self->drops_->Add(DropReason::kQpNotReady);
+    self->pool_->Free(p);
+    return;
+  }
+  if (p->ecn_ce) self->OnCeMarked(*qp);
+  if (p->opcode == Opcode::kCnp) {
+    self->OnCnp(*qp);
     self->pool_->Free(p);
     return;
   }

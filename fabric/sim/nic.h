@@ -113,6 +113,11 @@ class Nic {
   void Crash();
   bool crashed() const { return crashed_; }
 
+  // DCQCN (NetworkConfig::dcqcn; nic_dcqcn.cc): the NIC's mlx5 counters, and
+  // a QP's current rate (its line rate when no CNP limits it).
+  const DcqcnCounters& dcqcn_counters() const { return dcqcn_counters_; }
+  StatusOr<double> GetQpRateBps(uint32_t qpn) const;
+
  private:
   struct SendWqe {
     SendWr wr;
@@ -277,6 +282,29 @@ class Nic {
   }
   void SyncFront() { rr_front_ = active_.empty() ? nullptr : active_.front(); }
   void SendControl(Packet* p);
+
+  // DCQCN (nic_dcqcn.cc); none of it runs when dcqcn_ is off.
+  struct DcqcnQp {
+    DcqcnRate rate;            // reaction point
+    int64_t last_cnp_ps = -1;  // notification point: the last CNP sent (-1: none)
+    int64_t timer_at_ps = 0;   // the live DCQCN timer event, 0 = none
+    uint32_t timer_gen = 0;
+  };
+  DcqcnQp& CcOf(const Qp& qp) { return dcqcn_qps_[qp.qpn - kFirstQpn]; }
+  // Puts a QP that may send now at the round-robin's front; false when
+  // every active QP waits for its rate (the pump then wakes at the
+  // earliest, OnPaceWake).
+  bool PaceFront();
+  bool Paced(const Qp& qp) { return CcOf(qp).rate.waits(engine_->Now().ps()); }
+  // A packet `qp` sent (its pacing and byte counter; not ACKs or CNPs).
+  [[gnu::cold, gnu::noinline]] void DcqcnSent(Qp& qp, Opcode opcode, uint32_t wire_bytes);
+  // NP: a packet for `qp` arrived CE-marked.
+  [[gnu::cold, gnu::noinline]] void OnCeMarked(Qp& qp);
+  // RP: a CNP for `qp` arrived.
+  [[gnu::cold, gnu::noinline]] void OnCnp(Qp& qp);
+  void ArmDcqcnTimer(Qp& qp);
+  static void OnDcqcnTimer(void* nic, uint64_t arg);
+  static void OnPaceWake(void* nic, uint64_t arg);
   static void OnTimer(void* nic, uint64_t arg);
   void ArmTimer(Qp& qp, int64_t at_ps);
 
@@ -376,6 +404,7 @@ class Nic {
   // The profile retransmits otherwise than the IBTA timer alone
   // (RestartAckTimer's branch; in the padding before control_tail_).
   bool retrans_profile_ = false;
+  bool dcqcn_ = false;  // NetworkConfig::dcqcn.enabled: pacing and CNPs
   Packet* control_tail_ = nullptr;
   DropStats* drops_;
   std::vector<MemoryRegion> mrs_;  // index = key - 1
@@ -413,6 +442,12 @@ class Nic {
   Qp first_qps_[kQpChunk];
   std::vector<std::unique_ptr<CompletionQueue>> cqs_;
   std::vector<PortEvent> port_events_;
+  // DCQCN: its parameters, counters, and per-QP state (by QP index; empty
+  // when off).
+  DcqcnConfig dcqcn_config_;
+  DcqcnCounters dcqcn_counters_;
+  std::vector<DcqcnQp> dcqcn_qps_;
+  int64_t pace_wake_ps_ = 0;  // the pending OnPaceWake, 0 = none
 };
 
 }  // namespace fathom::sim

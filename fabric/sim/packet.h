@@ -83,6 +83,8 @@ struct PacketExt {
   uint64_t swap_add;  // also AtomicAckETH's original value
   uint64_t compare;
   const uint8_t* data;  // source of payload bytes (requester or responder memory)
+  // A CNP's IP DSCP/ECN byte (the CNP priority's, not its flow's).
+  uint8_t cnp_traffic_class;
 };
 
 // Half a cache line: what a NIC reads and writes for every packet, and what

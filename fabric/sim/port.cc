@@ -194,6 +194,10 @@ void Port::SendCompactSized(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc
     CountDrop(static_cast<uint32_t>(w1 & kPsnMask), DropReason::kTailDrop);
     return;
   }
+  if (ecn_ && EcnMarks(bytes, tc, now, *FlowOf(w1),
+                       static_cast<Opcode>(static_cast<uint8_t>(w0 >> kOpcodeShift)))) {
+    w0 |= kEcnCe;
+  }
   Serialize(bytes, now);
   const uint64_t arrive = static_cast<uint64_t>(busy_until_ps_ + latency_ps_);
   // The hop count stays within its 3 bits: Send takes only packets that
@@ -221,6 +225,7 @@ void Port::SendInline(Packet* p) {
     DropOnSend(p, DropReason::kTailDrop);
     return;
   }
+  if (ecn_ && EcnMarks(bytes, ClassOf(*p), now, *p->flow, p->opcode)) p->ecn_ce = 1;
   const int64_t start = Serialize(bytes, now);
   if (hooked_) {
     SendImpaired(p, start, busy_until_ps_);
@@ -228,6 +233,24 @@ void Port::SendInline(Packet* p) {
   }
   Leave(p);
   Hold(reinterpret_cast<uintptr_t>(p), busy_until_ps_ + latency_ps_);
+}
+
+void Port::set_ecn(EcnMarker* m) {
+  ecn_marker_ = m;
+  ecn_ = m != nullptr;
+  if (ecn_ && !buffered_) {
+    buffered_ = true;
+    buffer_bytes_ = INT32_MAX;
+  }
+}
+
+bool Port::EcnMarks(uint32_t bytes, uint8_t tc, int64_t now, const QpFlow& flow, Opcode opcode) {
+  // The queue the packet found: its class's bytes not yet serialized
+  // (settled now: the account is lazy), less its own. RoCE packets carry
+  // their QP's ECN field (traffic_class & 3: ECT when nonzero); CNPs do not.
+  Drain(now);
+  const bool ect = (flow.traffic_class & 3) != 0 && opcode != Opcode::kCnp;
+  return ecn_marker_->Mark(tc, ect, int64_t{occupancy_[tc]} - bytes);
 }
 
 void Port::SendImpaired(Packet* p, int64_t start, int64_t end) {
@@ -458,7 +481,8 @@ void Port::DeliverCompact(uint64_t w0, uint64_t w1) {
       return;
     }
   }
-  if (rx_full_size_fn_ != nullptr &&
+  // A CE-marked packet reaches the receiver whole (Packet::ecn_ce).
+  if (rx_full_size_fn_ != nullptr && (w0 & kEcnCe) == 0 &&
       rx_full_size_fn_(rx_obj_, flow, static_cast<uint32_t>(w1 & kPsnMask),
                        static_cast<Opcode>(static_cast<uint8_t>(w0 >> kOpcodeShift)),
                        (w0 & kAckReq) != 0)) {

@@ -20,6 +20,10 @@
 // the IB port counter names (ROCEV2.md "Counters users look at"); data
 // counters are in bytes, not the 4-byte words of the IB PMA.
 //
+// ECN: an optional EcnMarker (ecn.h; switch ports, when NetworkConfig::ecn
+// is on) marks CE the ECN-capable packets it admits by RED on its class's
+// queue; off = one branch.
+//
 // Faults: an optional Impairment (null when no fault is attached, so the
 // fault-free path pays one branch) sees each packet as it leaves and decides
 // pass / drop / corrupt / delay. Capture: an optional PacketTap sees each
@@ -32,6 +36,7 @@
 
 #include "base/units.h"
 #include "fabric/sim/arena.h"
+#include "fabric/sim/ecn.h"
 #include "fabric/sim/engine.h"
 #include "fabric/sim/packet.h"
 #include "faults/frame.h"
@@ -159,6 +164,11 @@ class Port {
     impairment_ = i;
     hooked_ = impairment_ != nullptr || tap_ != nullptr;
   }
+  // ECN marking of this port's egress queue (null: none). Set before the
+  // port sends; a port without a buffer limit then keeps its account (as
+  // if its buffer were 2 GiB), which marking reads.
+  void set_ecn(EcnMarker* m);
+  const EcnMarker* ecn() const { return ecn_marker_; }
   void set_tap(const PacketTap* t) {
     tap_ = t;
     hooked_ = impairment_ != nullptr || tap_ != nullptr;
@@ -222,6 +232,10 @@ class Port {
   [[gnu::always_inline]] inline void HoldWords(uint64_t w0, uint64_t w1);
   // The traffic class a packet is buffered in.
   static uint8_t ClassOf(const Packet& p) { return p.buffer_class; }
+  // Whether a packet of `bytes` just admitted into class `tc` is marked
+  // CE (ecn.h): called only when ecn_ is set.
+  [[gnu::cold, gnu::noinline]] bool EcnMarks(uint32_t bytes, uint8_t tc, int64_t now,
+                                             const QpFlow& flow, Opcode opcode);
   // The rare cases of Send, out of line.
   [[gnu::cold, gnu::noinline]] void SendImpaired(Packet* p, int64_t start, int64_t end);
   [[gnu::cold, gnu::noinline]] void DropOnSend(Packet* p, DropReason r);
@@ -339,6 +353,7 @@ class Port {
   uint32_t max_frame_bytes_;  // the IP MTU as wire bytes (a frame's); no MTU: UINT32_MAX
   bool buffered_;             // has a buffer limit: occupancy is tracked for tail drop
   bool hooked_ = false;       // an impairment or a tap is set (SendImpaired)
+  bool ecn_ = false;          // ecn_marker_ is set (in line 2's padding)
   // Buffer occupancy by traffic class (at most buffer_bytes_ each): classes
   // 0 and 1 end line 2, the others start line 3, so that the usual run (one
   // class, 0) reads no third line.
@@ -361,7 +376,8 @@ class Port {
   uint64_t corrupted_ = 0;  // sent with a bad ICRC
   const Impairment* impairment_ = nullptr;
   const PacketTap* tap_ = nullptr;
-  PortCounters counters_;  // the rare counters (discards); see counters()
+  EcnMarker* ecn_marker_ = nullptr;  // owned by the Network
+  PortCounters counters_;            // the rare counters (discards); see counters()
   uint32_t component_;
   Port* peer_ = nullptr;
   PortConfig config_;

@@ -199,6 +199,7 @@ bool Nic::RequesterSendFullSize(Qp& qp) {
   }
   SetPumpHint(&qp);
   ++qp.sent_pkts;
+  if (dcqcn_) DcqcnSent(qp, qp.middle_opcode, qp.full_wire_bytes);
   pool_->AddCompact();  // the port's pool, the NIC's
   port_->SendFullSize(qp.flow, qp.full_wire_bytes, qp.buffer_class & 7, qp.middle_opcode, psn,
                       ack_req);

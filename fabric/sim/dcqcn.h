@@ -1,0 +1,138 @@
+// DCQCN: the RoCEv2 congestion control of ConnectX NICs (Zhu et al.,
+// "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM 2015), with
+// the parameters and defaults the mlx5 firmware exposes (sysfs
+// /sys/class/net/<if>/ecn/roce_rp and roce_np; mlxconfig names in capitals).
+//
+// - Notification point (NP, the receiver): a RoCE packet arriving with ECN
+//   CE makes the NIC send a CNP (BTH opcode 0x81) to the QP that sent it, at
+//   most one per QP per min_time_between_cnps, on the CNP priority.
+// - Reaction point (RP, the sender): per QP, a rate limiter. A CNP cuts the
+//   current rate RC by alpha/2 (alpha the estimate of congestion, updated
+//   every dce_tcp_rtt: raised when a CNP came in the period, decayed when
+//   none did), at most once per rate_reduce_monitor_period, and remembers
+//   the rate it had as the target RT. Without CNPs the rate climbs back:
+//   each rpg_time_reset of time and each rpg_byte_reset of bytes sent is an
+//   increase event: fast recovery (RC = (RC + RT) / 2) for the first
+//   rpg_threshold events, then additive increase (RT += rpg_ai_rate) and,
+//   when both the timer and the byte counter have passed the threshold,
+//   hyper increase (RT += rpg_hai_rate). Back at line rate, the limiter is
+//   released.
+//
+// DcqcnRate is the RP's state machine for one QP, on virtual time alone
+// (the Nic schedules its timer and paces the QP's packets at rate()); it is
+// here, apart from the NIC, so that tests drive it step by step.
+#pragma once
+
+#include <cstdint>
+
+namespace fathom::sim {
+
+// Defaults are the ConnectX firmware's (mlxconfig -d <dev> q, NVConfig
+// RPG_* / DCE_TCP_* / MIN_TIME_BETWEEN_CNPS / CNP_DSCP / CNP_802P_PRIO on a
+// ConnectX-6 Dx), which NVIDIA's "DCQCN CC Parameters" page (DOCA SDK
+// documentation, ConnectX-4 and later) lists with the same values and
+// meanings. Units are in the names; rates in Mb/s as the firmware takes them.
+struct DcqcnConfig {
+  // Off (the default): no CNPs, no rate limiting; the NIC sends at line
+  // rate as before. On: both NP and RP (the firmware's roce_np/roce_rp
+  // "enable" per priority; rp_enabled false answers CNPs with
+  // rp_cnp_ignored only).
+  bool enabled = false;
+  bool np_enabled = true;
+  bool rp_enabled = true;
+  // Reaction point.
+  int64_t rpg_time_reset_us = 300;            // RPG_TIME_RESET: rate-increase timer
+  int64_t rpg_byte_reset_bytes = 32767;       // RPG_BYTE_RESET: rate-increase byte counter
+  int32_t rpg_threshold = 1;                  // RPG_THRESHOLD: fast-recovery events
+  int64_t rpg_ai_rate_mbps = 5;               // RPG_AI_RATE: additive increase
+  int64_t rpg_hai_rate_mbps = 50;             // RPG_HAI_RATE: hyper increase
+  int32_t rpg_gd = 11;                        // RPG_GD: cut = RC * alpha / 2^rpg_gd (alpha / 2)
+  int32_t rpg_min_dec_fac_percent = 50;       // RPG_MIN_DEC_FAC: one cut keeps >= this % of RC
+  int64_t rpg_min_rate_mbps = 1;              // RPG_MIN_RATE
+  int64_t rpg_max_rate_mbps = 0;              // RPG_MAX_RATE: 0 = line rate
+  int64_t rate_to_set_on_first_cnp_mbps = 0;  // RATE_TO_SET_ON_FIRST_CNP: 0 = the current rate
+  int32_t dce_tcp_g = 1019;                   // DCE_TCP_G: alpha gain, /1024
+  int64_t dce_tcp_rtt_us = 1;                 // DCE_TCP_RTT: alpha update period
+  int32_t initial_alpha_value = 1023;         // INITIAL_ALPHA_VALUE: /1024
+  int64_t rate_reduce_monitor_period_us = 4;  // RATE_REDUCE_MONITOR_PERIOD
+  bool clamp_tgt_rate = false;                // CLAMP_TGT_RATE
+  bool clamp_tgt_rate_after_time_inc = true;  // CLAMP_TGT_RATE_AFTER_TIME_INC
+  // Notification point.
+  int64_t min_time_between_cnps_us = 4;  // MIN_TIME_BETWEEN_CNPS (per QP here)
+  int32_t cnp_dscp = 48;                 // CNP_DSCP
+  int32_t cnp_802p_prio = 6;             // CNP_802P_PRIO: the priority CNPs are queued in
+};
+
+// The mlx5 counters of DCQCN (ethtool -S / hw_counters names), per NIC.
+struct DcqcnCounters {
+  uint64_t np_ecn_marked_roce_packets = 0;  // RoCE packets received with CE
+  uint64_t np_cnp_sent = 0;
+  uint64_t rp_cnp_handled = 0;  // CNPs that acted on a QP's rate
+  uint64_t rp_cnp_ignored = 0;  // CNPs received with the RP disabled
+  DcqcnCounters& operator+=(const DcqcnCounters& o) {
+    np_ecn_marked_roce_packets += o.np_ecn_marked_roce_packets;
+    np_cnp_sent += o.np_cnp_sent;
+    rp_cnp_handled += o.rp_cnp_handled;
+    rp_cnp_ignored += o.rp_cnp_ignored;
+    return *this;
+  }
+};
+
+// One QP's reaction point. Times are virtual picoseconds; rates bits/s.
+// Unlimited until the first CNP; limited (rate() below line rate, timer
+// running) until the rate climbs back to line rate.
+class DcqcnRate {
+ public:
+  DcqcnRate() = default;
+
+  // A CNP arrives at `now_ps` for a QP whose line rate is `line_bps`.
+  void OnCnp(const DcqcnConfig& c, int64_t line_bps, int64_t now_ps);
+  // The QP sent `bytes` at `now_ps` (the byte counter, and pacing).
+  void OnSent(const DcqcnConfig& c, uint32_t bytes, int64_t now_ps);
+  // The timer fired at `now_ps`: a pending cut, a rate-increase event.
+  void OnTimer(const DcqcnConfig& c, int64_t now_ps);
+  // When the timer should next fire; 0 when not limited (no timer).
+  int64_t next_timer_ps(const DcqcnConfig& c) const;
+
+  bool limited() const { return limited_; }
+  // Whether the QP must wait at `now_ps` before its next packet.
+  bool waits(int64_t now_ps) const { return limited_ && next_send_ps_ > now_ps; }
+  int64_t next_send_ps() const { return next_send_ps_; }
+  double rate_bps() const { return limited_ ? rate_bps_ : line_bps_; }
+  double target_bps() const { return limited_ ? target_bps_ : line_bps_; }
+  // alpha as the firmware keeps it: a fraction with 10 bits (1024 = 1),
+  // brought up to `now_ps`.
+  int32_t alpha(const DcqcnConfig& c, int64_t now_ps);
+  int32_t timer_stage() const { return t_stage_; }
+  int32_t byte_stage() const { return b_stage_; }
+  uint64_t cuts() const { return cuts_; }
+
+ private:
+  void AdvanceAlpha(const DcqcnConfig& c, int64_t now_ps);
+  void Cut(const DcqcnConfig& c, int64_t now_ps);
+  void Increase(const DcqcnConfig& c, bool by_timer);
+  // The next send time at the new rate (a raise shortens the wait the last
+  // packet set at the old one).
+  void Repace();
+  double max_bps(const DcqcnConfig& c) const;
+
+  double line_bps_ = 0;
+  double rate_bps_ = 0;    // RC
+  double target_bps_ = 0;  // RT
+  int64_t next_send_ps_ = 0;
+  int64_t last_send_ps_ = 0;  // when the last packet went, and its size
+  uint32_t last_bytes_ = 0;
+  int64_t last_cut_ps_ = 0;
+  int64_t alpha_period_ps_ = 0;  // start of the alpha period in progress
+  int64_t increase_at_ps_ = 0;   // next rate-increase timer event
+  uint64_t cuts_ = 0;
+  uint32_t bytes_ = 0;  // sent since the last byte-counter event (or cut)
+  int32_t alpha_ = 0;
+  int32_t t_stage_ = 0;  // timer events since the last cut
+  int32_t b_stage_ = 0;  // byte-counter events since the last cut
+  bool limited_ = false;
+  bool cnp_in_period_ = false;  // a CNP came in the alpha period in progress
+  bool cut_pending_ = false;    // a CNP came since the last cut, within its period
+};
+
+}  // namespace fathom::sim

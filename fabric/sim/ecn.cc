@@ -1,0 +1,29 @@
+#include "fabric/sim/ecn.h"
+
+namespace fathom::sim {
+
+double EcnMarkProbability(const EcnClassConfig& c, int64_t queued_bytes) {
+  if (!c.enabled || queued_bytes < c.kmin_bytes) return 0;
+  if (queued_bytes > c.kmax_bytes) return 1;
+  if (c.kmax_bytes == c.kmin_bytes) return c.pmax;
+  return c.pmax * static_cast<double>(queued_bytes - c.kmin_bytes) /
+         static_cast<double>(c.kmax_bytes - c.kmin_bytes);
+}
+
+bool EcnMarker::Mark(uint8_t tc, bool ect, int64_t queued_bytes) {
+  if (!ect) return false;
+  const double p = EcnMarkProbability(config_.classes[tc & 7], queued_bytes);
+  if (p <= 0) return false;
+  // 53 random bits as a uniform double in [0, 1): marked with probability p.
+  if (p < 1 && static_cast<double>(rng_.Next() >> 11) * 0x1.0p-53 >= p) return false;
+  ++marked_[tc & 7];
+  return true;
+}
+
+uint64_t EcnMarker::marked_packets() const {
+  uint64_t n = 0;
+  for (uint64_t m : marked_) n += m;
+  return n;
+}
+
+}  // namespace fathom::sim

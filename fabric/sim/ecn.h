@@ -1,0 +1,64 @@
+// ECN marking at a switch's egress queue: RED/WRED per traffic class, as
+// RoCE fabrics deploy it for DCQCN (Zhu et al., "Congestion Control for
+// Large-Scale RDMA Deployments", SIGCOMM 2015, section 3.1: the switch marks
+// on the instantaneous egress queue, with probability 0 below Kmin, rising
+// linearly to Pmax at Kmax, and 1 above Kmax). An ECN-capable packet (ECT(0)
+// or ECT(1) in its IP header: a QP's traffic_class, e.g. TOS 106 = DSCP 26 +
+// ECT(0)) is marked CE instead of being dropped; others pass unmarked (tail
+// drop still applies to every packet when the buffer is full).
+//
+// Ownership: NetworkConfig carries an EcnConfig; the Network builds one
+// EcnMarker per switch egress port when it is enabled and owns it; the
+// Port calls it (Port::set_ecn) for each packet it queues. Each marker
+// draws from its own seeded stream (base/rng.h), so a run is deterministic
+// and one port's draws never shift another's.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "base/rng.h"
+
+namespace fathom::sim {
+
+// RED/WRED thresholds of one traffic class (priority 0..7).
+struct EcnClassConfig {
+  bool enabled = false;
+  int64_t kmin_bytes = 0;
+  int64_t kmax_bytes = 0;
+  double pmax = 0;  // marking probability at kmax_bytes, in (0, 1]
+};
+
+struct EcnConfig {
+  // Off (the default): no port marks, and the fabric behaves as before.
+  bool enabled = false;
+  std::array<EcnClassConfig, 8> classes{};
+};
+
+// The probability RED/WRED marks a packet that finds `queued_bytes` of its
+// class ahead of it: 0 below kmin, linear from 0 at kmin to pmax at kmax, 1
+// above kmax (a class not enabled: 0).
+double EcnMarkProbability(const EcnClassConfig& c, int64_t queued_bytes);
+
+// One egress port's marker: its thresholds, its random stream and what it
+// marked.
+class EcnMarker {
+ public:
+  EcnMarker(const EcnConfig& config, Rng rng) : config_(config), rng_(rng) {}
+
+  // Whether a packet of class `tc` (ECN-capable: `ect`) that finds
+  // `queued_bytes` of its class in the queue is marked CE. Draws only when
+  // the probability is strictly between 0 and 1.
+  bool Mark(uint8_t tc, bool ect, int64_t queued_bytes);
+
+  // Packets marked CE, in all and by traffic class.
+  uint64_t marked_packets() const;
+  uint64_t marked_packets(int tc) const { return marked_[static_cast<size_t>(tc & 7)]; }
+
+ private:
+  EcnConfig config_;
+  Rng rng_;
+  std::array<uint64_t, 8> marked_{};
+};
+
+}  // namespace fathom::sim

@@ -1,0 +1,129 @@
+// DCQCN in the NIC (dcqcn.h): the notification point (a CNP for a CE-marked
+// packet, at most one per QP per min_time_between_cnps), the reaction point
+// (a DcqcnRate per QP, its timer, and the pump's pacing), and the mlx5
+// counters. Nothing here runs unless NetworkConfig::dcqcn is enabled, but a
+// CE-marked packet is counted (np_ecn_marked_roce_packets) whenever ECN
+// marks one.
+#include <algorithm>
+#include <climits>
+
+#include "fabric/sim/nic.h"
+
+namespace fathom::sim {
+namespace {
+constexpr int64_t kPsPerUs = 1000000;
+}  // namespace
+
+StatusOr<double> Nic::GetQpRateBps(uint32_t qpn) const {
+  const Qp* qp = FindQp(qpn);
+  if (qp == nullptr) return NotFound("dcqcn rate qpn=" + Hex(qpn) + ": no such QP");
+  const double line = port_ != nullptr ? static_cast<double>(port_->config().rate.bps()) : 0;
+  if (!dcqcn_) return line;
+  const DcqcnRate& r = dcqcn_qps_[qpn - kFirstQpn].rate;
+  return r.limited() ? r.rate_bps() : line;
+}
+
+bool Nic::PaceFront() {
+  const int64_t now = engine_->Now().ps();
+  int64_t earliest = INT64_MAX;
+  for (size_t i = 0; i < active_.size(); ++i) {
+    Qp* qp = active_.front();
+    const DcqcnRate& r = CcOf(*qp).rate;
+    if (!r.waits(now)) {
+      SyncFront();
+      return true;
+    }
+    earliest = std::min(earliest, r.next_send_ps());
+    active_.pop_front();
+    active_.push_back(qp);
+  }
+  SyncFront();
+  if (active_.empty()) return true;
+  // Every QP waits: wake the pump when the first may send (unless a wake
+  // is already due by then).
+  if (pace_wake_ps_ == 0 || pace_wake_ps_ > earliest) {
+    pace_wake_ps_ = earliest;
+    engine_->Schedule<&Nic::OnPaceWake>(Picoseconds(earliest), EventKind::kNicPump,
+                                        static_cast<uint32_t>(host_), this,
+                                        static_cast<uint64_t>(earliest));
+  }
+  return false;
+}
+
+void Nic::OnPaceWake(void* nic, uint64_t arg) {
+  Nic* self = static_cast<Nic*>(nic);
+  if (static_cast<int64_t>(arg) == self->pace_wake_ps_) self->pace_wake_ps_ = 0;
+  if (!self->crashed_) self->KickPump();
+}
+
+void Nic::DcqcnSent(Qp& qp, Opcode opcode, uint32_t wire_bytes) {
+  // ACKs and CNPs are the NIC's control traffic, not the QP's data.
+  if (opcode == Opcode::kAcknowledge || opcode == Opcode::kCnp) return;
+  // The byte counter's increases move no timer (a release leaves a stale
+  // event, which finds the QP unlimited).
+  CcOf(qp).rate.OnSent(dcqcn_config_, wire_bytes, engine_->Now().ps());
+}
+
+void Nic::OnCeMarked(Qp& qp) {
+  ++dcqcn_counters_.np_ecn_marked_roce_packets;
+  if (!dcqcn_ || !dcqcn_config_.np_enabled || crashed_) return;
+  DcqcnQp& cc = CcOf(qp);
+  const int64_t now = engine_->Now().ps();
+  if (cc.last_cnp_ps >= 0 &&
+      now - cc.last_cnp_ps < dcqcn_config_.min_time_between_cnps_us * kPsPerUs) {
+    return;
+  }
+  cc.last_cnp_ps = now;
+  ++dcqcn_counters_.np_cnp_sent;
+  // The CNP (annex A17.9.2): BTH opcode 0x81 to the QP that sent the marked
+  // packet, its 16 reserved bytes, on the CNP priority, ahead of the
+  // queued ACKs (the NIC sends CNPs at high priority).
+  Packet* p = NewPacket(qp, Opcode::kCnp, 0);
+  p->buffer_class = static_cast<uint8_t>(dcqcn_config_.cnp_802p_prio & 7);
+  p->payload_bytes = static_cast<uint16_t>(wire::kCnpReservedBytes);
+  p->ext().cnp_traffic_class = static_cast<uint8_t>(dcqcn_config_.cnp_dscp << 2);
+  p->next = control_head_;
+  control_head_ = p;
+  if (control_tail_ == nullptr) control_tail_ = p;
+  engine_->TraceMix(0xc9000000ULL | (uint64_t{qp.qpn} << 32));
+  KickPump();
+}
+
+void Nic::OnCnp(Qp& qp) {
+  if (!dcqcn_ || !dcqcn_config_.rp_enabled) {
+    ++dcqcn_counters_.rp_cnp_ignored;
+    return;
+  }
+  ++dcqcn_counters_.rp_cnp_handled;
+  const int64_t line = port_ != nullptr ? port_->config().rate.bps() : 0;
+  CcOf(qp).rate.OnCnp(dcqcn_config_, line, engine_->Now().ps());
+  ArmDcqcnTimer(qp);
+}
+
+void Nic::ArmDcqcnTimer(Qp& qp) {
+  DcqcnQp& cc = CcOf(qp);
+  const int64_t at = cc.rate.next_timer_ps(dcqcn_config_);
+  if (at == 0 || cc.timer_at_ps == at) return;             // none needed, or already set
+  if (cc.timer_at_ps != 0 && cc.timer_at_ps < at) return;  // the earlier event re-arms
+  cc.timer_at_ps = at;
+  ++cc.timer_gen;
+  engine_->Schedule<&Nic::OnDcqcnTimer>(Picoseconds(at), EventKind::kQpTimer,
+                                        static_cast<uint32_t>(host_) * 65536u + qp.qpn, this,
+                                        (uint64_t{qp.qpn} << 32) | cc.timer_gen);
+}
+
+void Nic::OnDcqcnTimer(void* nic, uint64_t arg) {
+  Nic* self = static_cast<Nic*>(nic);
+  if (self->crashed_) return;
+  Qp* qp = self->FindQp(static_cast<uint32_t>(arg >> 32));
+  if (qp == nullptr) return;
+  DcqcnQp& cc = self->CcOf(*qp);
+  if (static_cast<uint32_t>(arg) != cc.timer_gen) return;  // superseded
+  cc.timer_at_ps = 0;
+  cc.rate.OnTimer(self->dcqcn_config_, self->engine_->Now().ps());
+  self->ArmDcqcnTimer(*qp);
+  // A raised rate may let the QP send sooner than the pump's wake-up.
+  if (qp->active) self->KickPump();
+}
+
+}  // namespace fathom::sim
