@@ -4,11 +4,18 @@
 // and a 16:1 incast on a lossless class across two switch tiers: no drop,
 // pause on every hop toward the senders, the bottleneck kept busy.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <memory>
+#include <sstream>
+#include <string>
 #include <vector>
 
+#include "fabric/scenario/capture.h"
 #include "fabric/scenario/workload.h"
 #include "fabric/sim/network.h"
 #include "fabric/sim/port.h"
@@ -202,7 +209,7 @@ struct Incast {
   std::unique_ptr<FlowDriver> driver;
   static constexpr uint64_t kFlowBytes = 256 * 1024;
 
-  explicit Incast(bool lossless) {
+  explicit Incast(bool lossless, const std::string& pcap_link = "", const std::string& pcap = "") {
     topo::LeafSpineOptions o;
     o.leaves = 3;
     o.spines = 2;
@@ -223,7 +230,16 @@ struct Incast {
     driver = std::make_unique<FlowDriver>(
         net.get(), IncastFlows(net->host_count(), 0, 16, kFlowBytes, Picoseconds(0)), fo);
     EXPECT_TRUE(driver->Setup().ok());
+    std::unique_ptr<PortCapture> cap;
+    if (!pcap.empty()) {
+      cap = PortCapture::Open(topo, pcap_link, pcap).value();
+      cap->Attach(net.get());
+    }
     engine.Run(Picoseconds::FromMicroseconds(2000));
+    if (cap) {
+      EXPECT_TRUE(cap->Flush().ok());
+      cap->Detach();
+    }
   }
   Port& PortTo(const char* from, const char* to) const {
     const int32_t a = topo.FindNode(from).value();
@@ -277,6 +293,47 @@ TEST(PfcIncast, TheSameIncastLossyDrops) {
   Incast run(false);
   EXPECT_GT(run.net->drops().by_reason[static_cast<size_t>(DropReason::kTailDrop)], 0u);
   EXPECT_EQ(run.PausesSent("leaf0", "h1"), 0u);
+}
+
+// The PAUSE frames a capture of h1-leaf0 holds decode in Wireshark as MAC
+// control "Class Based Flow Control" (opcode 0x0101): XOFF with 0xFFFF
+// quanta on priority 3, and XON with 0.
+TEST(PfcCapture, PauseFramesDecodeAsPfcInTshark) {
+  if (std::system("tshark --version >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "tshark not installed (scripts/setup.sh installs it)";
+  }
+  const std::string pcap =
+      ::testing::TempDir() + "/fathom_pfc_" + std::to_string(getpid()) + ".pcap";
+  const std::string out = pcap + ".txt";
+  {
+    Incast run(true, "h1-leaf0", pcap);
+    EXPECT_EQ(run.net->drops().total(), 0u);
+  }
+  const std::string cmd =
+      "tshark -r " + pcap +
+      " -Y 'macc.opcode == 0x0101' -T fields -E separator=, -e eth.dst"
+      " -e macc.cbfc.enbv.c3 -e macc.cbfc.enbv.c0 -e macc.cbfc.pause_time.c3 > " +
+      out + " 2>/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream in(out);
+  std::string line;
+  int xoff = 0, xon = 0, other = 0;
+  while (std::getline(in, line)) {
+    if (line == "01:80:c2:00:00:01,True,False,65535" || line == "01:80:c2:00:00:01,1,0,65535") {
+      ++xoff;
+    } else if (line == "01:80:c2:00:00:01,True,False,0" || line == "01:80:c2:00:00:01,1,0,0") {
+      ++xon;
+    } else {
+      ++other;
+      ADD_FAILURE() << "unexpected tshark line: " << line;
+    }
+  }
+  std::printf("h1-leaf0 capture: %d PFC XOFF, %d PFC XON frames (tshark)\n", xoff, xon);
+  EXPECT_GT(xoff, 0);
+  EXPECT_GT(xon, 0);
+  EXPECT_EQ(other, 0);
+  std::remove(pcap.c_str());
+  std::remove(out.c_str());
 }
 
 }  // namespace
