@@ -87,7 +87,7 @@ struct QosConfig {
   // lossless accounts), the dynamic threshold of Choudhury and Hahne (1998)
   // that Broadcom and Mellanox (Spectrum "alpha") switches apply to PFC.
   // 0: static thresholds. XON then when the account falls to the class's
-  // xon_bytes if set, else to half the level XOFF was sent at.
+  // xon_bytes if set, else to half the account XOFF was sent at.
   double dynamic_alpha = 0;
   int64_t shared_buffer_bytes = 0;  // per switch, for dynamic thresholds
   // Per (ingress port, lossless priority); 0: auto, from the link
@@ -169,7 +169,7 @@ struct PortPfc {
   // Ingress account (this port's deliveries the far-end switch still
   // holds), per class; and that switch (null: the far end is a NIC).
   std::array<int64_t, kPriorities> held{};
-  std::array<int64_t, kPriorities> xoff_level{};  // the threshold when XOFF was sent
+  std::array<int64_t, kPriorities> xoff_level{};  // the account when XOFF was sent
   PfcSwitch* far_switch = nullptr;
   bool xon_pending = false;  // an XON check is scheduled (Port::OnXonCheck)
   PfcCounters counters;

@@ -134,8 +134,9 @@ bool Port::SendPolicy(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc) {
       PfcSwitch& sw = *u.far_switch;
       Port* emitter = up->peer_;
       const bool xoff = emitter->pfc_ && ((emitter->pfc_->by_account >> tc) & 1);
-      const int64_t level = xoff ? u.xoff_level[tc] : sw.XoffLevel(tc);
-      if (u.held[tc] + bytes > level + up->headroom_bytes_) {
+      // Past XOFF the headroom takes what the upstream sends for a round
+      // trip; an account not yet XOFF takes the frame and goes XOFF.
+      if (xoff && u.held[tc] + bytes > u.xoff_level[tc] + up->headroom_bytes_) {
         // Past the headroom: what PFC exists to prevent, counted.
         ++pfc_->counters.headroom_drops[tc];
         if (pooled) {
@@ -148,8 +149,11 @@ bool Port::SendPolicy(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc) {
       }
       u.held[tc] += bytes;
       sw.Add(bytes);
-      if (!xoff && u.held[tc] > level) {
-        u.xoff_level[tc] = level;
+      if (!xoff && u.held[tc] > sw.XoffLevel(tc)) {
+        // What it holds now (past the threshold by this frame at most, or
+        // by more when a dynamic threshold fell under it): the headroom
+        // counts from here.
+        u.xoff_level[tc] = u.held[tc];
         PortPfc& e = emitter->EnsurePfc();
         e.by_account |= static_cast<uint8_t>(1u << tc);
         emitter->UpdateEmit();
