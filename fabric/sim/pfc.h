@@ -55,7 +55,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 namespace fathom::sim {
@@ -149,14 +148,26 @@ class PfcSwitch;
 // One port's PFC state; owned by its Port (Port::pfc()), made when PFC is
 // configured or a PAUSE is first sent or received.
 struct PortPfc {
+  // Ingress account (this port's deliveries the far-end switch still
+  // holds), per class, and that switch (null: the far end is a NIC): read
+  // by every lossless frame's admission and release, so first.
+  alignas(64) std::array<int64_t, kPriorities> held{};
+  PfcSwitch* far_switch = nullptr;
+  // Classes the far-end switch asserts XOFF for by this account (a mirror
+  // of the far end's port's by_account, here where admission reads it).
+  uint8_t account_xoff = 0;
+  bool xon_pending = false;                       // an XON check is scheduled (Port::OnXonCheck)
+  std::array<int64_t, kPriorities> xoff_level{};  // the account when XOFF was sent
   // Egress side: what the far end asked of this port.
   uint8_t paused = 0;  // classes paused now
   std::array<int64_t, kPriorities> paused_since_ps{};
   std::array<int64_t, kPriorities> paused_until_ps{};  // quanta expiry
   std::array<int64_t, kPriorities> ignore_until_ps{};  // watchdog: PAUSE ignored before
   const Port* paused_by = nullptr;                     // the far end's port (peer)
-  // Frames of paused classes, oldest first (Held words, not yet left).
-  std::array<std::deque<std::array<uint64_t, 2>>, kPriorities> waiting;
+  // Frames of paused classes, oldest first (Held words, not yet left):
+  // appended while paused, sent whole on resume.
+  std::array<std::vector<std::array<uint64_t, 2>>, kPriorities> waiting;
+  std::vector<std::array<uint64_t, 2>> scratch;  // Port::PullBack's
   // Sending side: classes this port asserts XOFF for toward its far end,
   // and why (a switch's ingress account, or EmitPause).
   uint8_t emitting = 0;
@@ -166,12 +177,6 @@ struct PortPfc {
   std::array<int64_t, kPriorities> request_until_ps{};  // 0: until ReleasePause
   int64_t next_refresh_ps = 0;                          // the next XOFF refresh
   int64_t timer_at_ps = -1;                             // the live refresh/expiry event; -1: none
-  // Ingress account (this port's deliveries the far-end switch still
-  // holds), per class; and that switch (null: the far end is a NIC).
-  std::array<int64_t, kPriorities> held{};
-  std::array<int64_t, kPriorities> xoff_level{};  // the account when XOFF was sent
-  PfcSwitch* far_switch = nullptr;
-  bool xon_pending = false;  // an XON check is scheduled (Port::OnXonCheck)
   PfcCounters counters;
 };
 

@@ -34,7 +34,8 @@ Port::Port(Engine* engine, PacketPool* pool, HugePageArena* arena, DropStats* dr
       arena_(arena) {
   // The line plan of port.h: a send reads lines 1 and 2, an arrival line 1
   // (and 2 when it settles the buffer).
-  static_assert(offsetof(Port, busy_until_ps_) == 64 && offsetof(Port, occupancy_) == 120);
+  static_assert(offsetof(Port, busy_until_ps_) == 64 && offsetof(Port, occupancy_) == 120 &&
+                offsetof(Port, pfc_) < 192);
   constexpr uint32_t kFirstRing = 16;
   ring_ = static_cast<Held*>(arena_->Allocate(kFirstRing * sizeof(Held), alignof(Held)));
   ring_mask_ = kFirstRing - 1;

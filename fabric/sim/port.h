@@ -444,6 +444,9 @@ class Port {
   ReceiveFullSizeFn rx_full_size_fn_ = nullptr;
   PacketPool* pool_;
   DropStats* drops_;
+  // PFC state (pfc.h), null without: on line 3, which a lossless frame's
+  // admission and release read through the upstream port.
+  std::unique_ptr<PortPfc> pfc_;
   // Cold. What the far end received (the peer's rcv counters) is derived
   // from what was sent (Delivered()), so an arrival writes no counter.
   struct Received {
@@ -460,7 +463,6 @@ class Port {
   PortCounters counters_;  // the rare counters (discards); see counters()
   uint32_t component_;
   Port* peer_ = nullptr;
-  std::unique_ptr<PortPfc> pfc_;
   void (*on_resume_)(void*) = nullptr;
   void* on_resume_obj_ = nullptr;
   const QosConfig* qos_ = nullptr;

@@ -32,6 +32,14 @@ void FlowAndHops(uint64_t w0, uint64_t w1, bool pooled, const QpFlow** flow, uin
   }
 }
 
+// Gives a drained batch's storage back to its (still empty) queue, so that
+// pausing and resuming again allocates nothing.
+void KeepStorage(std::vector<std::array<uint64_t, 2>>* batch,
+                 std::vector<std::array<uint64_t, 2>>* queue) {
+  batch->clear();
+  if (queue->empty()) queue->swap(*batch);
+}
+
 }  // namespace
 
 int64_t PfcHeadroomBytes(int64_t rate_bps, int64_t cable_ps, int64_t max_frame_wire_bytes) {
@@ -132,8 +140,7 @@ bool Port::SendPolicy(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc) {
     if (up != nullptr && up->pfc_ && up->pfc_->far_switch != nullptr) {
       PortPfc& u = *up->pfc_;
       PfcSwitch& sw = *u.far_switch;
-      Port* emitter = up->peer_;
-      const bool xoff = emitter->pfc_ && ((emitter->pfc_->by_account >> tc) & 1);
+      const bool xoff = ((u.account_xoff >> tc) & 1) != 0;
       // Past XOFF the headroom takes what the upstream sends for a round
       // trip; an account not yet XOFF takes the frame and goes XOFF.
       if (xoff && u.held[tc] + bytes > u.xoff_level[tc] + up->headroom_bytes_) {
@@ -154,8 +161,9 @@ bool Port::SendPolicy(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc) {
         // by more when a dynamic threshold fell under it): the headroom
         // counts from here.
         u.xoff_level[tc] = u.held[tc];
-        PortPfc& e = emitter->EnsurePfc();
-        e.by_account |= static_cast<uint8_t>(1u << tc);
+        u.account_xoff |= static_cast<uint8_t>(1u << tc);
+        Port* emitter = up->peer_;
+        emitter->EnsurePfc().by_account |= static_cast<uint8_t>(1u << tc);
         emitter->UpdateEmit();
       }
     }
@@ -187,8 +195,7 @@ void Port::ReleaseLossless(const Held& h, uint32_t bytes, uint8_t tc) {
   PortPfc& u = *up->pfc_;
   u.held[tc] -= bytes;
   u.far_switch->Add(-static_cast<int64_t>(bytes));
-  const PortPfc* e = up->peer_->pfc_.get();
-  if (!u.xon_pending && e != nullptr && ((e->by_account >> tc) & 1) &&
+  if (!u.xon_pending && ((u.account_xoff >> tc) & 1) &&
       u.held[tc] <= u.far_switch->XonLevel(tc, u.xoff_level[tc])) {
     // XON, from an event of its own: this runs inside a send or an arrival
     // of another port, which a PAUSE frame's send must not cut into.
@@ -241,6 +248,7 @@ bool Port::CheckXon() {
   }
   if (off != 0) {
     e.by_account &= static_cast<uint8_t>(~off);
+    pfc_->account_xoff &= static_cast<uint8_t>(~off);
     peer_->UpdateEmit();
   }
   return e.by_account != 0;
@@ -316,9 +324,8 @@ void Port::OnPauseFrame(uint8_t class_enable, const uint16_t* quanta) {
   }
   policy_mask_ = static_cast<uint8_t>(lossless_mask_ | pfc.paused);
   // Frames queued that have not started: those of the paused classes wait.
-  std::vector<std::array<uint64_t, 2>> pulled;
-  PullBack(&pulled);
-  Requeue(pulled);
+  PullBack(&pfc.scratch);
+  Requeue(pfc.scratch);
 }
 
 void Port::OnPauseExpiry(void* obj, uint64_t arg) {
@@ -337,7 +344,7 @@ void Port::Resume(int c) {
   pfc.counters.rx_pause_duration_ps[i] += engine_->Now().ps() - pfc.paused_since_ps[i];
   policy_mask_ = static_cast<uint8_t>(lossless_mask_ | pfc.paused);
   // The waiting frames go, in order, behind what is queued.
-  std::deque<std::array<uint64_t, 2>> waiting;
+  std::vector<std::array<uint64_t, 2>> waiting;
   waiting.swap(pfc.waiting[i]);
   for (const auto& e : waiting) {
     uint32_t bytes;
@@ -345,6 +352,7 @@ void Port::Resume(int c) {
     SizeOf(Held{e[0], e[1] & ~uint64_t{kSeen}}, &bytes, &tc);
     Transmit(e[0], e[1], bytes, (e[1] & kSeen) != 0);
   }
+  KeepStorage(&waiting, &pfc.waiting[i]);
   if (on_resume_ != nullptr) on_resume_(on_resume_obj_);
 }
 
@@ -367,7 +375,7 @@ void Port::SendPause(uint8_t classes, uint16_t quanta) {
   p->ext().compare = words[1];
   engine_->TraceMix(0xfc000000ULL | (uint64_t{classes} << 16) | quanta);
   // MAC control goes ahead of queued data, after the frame in progress.
-  std::vector<std::array<uint64_t, 2>> pulled;
+  std::vector<std::array<uint64_t, 2>>& pulled = pfc.scratch;
   PullBack(&pulled);
   // Counted in class 0's buffer like data (Release takes it out again);
   // never dropped, never paused.
@@ -461,7 +469,7 @@ void Port::ReleasePause(uint8_t classes) {
 void Port::DropWaiting(int c) {
   if (!pfc_) return;
   const size_t i = static_cast<size_t>(c & 7);
-  std::deque<std::array<uint64_t, 2>> waiting;
+  std::vector<std::array<uint64_t, 2>> waiting;
   waiting.swap(pfc_->waiting[i]);
   for (const auto& e : waiting) {
     const Held h{e[0], e[1] & ~uint64_t{kSeen}};
@@ -494,7 +502,7 @@ void Port::DropWaiting(int c) {
 void Port::ForwardWaiting(int c) {
   if (!pfc_) return;
   const size_t i = static_cast<size_t>(c & 7);
-  std::deque<std::array<uint64_t, 2>> waiting;
+  std::vector<std::array<uint64_t, 2>> waiting;
   waiting.swap(pfc_->waiting[i]);
   for (const auto& e : waiting) {
     uint32_t bytes;
@@ -503,6 +511,7 @@ void Port::ForwardWaiting(int c) {
     ++pfc_->counters.watchdog_forwarded[i];
     Transmit(e[0], e[1], bytes, (e[1] & kSeen) != 0);
   }
+  KeepStorage(&waiting, &pfc_->waiting[i]);
 }
 
 void Port::IgnorePause(int c, Picoseconds until) {
