@@ -33,24 +33,29 @@
 // per port) past it.
 //
 // API for the PFC watchdog, storms and deadlock detection (stable):
-// - Port::EmitPause(classes, duration): this port sends PAUSE to its far end
-//   for `classes` (a bit mask) for `duration`, or until ReleasePause when
-//   the duration is zero (continuous: refreshed); Port::ReleasePause sends
-//   XON. A NIC's port (Network::nic(r) -> Network::port(host, 0)) and a
-//   switch port alike.
-// - Port::pfc() (null when the port has no PFC state) -> PortPfc: `paused`
-//   mask, `paused_since_ps[c]`, `paused_by` (the far end's port that sent
-//   the PAUSE: this port's peer()), `paused_until_ps[c]`, counters.
-// - Watchdog hooks: Port::DropWaiting(c) (drops the class's waiting frames,
-//   counted as kPfcWatchdog... see port.h), Port::ForwardWaiting(c) (sends
-//   them despite the pause), Port::IgnorePause(c, until): PAUSE frames for c
-//   received before `until` are counted and otherwise ignored, and a pause
-//   in force ends now.
-// - Cycle detection: for a port U whose far end is a switch, the switch is
-//   asserting XOFF on class c toward U iff U->peer()->pfc()->emitting has bit
-//   c (and U is then paused by it); U->pfc()->held[c] are the bytes of c that
-//   U delivered and the switch still holds, and PfcSwitch::EgressHolding(U, c)
-//   lists the switch's egress ports holding them.
+// (a) Port::EmitPause(classes, duration): this port sends PAUSE (XOFF,
+//     0xFFFF quanta) to its far end for `classes` (a bit mask) for
+//     `duration`, then XON; a zero duration: until Port::ReleasePause
+//     (refreshed at half the pause time). A NIC's port (Network::port(host
+//     node, 0)) and a switch port alike. Port::SendPause(classes, quanta)
+//     sends one frame.
+// (b) Port::pfc() (null when the port has no PFC state) -> PortPfc:
+//     `paused` (classes), `paused_since_ps[c]`, `paused_until_ps[c]`,
+//     `paused_by` (the far end's port that sent the PAUSE: peer()),
+//     `emitting` (classes this port asserts XOFF for) and its counters;
+//     Port::paused_classes(), Port::waiting_bytes(c), Port::pfc_counters().
+// (c) Watchdog: Port::DropWaiting(c) drops the class's waiting frames
+//     (DropReason::kPfcWatchdog, counted), Port::ForwardWaiting(c) sends
+//     them despite the pause, Port::IgnorePause(c, until) ends a pause in
+//     force and counts but ignores PAUSE frames for c until `until`.
+// (d) Cycles: a port U whose far end is a switch is paused by the switch's
+//     account on class c iff U->pfc()->account_xoff has bit c (the switch's
+//     port U->peer() then has it in by_account/emitting); U->pfc()->held[c]
+//     are the bytes of c U delivered that the switch still holds, and
+//     Network::pfc_switch(node)->EgressHolding(U, c) lists the switch's
+//     egress ports holding them (queued or waiting).
+// Events of this model run as EventKind::kUser on the port's component
+// (node * 1024 + port index).
 #pragma once
 
 #include <array>

@@ -200,7 +200,7 @@ void Port::ReleaseLossless(const Held& h, uint32_t bytes, uint8_t tc) {
     // XON, from an event of its own: this runs inside a send or an arrival
     // of another port, which a PAUSE frame's send must not cut into.
     u.xon_pending = true;
-    engine_->Schedule<&Port::OnXonCheck>(engine_->Now(), EventKind::kUser, 0, up, 0);
+    engine_->Schedule<&Port::OnXonCheck>(engine_->Now(), EventKind::kUser, up->component_, up, 0);
   }
 }
 
@@ -312,7 +312,7 @@ void Port::OnPauseFrame(uint8_t class_enable, const uint16_t* quanta) {
     }
     const int64_t until = now + QuantaPs(quanta[c]);
     pfc.paused_until_ps[static_cast<size_t>(c)] = until;
-    engine_->Schedule<&Port::OnPauseExpiry>(Picoseconds(until), EventKind::kUser, 0, this,
+    engine_->Schedule<&Port::OnPauseExpiry>(Picoseconds(until), EventKind::kUser, component_, this,
                                             static_cast<uint64_t>(c));
     if (((pfc.paused >> c) & 1) == 0) newly |= static_cast<uint8_t>(1u << c);
   }
@@ -412,7 +412,7 @@ void Port::ScheduleTimer(int64_t at_ps) {
   PortPfc& pfc = *pfc_;
   if (pfc.timer_at_ps >= 0 && pfc.timer_at_ps <= at_ps) return;  // an earlier one re-arms
   pfc.timer_at_ps = at_ps;
-  engine_->Schedule<&Port::OnRefresh>(Picoseconds(at_ps), EventKind::kUser, 0, this,
+  engine_->Schedule<&Port::OnRefresh>(Picoseconds(at_ps), EventKind::kUser, component_, this,
                                       static_cast<uint64_t>(at_ps));
 }
 
