@@ -1,6 +1,7 @@
 #include "fabric/scenario/network_config.h"
 
 #include "fabric/scenario/congestion_spec.h"
+#include "fabric/scenario/qos.h"
 #include "fabric/sim/nic_profile.h"
 
 namespace fathom::sim {
@@ -23,8 +24,8 @@ StatusOr<NetworkConfig> ScenarioNetworkConfig(const proto::Scenario& s, NetworkC
   }
   // network.ecn and transport.dcqcn (congestion_spec.h).
   ApplyCongestion(s, &nc);
-  // FOLLOW-UP (lead, with h/pfc): the network block's qos section goes here
-  // too (NetworkConfig::qos), so both commands get it.
+  // network.qos: traffic classes and PFC (qos.h).
+  if (s.network().has_qos()) nc.qos = QosFromSpec(s.network().qos());
   return nc;
 }
 

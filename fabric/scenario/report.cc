@@ -32,6 +32,59 @@ std::string Duration(double ns) {
   return Fmt("%.0f ns", ns);
 }
 
+// A port's PFC counters by their mlx5 ethtool names (pfc.h), the
+// priorities that have any; durations in microseconds, as ethtool's.
+std::vector<std::pair<std::string, uint64_t>> PfcNamed(const PfcCounters& c) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (size_t p = 0; p < kPriorities; ++p) {
+    if (c.rx_pause[p] + c.tx_pause[p] + c.headroom_drops[p] + c.watchdog_dropped[p] +
+            c.watchdog_forwarded[p] ==
+        0) {
+      continue;
+    }
+    const std::string prio = "prio" + std::to_string(p);
+    out.push_back({"rx_" + prio + "_pause", c.rx_pause[p]});
+    out.push_back({"rx_" + prio + "_pause_duration", c.rx_pause_duration_ps[p] / 1000000});
+    out.push_back({"tx_" + prio + "_pause", c.tx_pause[p]});
+    out.push_back({"tx_" + prio + "_pause_duration", c.tx_pause_duration_ps[p] / 1000000});
+    if (c.headroom_drops[p] > 0) out.push_back({prio + "_headroom_drops", c.headroom_drops[p]});
+    if (c.watchdog_dropped[p] > 0) {
+      out.push_back({prio + "_pfc_wd_dropped", c.watchdog_dropped[p]});
+    }
+    if (c.watchdog_forwarded[p] > 0) {
+      out.push_back({prio + "_pfc_wd_forwarded", c.watchdog_forwarded[p]});
+    }
+  }
+  return out;
+}
+
+std::string FormatPfc(const std::vector<std::pair<std::string, PfcCounters>>& ports) {
+  std::string s = "pfc        ports that paused or were paused (durations in us):\n";
+  // The ports that sent PAUSE first (the switches' side of each hop), the
+  // most first: where the congestion is.
+  std::vector<std::pair<std::string, PfcCounters>> sorted = ports;
+  auto sent = [](const PfcCounters& c) {
+    uint64_t n = 0;
+    for (uint64_t v : c.tx_pause) n += v;
+    return n;
+  };
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [&](const auto& a, const auto& b) { return sent(a.second) > sent(b.second); });
+  const size_t kMaxPorts = 16;
+  for (size_t i = 0; i < sorted.size() && i < kMaxPorts; ++i) {
+    s += Fmt("  %-24s", sorted[i].first.c_str());
+    for (const auto& [name, v] : PfcNamed(sorted[i].second)) {
+      s += Fmt(" %s %" PRIu64, name.c_str(), v);
+    }
+    s += "\n";
+  }
+  if (ports.size() > kMaxPorts) {
+    s += Fmt("  ... and %zu more ports (--json lists all)\n", ports.size() - kMaxPorts);
+  }
+  return s;
+}
+
+
 }  // namespace
 
 std::string FormatSummary(const RunReport& r) {
@@ -103,6 +156,7 @@ std::string FormatSummary(const RunReport& r) {
              r.dcqcn.rp_cnp_handled, r.dcqcn.rp_cnp_ignored);
   }
   if (!r.faults_summary.empty()) s += "faults\n" + r.faults_summary;
+  if (!r.port_pfc.empty()) s += FormatPfc(r.port_pfc);
   if (r.captured_frames > 0) s += Fmt("captured   %" PRIu64 " frames\n", r.captured_frames);
   s +=
       Fmt("engine     %s simulated, %" PRIu64 " events, %" PRIu64
@@ -186,6 +240,16 @@ std::string FormatJson(const RunReport& r) {
   j["hosts"] = r.hosts;
   j["nic_profile"] = r.nic_profile;
   j["roce_adp_retrans"] = r.roce_adp_retrans;
+  if (!r.port_pfc.empty()) {
+    // The ports that sent or received PAUSE (or dropped lossless frames).
+    Json pfc = Json::object();
+    for (const auto& [port, c] : r.port_pfc) {
+      Json jp = Json::object();
+      for (const auto& [name, v] : PfcNamed(c)) jp[name] = v;
+      pfc[port] = std::move(jp);
+    }
+    j["pfc"] = std::move(pfc);
+  }
   if (r.ecn_enabled || r.dcqcn_enabled) {
     j["ecn_marked_packets"] = r.ecn_marked_packets;
     j["np_ecn_marked_roce_packets"] = r.dcqcn.np_ecn_marked_roce_packets;

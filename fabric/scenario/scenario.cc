@@ -17,6 +17,7 @@
 #include "fabric/scenario/fault_attach.h"
 #include "fabric/scenario/receive.h"
 #include "fabric/scenario/network_config.h"
+#include "fabric/scenario/qos.h"
 #include "fabric/scenario/workload.h"
 #include "fabric/sim/engine.h"
 #include "fabric/sim/network.h"
@@ -209,6 +210,7 @@ Status Validate(const LoadedScenario& sc) {
     return m.Error("network.switch_buffer_bytes",
                    std::to_string(n.switch_buffer_bytes()) + " is more than 2^40 bytes (1 TiB)");
   }
+  if (n.has_qos()) FATHOM_RETURN_IF_ERROR(ValidateQos(n.qos(), sc.topology, m));
   const proto::WorkloadSpec& w = s.workload();
   const int32_t hosts = static_cast<int32_t>(sc.topology.hosts().size());
   if (w.pattern() == proto::WorkloadSpec::PATTERN_UNSPECIFIED) {
@@ -566,6 +568,11 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
     }
     r.ports.push_back(
         PortReport{name, sc.topology.node(port->config().node).name, port->config().index, c});
+    if (const std::optional<PfcCounters> pfc = port->pfc_counters(); pfc.has_value()) {
+      r.port_pfc.push_back({sc.topology.node(port->config().node).name + "->" +
+                                sc.topology.node(port->peer()->config().node).name,
+                            *pfc});
+    }
   }
   // Worst ports first: the summary shows the first few.
   std::stable_sort(r.port_drops.begin(), r.port_drops.end(), [](const auto& a, const auto& b) {

@@ -20,6 +20,7 @@
 #include "fabric/sim/qp.h"
 #include "faults/frame.h"
 #include "fabric/sim/dcqcn.h"
+#include "fabric/sim/pfc.h"
 #include "proto/scenario.pb.h"
 #include "proto/yaml_loader.h"
 #include "topologies/topology.h"
@@ -146,6 +147,9 @@ struct RunReport {
   bool dcqcn_enabled = false;
   uint64_t ecn_marked_packets = 0;
   DcqcnCounters dcqcn;
+  // PFC counters of the ports that sent or received a PAUSE frame, dropped
+  // past headroom or by the watchdog: "leaf0->h3" -> counters.
+  std::vector<std::pair<std::string, PfcCounters>> port_pfc;
 };
 
 StatusOr<RunReport> RunScenario(const LoadedScenario& scenario, const RunOptions& options);

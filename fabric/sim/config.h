@@ -10,6 +10,7 @@
 #include "fabric/sim/nic_profile.h"
 #include "fabric/sim/dcqcn.h"
 #include "fabric/sim/ecn.h"
+#include "fabric/sim/pfc.h"
 
 namespace fathom::sim {
 
@@ -30,6 +31,9 @@ struct NetworkConfig {
   // DCQCN in every NIC: CNPs (notification point) and per-QP rate control
   // (reaction point); dcqcn.h.
   DcqcnConfig dcqcn;
+  // Traffic classes: DSCP -> priority, lossless (PFC) classes and their
+  // thresholds (pfc.h). Default: every class lossy drop-tail.
+  QosConfig qos;
 };
 
 }  // namespace fathom::sim

@@ -16,6 +16,7 @@
 // (nic_profile.h) in nic_delay.cc.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -44,6 +45,9 @@ class Nic {
 
   // The port the NIC transmits on (set by the Network).
   void AttachPort(Port* port) { port_ = port; }
+  // The port resumed a paused class (Port::set_on_resume): the pump
+  // looks again.
+  static void OnPortResumed(void* nic) { static_cast<Nic*>(nic)->KickPump(); }
   // Receive entry for Port::Connect.
   static void Receive(void* nic, Packet* p, int32_t in_port);
   // ReceiveFullSizeFn: what Receive does for the next expected middle
@@ -270,6 +274,9 @@ class Nic {
     __builtin_prefetch(reinterpret_cast<const char*>(qp) + 192);
   }
   void Pump();
+  // Pump while the port has paused classes (PFC): the QPs of a paused
+  // class are skipped; the port's resume kicks the pump again.
+  void PumpPaused(uint8_t paused);
   // The fetch hint's fields for the next pump, after `from` (null: none)
   // sent: when it is the round-robin's front again, its next middle packet
   // (rr_middle_: the QP's first lines), or else the WQE at its cursor.
@@ -305,6 +312,10 @@ class Nic {
   void ArmDcqcnTimer(Qp& qp);
   static void OnDcqcnTimer(void* nic, uint64_t arg);
   static void OnPaceWake(void* nic, uint64_t arg);
+  // Schedules OnPaceWake for the earliest send time of the active QPs not in
+  // `paused` classes that their rate holds back (PumpPaused: PFC and DCQCN
+  // together).
+  void WakeForPace(uint8_t paused);
   static void OnTimer(void* nic, uint64_t arg);
   void ArmTimer(Qp& qp, int64_t at_ps);
 
@@ -448,6 +459,8 @@ class Nic {
   DcqcnCounters dcqcn_counters_;
   std::vector<DcqcnQp> dcqcn_qps_;
   int64_t pace_wake_ps_ = 0;  // the pending OnPaceWake, 0 = none
+  // DSCP -> priority (QosConfig): the buffer class of a QP's packets.
+  std::array<uint8_t, 64> dscp_to_priority_;
 };
 
 }  // namespace fathom::sim

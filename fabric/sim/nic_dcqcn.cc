@@ -50,6 +50,24 @@ bool Nic::PaceFront() {
   return false;
 }
 
+void Nic::WakeForPace(uint8_t paused) {
+  const int64_t now = engine_->Now().ps();
+  int64_t earliest = INT64_MAX;
+  for (size_t i = 0; i < active_.size(); ++i) {
+    const Qp* qp = *active_.at_address(i);
+    if (((paused >> (qp->buffer_class & 7)) & 1) != 0) continue;
+    const DcqcnRate& r = CcOf(*qp).rate;
+    if (r.waits(now)) earliest = std::min(earliest, r.next_send_ps());
+  }
+  if (earliest == INT64_MAX) return;
+  if (pace_wake_ps_ == 0 || pace_wake_ps_ > earliest) {
+    pace_wake_ps_ = earliest;
+    engine_->Schedule<&Nic::OnPaceWake>(Picoseconds(earliest), EventKind::kNicPump,
+                                        static_cast<uint32_t>(host_), this,
+                                        static_cast<uint64_t>(earliest));
+  }
+}
+
 void Nic::OnPaceWake(void* nic, uint64_t arg) {
   Nic* self = static_cast<Nic*>(nic);
   if (static_cast<int64_t>(arg) == self->pace_wake_ps_) self->pace_wake_ps_ = 0;
