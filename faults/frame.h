@@ -48,6 +48,10 @@ enum class DropReason : uint8_t {
   kBlackHole,  // a black-holed flow / QP / next hop
   kHostDown,   // the source or destination host crashed
   kNone,       // not dropped (a Verdict that passes the frame)
+  // Dropped by the fabric's lossless classes (fabric/sim/pfc.h), after kNone
+  // so that no earlier number moves.
+  kPfcHeadroom,  // a lossless class past XOFF + headroom (pfc_headroom_drops)
+  kPfcWatchdog,  // a stormed queue's frames, dropped by the PFC watchdog
   kCount,
 };
 const char* DropReasonName(DropReason r);

@@ -32,6 +32,10 @@ const char* DropReasonName(DropReason r) {
       return "black_hole";
     case DropReason::kHostDown:
       return "host_down";
+    case DropReason::kPfcHeadroom:
+      return "pfc_headroom";
+    case DropReason::kPfcWatchdog:
+      return "pfc_watchdog";
     case DropReason::kNone:
       return "none";
     case DropReason::kCount:

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "fabric/sim/pfc.h"
+
 namespace fathom::sim {
 
 struct NetworkConfig {
@@ -18,6 +20,9 @@ struct NetworkConfig {
   // QPs get their fixed route when they connect (QpFlow); off, every
   // switch looks each packet up in its table (the same routes, slower).
   bool fixed_paths = true;
+  // Traffic classes: DSCP -> priority, lossless (PFC) classes and their
+  // thresholds (pfc.h). Default: every class lossy drop-tail.
+  QosConfig qos;
 };
 
 }  // namespace fathom::sim

@@ -1,6 +1,7 @@
 #include "fabric/sim/network.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -117,13 +118,15 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
     } else {
       auto nic = std::make_unique<Nic>(engine, &pool_, &drops_, node, config);
       if (topo->PortCount(node) > 0) nic->AttachPort(&port(node, 0));
-      if (config.fixed_paths) {
+      // Lossless accounting reads the route (pfc.h): fixed paths then.
+      if (config.fixed_paths || config.qos.lossless_mask() != 0) {
         nic->set_paths(
             [](void* net, int32_t src, int32_t dst, uint32_t hash, Port** path) {
               static_cast<const Network*>(net)->PathOf(src, dst, hash, path);
             },
             this);
       }
+      if (topo->PortCount(node) > 0) port(node, 0).set_on_resume(&Nic::OnPortResumed, nic.get());
       receiver[n] = nic.get();
       receive_fn[n] = &Nic::Receive;
       prefetch_fn[n] = &Nic::Prefetch;
@@ -140,6 +143,56 @@ Network::Network(Engine* engine, const topo::Topology* topo, const NetworkConfig
                             prefetch_fn[far], switch_at_[far] != nullptr, full_size_fn[far]);
     }
   }
+  if (config.qos.lossless_mask() != 0) EnablePfc(config);
+}
+
+void Network::EnablePfc(const NetworkConfig& config) {
+  qos_ = config.qos;
+  const auto& nodes = topo_->nodes();
+  std::vector<PfcSwitch*> at(nodes.size(), nullptr);
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const int32_t node = static_cast<int32_t>(n);
+    if (switch_at_[n] == nullptr) continue;
+    std::vector<Port*> egress;
+    // Settle the accounts every maximum frame's time of the fastest port:
+    // XON then goes out within a frame of the account falling to XON.
+    int64_t interval = INT64_MAX;
+    for (int32_t i = 0; i < topo_->PortCount(node); ++i) {
+      Port* p = &port(node, i);
+      egress.push_back(p);
+      const int64_t mtu = p->config().mtu_bytes > 0 ? p->config().mtu_bytes : 4096;
+      interval = std::min(
+          interval, p->config()
+                        .rate.SerializationTime(static_cast<uint64_t>(mtu) + kEthernetWireOverhead)
+                        .ps());
+    }
+    if (interval == INT64_MAX || interval <= 0) interval = 1000000;
+    pfc_switches_.push_back(std::make_unique<PfcSwitch>(&qos_, std::move(egress), interval));
+    at[n] = pfc_switches_.back().get();
+  }
+  const uint8_t lossless = qos_.lossless_mask();
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const int32_t node = static_cast<int32_t>(n);
+    for (int32_t i = 0; i < topo_->PortCount(node); ++i) {
+      Port& p = port(node, i);
+      const int32_t far = p.peer()->config().node;
+      PfcSwitch* far_switch = at[static_cast<size_t>(far)];
+      int64_t headroom = qos_.headroom_bytes;
+      if (headroom == 0) {
+        const int64_t mtu = p.config().mtu_bytes > 0 ? p.config().mtu_bytes : 4096;
+        headroom = PfcHeadroomBytes(p.config().rate.bps(), p.config().latency.ps(),
+                                    mtu + static_cast<int64_t>(kEthernetWireOverhead));
+      }
+      p.EnablePfc(switch_at_[n] != nullptr ? lossless : 0, far_switch, &qos_, headroom);
+    }
+  }
+}
+
+PfcSwitch* Network::pfc_switch(int32_t node) const {
+  for (const auto& s : pfc_switches_) {
+    if (!s->egress().empty() && s->egress()[0]->config().node == node) return s.get();
+  }
+  return nullptr;
 }
 
 Network::~Network() {

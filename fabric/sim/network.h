@@ -106,6 +106,16 @@ class Network {
   std::vector<std::unique_ptr<Switch>> switches_;
   std::vector<Switch*> switch_at_;          // by node id; null for hosts
   std::vector<std::unique_ptr<Nic>> nics_;  // by host rank
+  // PFC (pfc.h): the configuration the ports point at, and each switch's
+  // lossless accounting; empty without a lossless class.
+  QosConfig qos_;
+  std::vector<std::unique_ptr<PfcSwitch>> pfc_switches_;
+  // Builds the PFC state of every port (a lossless class is configured).
+  void EnablePfc(const NetworkConfig& config);
+
+ public:
+  // The lossless accounting of switch `node` (null: none, or not a switch).
+  PfcSwitch* pfc_switch(int32_t node) const;
 };
 
 }  // namespace fathom::sim

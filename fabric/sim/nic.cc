@@ -20,7 +20,12 @@ int CompletionQueue::Poll(std::span<Completion> out) {
 
 Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node,
          const NetworkConfig& config)
-    : engine_(engine), pool_(pool), host_(host_node), ipv6_(config.ipv6), drops_(drops) {
+    : engine_(engine),
+      pool_(pool),
+      host_(host_node),
+      ipv6_(config.ipv6),
+      drops_(drops),
+      dscp_to_priority_(config.qos.dscp_to_priority) {
   engine_->set_prefetcher(EventKind::kNicPump, &Nic::PrefetchPump);
   // What the pump's fetch hint reads is in the NIC's first two lines, which
   // the engine fetched before it.
@@ -189,7 +194,9 @@ StatusOr<uint32_t> Nic::CreateQp(CompletionQueue* send_cq, CompletionQueue* recv
   qp->attr = attr;
   qp->send_cq = send_cq;
   qp->recv_cq = recv_cq;
-  qp->buffer_class = static_cast<uint8_t>(attr.traffic_class >> 5);
+  // The priority of the QP's DSCP (QosConfig; by default DSCP >> 3, the
+  // traffic class's top 3 bits).
+  qp->buffer_class = dscp_to_priority_[static_cast<size_t>(attr.traffic_class >> 2)] & 7;
   qp->flow.src_host = host_;
   qp->flow.src_qpn = qp->qpn;
   qp->flow.traffic_class = attr.traffic_class;
@@ -454,6 +461,12 @@ void Nic::Pump() {
     KickPump();
     return;
   }
+  if (port_->policy_classes() != 0) [[unlikely]] {
+    if (const uint8_t paused = port_->paused_classes(); paused != 0) {
+      PumpPaused(paused);
+      return;
+    }
+  }
   if (control_head_ == nullptr && rr_front_ != nullptr && RequesterSendFullSize(*rr_front_)) {
     KickPump();  // the QP stays active
     return;
@@ -492,6 +505,43 @@ void Nic::Pump() {
     port_->Send(p);
   }
   if (control_head_ != nullptr || !active_.empty()) KickPump();
+}
+
+void Nic::PumpPaused(uint8_t paused) {
+  // Control packets (ACKs, NAKs) go as usual: the port holds those of a
+  // paused class in its waiting queue, in order.
+  Packet* p = nullptr;
+  Qp* from = nullptr;
+  if (control_head_ != nullptr) {
+    p = control_head_;
+    control_head_ = p->next;
+    if (control_head_ == nullptr) control_tail_ = nullptr;
+    from = FindQp(p->flow->src_qpn);
+    if (from != nullptr && from->pending_ack == p) from->pending_ack = nullptr;
+  } else {
+    for (size_t tries = active_.size(); tries > 0 && p == nullptr; --tries) {
+      Qp& qp = *active_.front();
+      active_.pop_front();
+      const bool live = qp.state == QpState::kRtr || qp.state == QpState::kRts;
+      if (live && ((paused >> (qp.buffer_class & 7)) & 1) == 0) {
+        p = ResponderNext(qp);
+        if (p == nullptr && RequesterHasWork(qp)) p = RequesterNext(qp);
+        if (p != nullptr) from = &qp;
+      }
+      if (live && (ResponderHasWork(qp) || RequesterHasWork(qp))) {
+        active_.push_back(&qp);
+      } else {
+        qp.active = false;
+      }
+    }
+    SyncFront();
+    SetPumpHint(nullptr);
+  }
+  if (p == nullptr) return;  // all paused: the port's resume kicks the pump
+  p->wire_bytes = static_cast<uint16_t>(FrameWireBytes(p->opcode, p->payload_bytes, ipv6_));
+  if (from != nullptr) ++from->sent_pkts;
+  port_->Send(p);
+  KickPump();
 }
 
 void Nic::ArmTimer(Qp& qp, int64_t at_ps) {

@@ -14,6 +14,7 @@
 // responder.cc, setup/scheduling/completions in nic.cc.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -41,6 +42,9 @@ class Nic {
 
   // The port the NIC transmits on (set by the Network).
   void AttachPort(Port* port) { port_ = port; }
+  // The port resumed a paused class (Port::set_on_resume): the pump
+  // looks again.
+  static void OnPortResumed(void* nic) { static_cast<Nic*>(nic)->KickPump(); }
   // Receive entry for Port::Connect.
   static void Receive(void* nic, Packet* p, int32_t in_port);
   // ReceiveFullSizeFn: what Receive does for the next expected middle
@@ -262,6 +266,9 @@ class Nic {
     __builtin_prefetch(reinterpret_cast<const char*>(qp) + 192);
   }
   void Pump();
+  // Pump while the port has paused classes (PFC): the QPs of a paused
+  // class are skipped; the port's resume kicks the pump again.
+  void PumpPaused(uint8_t paused);
   // The fetch hint's fields for the next pump, after `from` (null: none)
   // sent: when it is the round-robin's front again, its next middle packet
   // (rr_middle_: the QP's first lines), or else the WQE at its cursor.
@@ -362,6 +369,8 @@ class Nic {
   Qp first_qps_[kQpChunk];
   std::vector<std::unique_ptr<CompletionQueue>> cqs_;
   std::vector<PortEvent> port_events_;
+  // DSCP -> priority (QosConfig): the buffer class of a QP's packets.
+  std::array<uint8_t, 64> dscp_to_priority_;
 };
 
 }  // namespace fathom::sim

@@ -188,7 +188,10 @@ void Port::SendCompactSized(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc
     SendInline(Materialize(w0, w1));
     return;
   }
-  if (!Admit(bytes, tc, now)) {
+  if ((policy_mask_ >> tc) & 1) [[unlikely]] {
+    // Lossless here, or paused (pfc.h): admitted, queued or dropped there.
+    if (!SendPolicy(w0, w1, bytes, tc)) return;
+  } else if (!Admit(bytes, tc, now)) {
     ++counters_.port_xmit_discards;
     pool_->DropCompact();
     CountDrop(static_cast<uint32_t>(w1 & kPsnMask), DropReason::kTailDrop);
@@ -217,7 +220,10 @@ void Port::SendInline(Packet* p) {
     DropOnSend(p, DropReason::kMtuExceeded);
     return;
   }
-  if (!Admit(bytes, ClassOf(*p), now)) {
+  const uint8_t tc = ClassOf(*p);
+  if ((policy_mask_ >> tc) & 1) [[unlikely]] {
+    if (!SendPolicy(Held::kPooled, reinterpret_cast<uint64_t>(p), bytes, tc)) return;
+  } else if (!Admit(bytes, tc, now)) {
     DropOnSend(p, DropReason::kTailDrop);
     return;
   }
@@ -443,6 +449,17 @@ void Port::Deliver(Packet* p) {
     p->next_out->Send(p);
     return;
   }
+  if (static_cast<uint8_t>(p->opcode) == kPauseOpcode) [[unlikely]] {
+    // A PAUSE frame: the far end's egress toward us (our peer) obeys it.
+    uint16_t quanta[kPriorities];
+    for (int c = 0; c < kPriorities; ++c) {
+      const uint64_t word = c < 4 ? p->ext().va : p->ext().compare;
+      quanta[c] = static_cast<uint16_t>(word >> (16 * (c & 3)));
+    }
+    peer_->OnPauseFrame(static_cast<uint8_t>(p->psn), quanta);
+    pool_->Free(p);
+    return;
+  }
   rx_fn_(rx_obj_, p, rx_index_);
 }
 
@@ -466,6 +483,32 @@ void Port::DeliverCompact(uint64_t w0, uint64_t w1) {
     return;
   }
   rx_fn_(rx_obj_, Materialize(w0, w1), rx_index_);
+}
+
+// PFC's paths (port_pfc.cc) reach the inline steps through these.
+bool Port::AdmitDropTail(uint32_t bytes, uint8_t tc) { return Admit(bytes, tc, engine_->Now().ps()); }
+
+void Port::Transmit(uint64_t w0, uint64_t w1, uint32_t bytes, bool seen) {
+  const int64_t now = engine_->Now().ps();
+  const int64_t start = Serialize(bytes, now);
+  const int64_t arrive = busy_until_ps_ + latency_ps_;
+  if ((w0 & Held::kPooled) != 0) {
+    Packet* p = reinterpret_cast<Packet*>(w1 & ~uint64_t{Held::kTags});
+    if (hooked_ && !seen) {
+      SendImpaired(p, start, busy_until_ps_);
+      return;
+    }
+    Leave(p);
+    Hold(reinterpret_cast<uintptr_t>(p), arrive);
+    return;
+  }
+  if (static_cast<uint64_t>(arrive) > kTimeMask) {
+    Packet* p = Materialize(w0, w1);
+    Leave(p);
+    Hold(reinterpret_cast<uintptr_t>(p), arrive);
+    return;
+  }
+  HoldWords(static_cast<uint64_t>(arrive) | ((w0 & ~kTimeMask) + (uint64_t{1} << kHopsShift)), w1);
 }
 
 }  // namespace fathom::sim

@@ -28,12 +28,14 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "base/units.h"
 #include "fabric/sim/arena.h"
 #include "fabric/sim/engine.h"
 #include "fabric/sim/packet.h"
+#include "fabric/sim/pfc.h"
 #include "faults/frame.h"
 
 namespace fathom::sim {
@@ -164,6 +166,54 @@ class Port {
     hooked_ = impairment_ != nullptr || tap_ != nullptr;
   }
 
+  // PFC (pfc.h; port_pfc.cc). Null when the port has no PFC state.
+  const PortPfc* pfc() const { return pfc_.get(); }
+  // Makes the PFC state (idempotent). `lossless` are the classes whose
+  // sends this port accounts against its upstream's ingress account (a
+  // switch's egress port); `far_switch` is the switch at the far end (null:
+  // a NIC), which accounts what this port delivers.
+  PortPfc& EnablePfc(uint8_t lossless, PfcSwitch* far_switch, const QosConfig* qos,
+                     int64_t headroom_bytes);
+  // Classes the egress sends nothing of (paused, and not forwarded by the
+  // watchdog). 0 without PFC.
+  uint8_t paused_classes() const { return pfc_ ? pfc_->paused : 0; }
+  // Classes whose sends take the policy path (lossless or paused): a NIC's
+  // pump tests this (line 2) before it looks further.
+  uint8_t policy_classes() const { return policy_mask_; }
+  // Calls fn(obj) when a class resumes (a NIC's pump).
+  void set_on_resume(void (*fn)(void*), void* obj) {
+    on_resume_ = fn;
+    on_resume_obj_ = obj;
+  }
+  // The far end pauses (PAUSE received): for `quanta` 512-bit times, 0 = XON.
+  void OnPauseFrame(uint8_t class_enable, const uint16_t* quanta);
+  // Sends a PAUSE frame for `classes` with `quanta` (each class alike) to
+  // the far end, ahead of queued data (after the frame in progress).
+  void SendPause(uint8_t classes, uint16_t quanta);
+  // This port asserts XOFF toward its far end for `classes`: for
+  // `duration` (then XON), or until ReleasePause when it is zero
+  // (refreshed at half the pause time). A NIC's or a switch's port.
+  void EmitPause(uint8_t classes, Picoseconds duration);
+  void ReleasePause(uint8_t classes);
+  // Watchdog hooks: drop / forward (send despite the pause) the waiting
+  // frames of class `c`; ignore PAUSE for `c` until `until` (ending a pause
+  // in force).
+  void DropWaiting(int c);
+  void ForwardWaiting(int c);
+  void IgnorePause(int c, Picoseconds until);
+  // The PFC check of a switch (PfcSwitch): settles the buffer account of
+  // what has finished serializing.
+  void Settle() { Drain(engine_->Now().ps()); }
+  // For a port whose far end is a switch (PfcSwitch): sends XON for the
+  // classes whose ingress account fell to XON; true while any is XOFF.
+  bool CheckXon();
+  // Whether this port holds (queued or waiting) bytes of class `c` that
+  // `upstream` delivered (cycle detection; walks the queue).
+  bool HoldsFrom(const Port* upstream, int c) const;
+  Engine* engine() const { return engine_; }
+  // Bytes of class `tc` held in the per-class waiting FIFO (paused).
+  int64_t waiting_bytes(int tc) const;
+
   // The engine's fetch hint for arrival events (Engine::set_prefetcher):
   // the ring's head, and where the packet goes next: for a packet that
   // crosses a forwarding far end by its route, the egress port's lines and
@@ -174,6 +224,7 @@ class Port {
   static void PrefetchArrival(const void* obj, uint64_t arg);
 
  private:
+  struct Held;  // below
   // Fetches the lines a Send reads (traffic classes 0 and 1).
   void PrefetchSendLines() const {
     const char* lines = reinterpret_cast<const char*>(this);
@@ -222,6 +273,39 @@ class Port {
   [[gnu::always_inline]] inline void HoldWords(uint64_t w0, uint64_t w1);
   // The traffic class a packet is buffered in.
   static uint8_t ClassOf(const Packet& p) { return p.buffer_class; }
+  // PFC's policy path (port_pfc.cc), out of line: takes an entry (Held
+  // words, not yet left: the hop count as the sender gave it) of class
+  // `tc`; true: the caller admits and sends it as usual (not lossless here,
+  // not paused); false: taken (waiting, or sent, or dropped).
+  [[gnu::cold, gnu::noinline]] bool SendPolicy(uint64_t w0, uint64_t w1, uint32_t bytes,
+                                               uint8_t tc);
+  // Serializes and holds an entry already admitted (Held words, not yet
+  // left); `seen`: a tap saw it already.
+  void Transmit(uint64_t w0, uint64_t w1, uint32_t bytes, bool seen);
+  // Admit, out of line.
+  bool AdmitDropTail(uint32_t bytes, uint8_t tc);
+  // Takes the entries that have not started serializing (but the ring's
+  // oldest, whose arrival is in the engine) off the ring's tail, newest
+  // last in `out`, not yet left; the serializer is free from the first's
+  // start.
+  void PullBack(std::vector<std::array<uint64_t, 2>>* out);
+  // Re-sends pulled-back entries: paused classes to their FIFO.
+  void Requeue(const std::vector<std::array<uint64_t, 2>>& pulled);
+  void Resume(int c);
+  void ReleaseLossless(const Held& h, uint32_t bytes, uint8_t tc);
+  static void OnPauseExpiry(void* obj, uint64_t arg);
+  static void OnRefresh(void* obj, uint64_t arg);
+  void ScheduleTimer(int64_t at_ps);
+  PortPfc& EnsurePfc();
+  // Recomputes what this port asserts toward its far end (PortPfc::
+  // emitting) and sends XOFF / XON for what changed.
+  void UpdateEmit();
+  // The time `quanta` pause quanta last at this port's rate.
+  int64_t QuantaPs(uint32_t quanta) const;
+  int64_t SerializationPs(uint32_t bytes) const {
+    return ps_per_byte_ > 0 ? int64_t{ps_per_byte_} * bytes
+                            : config_.rate.SerializationTime(bytes).ps();
+  }
   // The rare cases of Send, out of line.
   [[gnu::cold, gnu::noinline]] void SendImpaired(Packet* p, int64_t start, int64_t end);
   [[gnu::cold, gnu::noinline]] void DropOnSend(Packet* p, DropReason r);
@@ -307,6 +391,8 @@ class Port {
     SizeOf(h, &bytes, &tc);
     occupancy_[tc] -= static_cast<int32_t>(bytes);
     --queued_;
+    if ((lossless_mask_ >> tc) & 1) [[unlikely]]
+      ReleaseLossless(h, bytes, tc);
   }
 
   // Hot fields in three cache lines (the object is 64-byte aligned), so that
@@ -339,6 +425,12 @@ class Port {
   uint32_t max_frame_bytes_;  // the IP MTU as wire bytes (a frame's); no MTU: UINT32_MAX
   bool buffered_;             // has a buffer limit: occupancy is tracked for tail drop
   bool hooked_ = false;       // an impairment or a tap is set (SendImpaired)
+  // PFC (pfc.h): classes under the lossless policy here (a switch egress:
+  // ingress accounting on send and release), and those whose sends take
+  // SendPolicy (lossless or paused). 0 and 0 without PFC: one test of a
+  // byte on this line per send.
+  uint8_t lossless_mask_ = 0;
+  uint8_t policy_mask_ = 0;
   // Buffer occupancy by traffic class (at most buffer_bytes_ each): classes
   // 0 and 1 end line 2, the others start line 3, so that the usual run (one
   // class, 0) reads no third line.
@@ -364,6 +456,11 @@ class Port {
   PortCounters counters_;  // the rare counters (discards); see counters()
   uint32_t component_;
   Port* peer_ = nullptr;
+  std::unique_ptr<PortPfc> pfc_;
+  void (*on_resume_)(void*) = nullptr;
+  void* on_resume_obj_ = nullptr;
+  const QosConfig* qos_ = nullptr;
+  int64_t headroom_bytes_ = 0;
   PortConfig config_;
   HugePageArena* arena_;
 };

@@ -1,0 +1,216 @@
+// Priority flow control (IEEE 802.1Qbb) for the simulator: the traffic
+// classes' configuration (QosConfig, part of NetworkConfig), the PAUSE frame
+// as the ports carry it, and each port's PFC state (PortPfc) with its
+// counters. The mechanics live in the Port (port.h: Pause/Resume/EmitPause,
+// port_pfc.cc); the per-switch ingress accounting in PfcSwitch (pfc.cc).
+//
+// The port's buffer policy is chosen per traffic class: drop-tail (every
+// class by default: the lossy fabric, and the hot path as it was) or
+// lossless with PFC. A port tests one byte (Port::policy_mask_: a bit per
+// class whose sends take the policy path, out of line) before its drop-tail
+// admission; with no lossless class and nothing paused the byte is zero and
+// the fast path is unchanged. A further policy (IB credit-based flow
+// control, say) is a new file beside this one and another bit's meaning.
+//
+// Model, in one paragraph. A switch accounts, per (ingress port, priority),
+// the bytes it received on that port and still holds (not yet fully
+// serialized out of its egress port). The account lives in the UPSTREAM
+// sending port, whose far end the switch is (PortPfc::held); a packet's
+// route (QpFlow::path and its hop count) names that port when the packet
+// is admitted at the switch's egress and again when it is released, so the
+// account needs no per-packet state. Crossing XOFF (static xoff_bytes, or
+// dynamic: alpha x (shared buffer - used), as merchant silicon does), the
+// switch sends PAUSE (quanta 0xFFFF) to the upstream over the reverse
+// direction, refreshed at half the pause time, and XON (quanta 0) once the
+// account falls below xon_bytes. A paused egress lets the frame in progress
+// finish; frames queued behind it that have not started are pulled back,
+// those of the paused class wait in a per-class FIFO, the others are
+// re-sent at once (re-timed). Between classes, frames leave in the order
+// they are (re-)sent: FIFO across classes, no strict priority or DWRR.
+// Past XOFF the upstream keeps sending for a round trip: the headroom
+// absorbs it; a lossless class is never tail-dropped while the account is
+// within XOFF + headroom, and is dropped (DropReason::kPfcHeadroom, counted
+// per port) past it.
+//
+// API for the PFC watchdog, storms and deadlock detection (stable):
+// - Port::EmitPause(classes, duration): this port sends PAUSE to its far end
+//   for `classes` (a bit mask) for `duration`, or until ReleasePause when
+//   the duration is zero (continuous: refreshed); Port::ReleasePause sends
+//   XON. A NIC's port (Network::nic(r) -> Network::port(host, 0)) and a
+//   switch port alike.
+// - Port::pfc() (null when the port has no PFC state) -> PortPfc: `paused`
+//   mask, `paused_since_ps[c]`, `paused_by` (the far end's port that sent
+//   the PAUSE: this port's peer()), `paused_until_ps[c]`, counters.
+// - Watchdog hooks: Port::DropWaiting(c) (drops the class's waiting frames,
+//   counted as kPfcWatchdog... see port.h), Port::ForwardWaiting(c) (sends
+//   them despite the pause), Port::IgnorePause(c, until): PAUSE frames for c
+//   received before `until` are counted and otherwise ignored, and a pause
+//   in force ends now.
+// - Cycle detection: for a port U whose far end is a switch, the switch is
+//   asserting XOFF on class c toward U iff U->peer()->pfc()->emitting has bit
+//   c (and U is then paused by it); U->pfc()->held[c] are the bytes of c that
+//   U delivered and the switch still holds, and PfcSwitch::EgressHolding(U, c)
+//   lists the switch's egress ports holding them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+namespace fathom::sim {
+
+class Port;
+
+inline constexpr int kPriorities = 8;
+
+// One priority's buffer policy.
+struct PfcClassConfig {
+  bool lossless = false;
+  // Static thresholds, per (ingress port, priority), in bytes; used when
+  // QosConfig::dynamic_alpha is 0. XON must be below XOFF.
+  int64_t xoff_bytes = 0;
+  int64_t xon_bytes = 0;
+};
+
+struct QosConfig {
+  // DSCP -> priority (the buffer class a port holds a packet in). Default:
+  // priority = DSCP >> 3 (the DSCP's class selector bits, RFC 2474 4.2.2.2:
+  // the mapping switches apply by default), which is what the ports did
+  // before (traffic_class >> 5). It puts RoCE's common DSCP 26 on priority 3
+  // and CNPs' DSCP 48 on priority 6, the deployment the mlx5 guides
+  // describe (RoCE lossless on 3, CNP on 6).
+  std::array<uint8_t, 64> dscp_to_priority = DefaultDscpMap();
+  std::array<PfcClassConfig, kPriorities> classes{};
+  // Dynamic thresholds: a (port, priority) goes XOFF when its account
+  // exceeds alpha x (shared_buffer_bytes - bytes the switch holds on all its
+  // lossless accounts), the dynamic threshold of Choudhury and Hahne (1998)
+  // that Broadcom and Mellanox (Spectrum "alpha") switches apply to PFC.
+  // 0: static thresholds. XON then when the account falls to the class's
+  // xon_bytes if set, else to half the level XOFF was sent at.
+  double dynamic_alpha = 0;
+  int64_t shared_buffer_bytes = 0;  // per switch, for dynamic thresholds
+  // Per (ingress port, lossless priority); 0: auto, from the link
+  // (PfcHeadroomBytes).
+  int64_t headroom_bytes = 0;
+
+  static constexpr std::array<uint8_t, 64> DefaultDscpMap() {
+    std::array<uint8_t, 64> m{};
+    for (int d = 0; d < 64; ++d) m[static_cast<size_t>(d)] = static_cast<uint8_t>(d >> 3);
+    return m;
+  }
+  uint8_t lossless_mask() const {
+    uint8_t m = 0;
+    for (int c = 0; c < kPriorities; ++c) {
+      if (classes[static_cast<size_t>(c)].lossless) m |= static_cast<uint8_t>(1u << c);
+    }
+    return m;
+  }
+};
+
+// PAUSE frames (IEEE 802.1Qbb clause 36 / 802.3 Annex 31D): MAC control,
+// ethertype 0x8808, opcode 0x0101, a class-enable vector and eight 16-bit
+// pause times in quanta of 512 bit times at the link rate; the minimum
+// frame, 64 bytes with FCS, plus preamble/SFD and inter-frame gap on the
+// wire. In the simulator a PAUSE frame is a pool packet with this opcode
+// (outside the BTH opcode space: no RoCE packet has it), its class-enable
+// vector in `psn` and its quanta in the extension (PausePacketQuanta).
+inline constexpr uint8_t kPauseOpcode = 0xFE;
+inline constexpr uint16_t kMacControlEthertype = 0x8808;
+inline constexpr uint16_t kPfcMacControlOpcode = 0x0101;
+inline constexpr uint32_t kPauseFrameBytes = 64;      // with FCS
+inline constexpr uint32_t kPauseWireBytes = 64 + 20;  // + preamble, SFD, IFG
+inline constexpr uint16_t kPauseQuantaXoff = 0xFFFF;
+inline constexpr int kBitsPerQuantum = 512;
+
+// A port's PFC counters, per priority, with the mlx5 ethtool names
+// (Documentation/networking/device_drivers/ethernet/mellanox/mlx5/counters.rst:
+// rx_prio[p]_pause, tx_prio[p]_pause, rx_prio[p]_pause_duration,
+// tx_prio[p]_pause_duration; durations in microseconds there, picoseconds
+// here). A switch port carries the same, as SONiC's PFC{p} Rx/Tx counters.
+struct PfcCounters {
+  // PAUSE frames (XOFF or XON) received / sent with the class enabled.
+  std::array<uint64_t, kPriorities> rx_pause{};
+  std::array<uint64_t, kPriorities> tx_pause{};
+  // Time this port's egress was paused (rx) / this port asserted XOFF (tx).
+  std::array<int64_t, kPriorities> rx_pause_duration_ps{};
+  std::array<int64_t, kPriorities> tx_pause_duration_ps{};
+  // Lossless frames dropped past the headroom (at the switch egress that
+  // admitted them; kPfcHeadroom).
+  std::array<uint64_t, kPriorities> headroom_drops{};
+  // Waiting frames the watchdog dropped / forwarded (DropWaiting,
+  // ForwardWaiting).
+  std::array<uint64_t, kPriorities> watchdog_dropped{};
+  std::array<uint64_t, kPriorities> watchdog_forwarded{};
+};
+
+class PfcSwitch;
+
+// One port's PFC state; owned by its Port (Port::pfc()), made when PFC is
+// configured or a PAUSE is first sent or received.
+struct PortPfc {
+  // Egress side: what the far end asked of this port.
+  uint8_t paused = 0;  // classes paused now
+  std::array<int64_t, kPriorities> paused_since_ps{};
+  std::array<int64_t, kPriorities> paused_until_ps{};  // quanta expiry
+  std::array<int64_t, kPriorities> ignore_until_ps{};  // watchdog: PAUSE ignored before
+  const Port* paused_by = nullptr;                     // the far end's port (peer)
+  // Frames of paused classes, oldest first (Held words, not yet left).
+  std::array<std::deque<std::array<uint64_t, 2>>, kPriorities> waiting;
+  // Sending side: classes this port asserts XOFF for toward its far end,
+  // and why (a switch's ingress account, or EmitPause).
+  uint8_t emitting = 0;
+  uint8_t by_account = 0;
+  uint8_t by_request = 0;
+  std::array<int64_t, kPriorities> emitting_since_ps{};
+  std::array<int64_t, kPriorities> request_until_ps{};  // 0: until ReleasePause
+  int64_t next_refresh_ps = 0;                          // the next XOFF refresh
+  int64_t timer_at_ps = -1;                             // the live refresh/expiry event; -1: none
+  // Ingress account (this port's deliveries the far-end switch still
+  // holds), per class; and that switch (null: the far end is a NIC).
+  std::array<int64_t, kPriorities> held{};
+  std::array<int64_t, kPriorities> xoff_level{};  // the threshold when XOFF was sent
+  PfcSwitch* far_switch = nullptr;
+  PfcCounters counters;
+};
+
+// A switch's lossless accounting: the shared buffer and the check event
+// that settles its egress ports (releases are lazy) while any of its
+// ingress accounts is XOFF, to send XON in time. No event runs while none
+// is.
+class PfcSwitch {
+ public:
+  PfcSwitch(const QosConfig* qos, std::vector<Port*> egress, int64_t check_interval_ps)
+      : qos_(qos), egress_(std::move(egress)), check_interval_ps_(check_interval_ps) {}
+  // The XOFF threshold of an account of class `c` now.
+  int64_t XoffLevel(int c) const;
+  int64_t XonLevel(int c, int64_t xoff_level) const;
+  int64_t used() const { return used_; }
+  void Add(int64_t bytes) { used_ += bytes; }
+  // Starts the check event (an account went XOFF).
+  void Watch(Port* upstream);
+  // The switch's egress ports holding bytes of class `c` from `upstream`.
+  std::vector<Port*> EgressHolding(const Port* upstream, int c) const;
+  const std::vector<Port*>& egress() const { return egress_; }
+
+ private:
+  static void OnCheck(void* obj, uint64_t arg);
+  const QosConfig* qos_;
+  std::vector<Port*> egress_;
+  std::vector<Port*> xoff_;  // upstream ports with an account in XOFF
+  int64_t check_interval_ps_;
+  int64_t used_ = 0;
+  bool check_pending_ = false;
+};
+
+// The auto headroom of a lossless (ingress port, priority), in bytes: what
+// the upstream can still send after the switch decides XOFF, after the
+// worst-case delay model of IEEE 802.1Qbb Annex O (as Cisco's PFC white
+// paper c11-542809 and "Ethernet storage networks" ch. 7.3 lay it out): a
+// maximum frame the switch is sending ahead of the PAUSE, the PAUSE frame,
+// the cable both ways, and a maximum frame the upstream has just started;
+// interface and response delays are 0 here (the model's ports react at
+// once). `max_frame_wire_bytes` includes preamble/SFD/IFG.
+int64_t PfcHeadroomBytes(int64_t rate_bps, int64_t cable_ps, int64_t max_frame_wire_bytes);
+
+}  // namespace fathom::sim

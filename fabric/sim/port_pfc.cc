@@ -1,0 +1,508 @@
+// The Port's PFC mechanics (pfc.h): the lossless policy's admission and
+// release, pause and resume of an egress class, PAUSE frames sent and
+// received, XOFF assertion and its refresh. All of it is off the hot path:
+// a port reaches it only for classes in policy_mask_.
+#include <algorithm>
+#include <cmath>
+
+#include "fabric/sim/port.h"
+
+namespace fathom::sim {
+namespace {
+
+constexpr uint32_t kCountedOffWire = wire::kPreambleSfdGapBytes;
+// A waiting pool packet a tap has seen already (pulled back off the ring of
+// a hooked port): it is not shown, nor impaired, twice. Beside Held's tags.
+constexpr uintptr_t kSeen = 4;
+
+// What every PAUSE frame points at: no route, no full-size form (the ports
+// never hold it compact, and no receiver looks it up).
+alignas(QpFlow) const QpFlow kMacControlFlow{};
+
+// Flow and hop count of an entry (hops as held).
+void FlowAndHops(uint64_t w0, uint64_t w1, bool pooled, const QpFlow** flow, uint32_t* hops,
+                 int hops_shift, uint64_t hops_max, uint64_t tag_mask) {
+  if (pooled) {
+    const Packet* p = reinterpret_cast<const Packet*>(w1 & ~tag_mask);
+    *flow = p->flow;
+    *hops = p->hops;
+  } else {
+    *flow = reinterpret_cast<const QpFlow*>((w1 >> 24) << 7);
+    *hops = static_cast<uint32_t>((w0 >> hops_shift) & hops_max);
+  }
+}
+
+}  // namespace
+
+int64_t PfcHeadroomBytes(int64_t rate_bps, int64_t cable_ps, int64_t max_frame_wire_bytes) {
+  // Bytes on the cable one way: rate x delay.
+  const int64_t cable_bytes = static_cast<int64_t>(
+      std::ceil(static_cast<double>(rate_bps) * static_cast<double>(cable_ps) / 8e12));
+  return 2 * cable_bytes + 2 * max_frame_wire_bytes + kPauseWireBytes;
+}
+
+int64_t PfcSwitch::XoffLevel(int c) const {
+  if (qos_->dynamic_alpha > 0) {
+    const int64_t free_bytes = std::max<int64_t>(0, qos_->shared_buffer_bytes - used_);
+    return static_cast<int64_t>(qos_->dynamic_alpha * static_cast<double>(free_bytes));
+  }
+  return qos_->classes[static_cast<size_t>(c)].xoff_bytes;
+}
+
+int64_t PfcSwitch::XonLevel(int c, int64_t xoff_level) const {
+  const int64_t xon = qos_->classes[static_cast<size_t>(c)].xon_bytes;
+  if (qos_->dynamic_alpha > 0) return xon > 0 ? std::min(xon, xoff_level) : xoff_level / 2;
+  return xon;
+}
+
+void PfcSwitch::Watch(Port* upstream) {
+  if (std::find(xoff_.begin(), xoff_.end(), upstream) == xoff_.end()) xoff_.push_back(upstream);
+  if (check_pending_ || egress_.empty()) return;
+  check_pending_ = true;
+  Engine* e = egress_[0]->engine();
+  e->Schedule<&PfcSwitch::OnCheck>(e->Now() + Picoseconds(check_interval_ps_), EventKind::kUser, 0,
+                                   this, 0);
+}
+
+void PfcSwitch::OnCheck(void* obj, uint64_t /*arg*/) {
+  auto* self = static_cast<PfcSwitch*>(obj);
+  self->check_pending_ = false;
+  // Releases are lazy (Port::Drain): settle what finished serializing, so
+  // the accounts are exact now, then test XON.
+  for (Port* out : self->egress_) out->Settle();
+  std::vector<Port*> still;
+  for (Port* up : self->xoff_) {
+    if (up->CheckXon()) still.push_back(up);
+  }
+  self->xoff_ = std::move(still);
+  if (!self->xoff_.empty()) {
+    self->check_pending_ = true;
+    Engine* e = self->egress_[0]->engine();
+    e->Schedule<&PfcSwitch::OnCheck>(e->Now() + Picoseconds(self->check_interval_ps_),
+                                     EventKind::kUser, 0, self, 0);
+  }
+}
+
+std::vector<Port*> PfcSwitch::EgressHolding(const Port* upstream, int c) const {
+  std::vector<Port*> out;
+  for (Port* e : egress_) {
+    if (e->HoldsFrom(upstream, c)) out.push_back(e);
+  }
+  return out;
+}
+
+PortPfc& Port::EnsurePfc() {
+  if (!pfc_) pfc_ = std::make_unique<PortPfc>();
+  return *pfc_;
+}
+
+PortPfc& Port::EnablePfc(uint8_t lossless, PfcSwitch* far_switch, const QosConfig* qos,
+                         int64_t headroom_bytes) {
+  PortPfc& pfc = EnsurePfc();
+  pfc.far_switch = far_switch;
+  qos_ = qos;
+  headroom_bytes_ = headroom_bytes;
+  lossless_mask_ = lossless;
+  policy_mask_ = static_cast<uint8_t>(lossless_mask_ | pfc.paused);
+  if (lossless != 0 && !buffered_) {
+    // The lossless accounting rides on the buffer's (Release): keep one,
+    // unlimited.
+    buffered_ = true;
+    buffer_bytes_ = INT32_MAX;
+    queued_ = count_;
+  }
+  return pfc;
+}
+
+int64_t Port::QuantaPs(uint32_t quanta) const {
+  // A quantum is 512 bit times (IEEE 802.3 31B.2): 64 bytes' serialization.
+  return config_.rate.SerializationTime(uint64_t{quanta} * (kBitsPerQuantum / 8)).ps();
+}
+
+int64_t Port::waiting_bytes(int tc) const {
+  if (!pfc_) return 0;
+  int64_t total = 0;
+  for (const auto& e : pfc_->waiting[static_cast<size_t>(tc & 7)]) {
+    uint32_t bytes;
+    uint8_t cls;
+    SizeOf(Held{e[0], e[1] & ~uint64_t{kSeen}}, &bytes, &cls);
+    total += bytes;
+  }
+  return total;
+}
+
+bool Port::SendPolicy(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc) {
+  const bool pooled = (w0 & Held::kPooled) != 0;
+  w0 = pooled ? Held::kPooled : (w0 & ~kTimeMask);
+  if ((lossless_mask_ >> tc) & 1) {
+    // The ingress account of the port that delivered it (the route's
+    // previous hop), at this switch (pfc.h).
+    const QpFlow* flow;
+    uint32_t hops;
+    FlowAndHops(w0, w1, pooled, &flow, &hops, kHopsShift, kHopsMax, Held::kTags);
+    Port* up = hops >= 1 ? NextHop(*flow, hops - 1) : nullptr;
+    if (up != nullptr && up->pfc_ && up->pfc_->far_switch != nullptr) {
+      PortPfc& u = *up->pfc_;
+      PfcSwitch& sw = *u.far_switch;
+      Port* emitter = up->peer_;
+      const bool xoff = emitter->pfc_ && ((emitter->pfc_->by_account >> tc) & 1);
+      const int64_t level = xoff ? u.xoff_level[tc] : sw.XoffLevel(tc);
+      if (u.held[tc] + bytes > level + up->headroom_bytes_) {
+        // Past the headroom: what PFC exists to prevent, counted.
+        ++pfc_->counters.headroom_drops[tc];
+        if (pooled) {
+          Drop(reinterpret_cast<Packet*>(w1), DropReason::kPfcHeadroom);
+        } else {
+          pool_->DropCompact();
+          CountDrop(static_cast<uint32_t>(w1 & kPsnMask), DropReason::kPfcHeadroom);
+        }
+        return false;
+      }
+      u.held[tc] += bytes;
+      sw.Add(bytes);
+      if (!xoff && u.held[tc] > level) {
+        u.xoff_level[tc] = level;
+        PortPfc& e = emitter->EnsurePfc();
+        e.by_account |= static_cast<uint8_t>(1u << tc);
+        emitter->UpdateEmit();
+        sw.Watch(up);
+      }
+    }
+    if (buffered_) occupancy_[tc] += static_cast<int32_t>(bytes);
+  } else if (!AdmitDropTail(bytes, tc)) {
+    if (pooled) {
+      DropOnSend(reinterpret_cast<Packet*>(w1), DropReason::kTailDrop);
+    } else {
+      ++counters_.port_xmit_discards;
+      pool_->DropCompact();
+      CountDrop(static_cast<uint32_t>(w1 & kPsnMask), DropReason::kTailDrop);
+    }
+    return false;
+  }
+  if (pfc_ && ((pfc_->paused >> tc) & 1)) {
+    pfc_->waiting[tc].push_back({w0, w1});
+    return false;
+  }
+  return true;
+}
+
+void Port::ReleaseLossless(const Held& h, uint32_t bytes, uint8_t tc) {
+  const QpFlow* flow;
+  uint32_t hops;
+  FlowAndHops(h.w0, h.w1, h.pooled(), &flow, &hops, kHopsShift, kHopsMax, Held::kTags);
+  // Held entries have crossed this link too: the upstream is two back.
+  Port* up = hops >= 2 ? NextHop(*flow, hops - 2) : nullptr;
+  if (up == nullptr || !up->pfc_ || up->pfc_->far_switch == nullptr) return;
+  up->pfc_->held[tc] -= bytes;
+  up->pfc_->far_switch->Add(-static_cast<int64_t>(bytes));
+}
+
+bool Port::HoldsFrom(const Port* upstream, int c) const {
+  for (uint32_t i = count_ - queued_; i < count_; ++i) {
+    const Held& h = ring_[(head_ + i) & ring_mask_];
+    uint32_t bytes;
+    uint8_t tc;
+    SizeOf(h, &bytes, &tc);
+    if (tc != c) continue;
+    const QpFlow* flow;
+    uint32_t hops;
+    FlowAndHops(h.w0, h.w1, h.pooled(), &flow, &hops, kHopsShift, kHopsMax, Held::kTags);
+    if (hops >= 2 && NextHop(*flow, hops - 2) == upstream) return true;
+  }
+  if (pfc_) {
+    for (const auto& e : pfc_->waiting[static_cast<size_t>(c & 7)]) {
+      const bool pooled = (e[0] & Held::kPooled) != 0;
+      const QpFlow* flow;
+      uint32_t hops;
+      FlowAndHops(e[0], e[1], pooled, &flow, &hops, kHopsShift, kHopsMax, Held::kTags);
+      if (hops >= 1 && NextHop(*flow, hops - 1) == upstream) return true;
+    }
+  }
+  return false;
+}
+
+bool Port::CheckXon() {
+  // This port's far end is a switch asserting XOFF toward it (by account).
+  if (!pfc_ || peer_ == nullptr || !peer_->pfc_) return false;
+  PortPfc& e = *peer_->pfc_;
+  PfcSwitch& sw = *pfc_->far_switch;
+  uint8_t off = 0;
+  for (int c = 0; c < kPriorities; ++c) {
+    if (((e.by_account >> c) & 1) && pfc_->held[static_cast<size_t>(c)] <=
+                                         sw.XonLevel(c, pfc_->xoff_level[static_cast<size_t>(c)])) {
+      off |= static_cast<uint8_t>(1u << c);
+    }
+  }
+  if (off != 0) {
+    e.by_account &= static_cast<uint8_t>(~off);
+    peer_->UpdateEmit();
+  }
+  return e.by_account != 0;
+}
+
+void Port::PullBack(std::vector<std::array<uint64_t, 2>>* out) {
+  const int64_t now = engine_->Now().ps();
+  out->clear();
+  int64_t first_start = -1;
+  // The oldest entry stays: its arrival is the engine's event (and an
+  // entry that has not started can only be the oldest when it starts now).
+  while (count_ > 1) {
+    const Held h = ring_[(head_ + count_ - 1) & ring_mask_];
+    if (h.skipped()) break;  // lost or travelling alone: leave it be
+    uint32_t bytes;
+    uint8_t tc;
+    SizeOf(h, &bytes, &tc);
+    const int64_t start = h.arrive_ps() - latency_ps_ - SerializationPs(bytes);
+    if (start < now) break;  // in progress (or done): it goes on
+    --count_;
+    if (buffered_) --queued_;
+    --xmit_packets_;
+    xmit_data_ -= bytes - kCountedOffWire;
+    first_start = start;
+    if (h.pooled()) {
+      Packet* p = h.packet();
+      --p->hops;
+      out->push_back({Held::kPooled, h.w1 | (hooked_ ? kSeen : 0)});
+    } else {
+      out->push_back({(h.w0 & ~kTimeMask) - (uint64_t{1} << kHopsShift), h.w1});
+    }
+  }
+  if (first_start >= 0) busy_until_ps_ = first_start;
+  std::reverse(out->begin(), out->end());
+}
+
+void Port::Requeue(const std::vector<std::array<uint64_t, 2>>& pulled) {
+  for (const auto& e : pulled) {
+    uint32_t bytes;
+    uint8_t tc;
+    SizeOf(Held{e[0], e[1] & ~uint64_t{kSeen}}, &bytes, &tc);
+    if (pfc_ && ((pfc_->paused >> tc) & 1)) {
+      pfc_->waiting[tc].push_back(e);
+    } else {
+      Transmit(e[0], e[1], bytes, (e[1] & kSeen) != 0);
+    }
+  }
+}
+
+void Port::OnPauseFrame(uint8_t class_enable, const uint16_t* quanta) {
+  PortPfc& pfc = EnsurePfc();
+  const int64_t now = engine_->Now().ps();
+  uint8_t newly = 0;
+  for (int c = 0; c < kPriorities; ++c) {
+    if (((class_enable >> c) & 1) == 0) continue;
+    ++pfc.counters.rx_pause[static_cast<size_t>(c)];
+    if (now < pfc.ignore_until_ps[static_cast<size_t>(c)]) continue;  // the watchdog's
+    if (quanta[c] == 0) {
+      if ((pfc.paused >> c) & 1) Resume(c);
+      continue;
+    }
+    const int64_t until = now + QuantaPs(quanta[c]);
+    pfc.paused_until_ps[static_cast<size_t>(c)] = until;
+    engine_->Schedule<&Port::OnPauseExpiry>(Picoseconds(until), EventKind::kUser, 0, this,
+                                            static_cast<uint64_t>(c));
+    if (((pfc.paused >> c) & 1) == 0) newly |= static_cast<uint8_t>(1u << c);
+  }
+  if (newly == 0) return;
+  pfc.paused |= newly;
+  pfc.paused_by = peer_;
+  for (int c = 0; c < kPriorities; ++c) {
+    if ((newly >> c) & 1) pfc.paused_since_ps[static_cast<size_t>(c)] = now;
+  }
+  policy_mask_ = static_cast<uint8_t>(lossless_mask_ | pfc.paused);
+  // Frames queued that have not started: those of the paused classes wait.
+  std::vector<std::array<uint64_t, 2>> pulled;
+  PullBack(&pulled);
+  Requeue(pulled);
+}
+
+void Port::OnPauseExpiry(void* obj, uint64_t arg) {
+  Port* self = static_cast<Port*>(obj);
+  const int c = static_cast<int>(arg & 7);
+  PortPfc& pfc = *self->pfc_;
+  if (((pfc.paused >> c) & 1) == 0) return;
+  if (pfc.paused_until_ps[static_cast<size_t>(c)] > self->engine_->Now().ps()) return;  // refreshed
+  self->Resume(c);
+}
+
+void Port::Resume(int c) {
+  PortPfc& pfc = *pfc_;
+  const size_t i = static_cast<size_t>(c);
+  pfc.paused &= static_cast<uint8_t>(~(1u << c));
+  pfc.counters.rx_pause_duration_ps[i] += engine_->Now().ps() - pfc.paused_since_ps[i];
+  policy_mask_ = static_cast<uint8_t>(lossless_mask_ | pfc.paused);
+  // The waiting frames go, in order, behind what is queued.
+  std::deque<std::array<uint64_t, 2>> waiting;
+  waiting.swap(pfc.waiting[i]);
+  for (const auto& e : waiting) {
+    uint32_t bytes;
+    uint8_t tc;
+    SizeOf(Held{e[0], e[1] & ~uint64_t{kSeen}}, &bytes, &tc);
+    Transmit(e[0], e[1], bytes, (e[1] & kSeen) != 0);
+  }
+  if (on_resume_ != nullptr) on_resume_(on_resume_obj_);
+}
+
+void Port::SendPause(uint8_t classes, uint16_t quanta) {
+  PortPfc& pfc = EnsurePfc();
+  Packet* p = pool_->Alloc();
+  p->flow = &kMacControlFlow;
+  p->opcode = static_cast<Opcode>(kPauseOpcode);
+  p->psn = classes;                                   // the class-enable vector
+  p->dest_qpn = static_cast<uint32_t>(config_.node);  // the sender (capture's MAC)
+  p->wire_bytes = static_cast<uint16_t>(kPauseWireBytes);
+  uint64_t words[2] = {0, 0};
+  for (int c = 0; c < kPriorities; ++c) {
+    if ((classes >> c) & 1) {
+      words[c / 4] |= uint64_t{quanta} << (16 * (c & 3));
+      ++pfc.counters.tx_pause[static_cast<size_t>(c)];
+    }
+  }
+  p->ext().va = words[0];
+  p->ext().compare = words[1];
+  engine_->TraceMix(0xfc000000ULL | (uint64_t{classes} << 16) | quanta);
+  // MAC control goes ahead of queued data, after the frame in progress.
+  std::vector<std::array<uint64_t, 2>> pulled;
+  PullBack(&pulled);
+  // Counted in class 0's buffer like data (Release takes it out again);
+  // never dropped, never paused.
+  if (buffered_) occupancy_[0] += static_cast<int32_t>(kPauseWireBytes);
+  Transmit(Held::kPooled, reinterpret_cast<uint64_t>(p), kPauseWireBytes, false);
+  Requeue(pulled);
+}
+
+void Port::UpdateEmit() {
+  PortPfc& pfc = *pfc_;
+  const int64_t now = engine_->Now().ps();
+  const uint8_t want = static_cast<uint8_t>(pfc.by_account | pfc.by_request);
+  const uint8_t rising = static_cast<uint8_t>(want & ~pfc.emitting);
+  const uint8_t falling = static_cast<uint8_t>(pfc.emitting & ~want);
+  for (int c = 0; c < kPriorities; ++c) {
+    const size_t i = static_cast<size_t>(c);
+    if ((rising >> c) & 1) pfc.emitting_since_ps[i] = now;
+    if ((falling >> c) & 1) pfc.counters.tx_pause_duration_ps[i] += now - pfc.emitting_since_ps[i];
+  }
+  pfc.emitting = want;
+  if (falling != 0) SendPause(falling, 0);
+  if (rising != 0) {
+    SendPause(rising, kPauseQuantaXoff);
+    // Refresh at half the pause time: a refresh waits at most one frame
+    // in progress (microseconds) behind 0xFFFF quanta (335 us at 100G),
+    // so the far end never sees its pause lapse while XOFF holds; a
+    // shorter period only adds frames.
+    pfc.next_refresh_ps = now + QuantaPs(kPauseQuantaXoff) / 2;
+    ScheduleTimer(pfc.next_refresh_ps);
+  }
+}
+
+void Port::ScheduleTimer(int64_t at_ps) {
+  PortPfc& pfc = *pfc_;
+  if (pfc.timer_at_ps >= 0 && pfc.timer_at_ps <= at_ps) return;  // an earlier one re-arms
+  pfc.timer_at_ps = at_ps;
+  engine_->Schedule<&Port::OnRefresh>(Picoseconds(at_ps), EventKind::kUser, 0, this,
+                                      static_cast<uint64_t>(at_ps));
+}
+
+void Port::OnRefresh(void* obj, uint64_t arg) {
+  Port* self = static_cast<Port*>(obj);
+  PortPfc& pfc = *self->pfc_;
+  if (static_cast<int64_t>(arg) != pfc.timer_at_ps) return;  // superseded
+  pfc.timer_at_ps = -1;
+  const int64_t now = self->engine_->Now().ps();
+  // Requests that ran their time end (XON).
+  uint8_t done = 0;
+  for (int c = 0; c < kPriorities; ++c) {
+    const int64_t until = pfc.request_until_ps[static_cast<size_t>(c)];
+    if (((pfc.by_request >> c) & 1) && until > 0 && until <= now) {
+      done |= static_cast<uint8_t>(1u << c);
+    }
+  }
+  if (done != 0) {
+    pfc.by_request &= static_cast<uint8_t>(~done);
+    self->UpdateEmit();
+  }
+  if (pfc.emitting != 0 && now >= pfc.next_refresh_ps) {
+    self->SendPause(pfc.emitting, kPauseQuantaXoff);
+    pfc.next_refresh_ps = now + self->QuantaPs(kPauseQuantaXoff) / 2;
+  }
+  if (pfc.emitting == 0) return;
+  int64_t next = pfc.next_refresh_ps;
+  for (int c = 0; c < kPriorities; ++c) {
+    const int64_t until = pfc.request_until_ps[static_cast<size_t>(c)];
+    if (((pfc.by_request >> c) & 1) && until > now) next = std::min(next, until);
+  }
+  self->ScheduleTimer(next);
+}
+
+void Port::EmitPause(uint8_t classes, Picoseconds duration) {
+  PortPfc& pfc = EnsurePfc();
+  const int64_t now = engine_->Now().ps();
+  for (int c = 0; c < kPriorities; ++c) {
+    if ((classes >> c) & 1) {
+      pfc.request_until_ps[static_cast<size_t>(c)] = duration.ps() > 0 ? now + duration.ps() : 0;
+    }
+  }
+  pfc.by_request |= classes;
+  UpdateEmit();
+  if (duration.ps() > 0) ScheduleTimer(now + duration.ps());
+}
+
+void Port::ReleasePause(uint8_t classes) {
+  if (!pfc_) return;
+  pfc_->by_request &= static_cast<uint8_t>(~classes);
+  UpdateEmit();
+}
+
+void Port::DropWaiting(int c) {
+  if (!pfc_) return;
+  const size_t i = static_cast<size_t>(c & 7);
+  std::deque<std::array<uint64_t, 2>> waiting;
+  waiting.swap(pfc_->waiting[i]);
+  for (const auto& e : waiting) {
+    const Held h{e[0], e[1] & ~uint64_t{kSeen}};
+    uint32_t bytes;
+    uint8_t tc;
+    SizeOf(h, &bytes, &tc);
+    // Out of the buffer (and the ingress account: as if it had left).
+    if (buffered_) occupancy_[tc] -= static_cast<int32_t>(bytes);
+    if ((lossless_mask_ >> tc) & 1) {
+      // Its hop count is one short of a held entry's.
+      const QpFlow* flow;
+      uint32_t hops;
+      FlowAndHops(h.w0, h.w1, h.pooled(), &flow, &hops, kHopsShift, kHopsMax, Held::kTags);
+      Port* up = hops >= 1 ? NextHop(*flow, hops - 1) : nullptr;
+      if (up != nullptr && up->pfc_ && up->pfc_->far_switch != nullptr) {
+        up->pfc_->held[tc] -= bytes;
+        up->pfc_->far_switch->Add(-static_cast<int64_t>(bytes));
+      }
+    }
+    ++pfc_->counters.watchdog_dropped[i];
+    if (h.pooled()) {
+      Drop(h.packet(), DropReason::kPfcWatchdog);
+    } else {
+      pool_->DropCompact();
+      CountDrop(static_cast<uint32_t>(h.w1 & kPsnMask), DropReason::kPfcWatchdog);
+    }
+  }
+}
+
+void Port::ForwardWaiting(int c) {
+  if (!pfc_) return;
+  const size_t i = static_cast<size_t>(c & 7);
+  std::deque<std::array<uint64_t, 2>> waiting;
+  waiting.swap(pfc_->waiting[i]);
+  for (const auto& e : waiting) {
+    uint32_t bytes;
+    uint8_t tc;
+    SizeOf(Held{e[0], e[1] & ~uint64_t{kSeen}}, &bytes, &tc);
+    ++pfc_->counters.watchdog_forwarded[i];
+    Transmit(e[0], e[1], bytes, (e[1] & kSeen) != 0);
+  }
+}
+
+void Port::IgnorePause(int c, Picoseconds until) {
+  PortPfc& pfc = EnsurePfc();
+  pfc.ignore_until_ps[static_cast<size_t>(c & 7)] = until.ps();
+  if ((pfc.paused >> (c & 7)) & 1) Resume(c & 7);
+}
+
+}  // namespace fathom::sim
