@@ -71,7 +71,7 @@ void PfcDeadlockDetector::OnCheck(void* obj, uint64_t) {
   auto* self = static_cast<PfcDeadlockDetector*>(obj);
   self->Check();
   // Once declared, or with nothing else pending (an idle fabric), stop.
-  if (self->deadlocked() || self->engine_->pending() == 0) return;
+  if (self->deadlocked() || self->engine_->pending() <= self->idle_pending_) return;
   self->Start();
 }
 
@@ -79,18 +79,20 @@ void PfcDeadlockDetector::Check() {
   ++checks_;
   if (deadlocked()) return;
   const Picoseconds now = engine_->Now();
-  std::vector<PfcQueue> cycle = FindPfcCycle(snapshot_());
-  std::vector<PfcQueue> key = cycle;
-  std::sort(key.begin(), key.end());
-  if (cycle.empty() || key != candidate_) {
-    candidate_ = std::move(key);
-    first_seen_ = cycle.empty() ? Picoseconds::Max() : now;
-    if (cycle.empty() || persist_.ps() > 0) return;
+  const std::vector<PfcWait> waits = snapshot_();
+  std::vector<PfcQueue> cycle = FindPfcCycle(waits);
+  if (cycle.empty()) return;
+  // The cycle closed when its last queue was paused.
+  Picoseconds closed;
+  for (const PfcQueue& q : cycle) {
+    for (const PfcWait& w : waits) {
+      if (w.paused == q.first && w.tc == q.second) closed = std::max(closed, w.since);
+    }
   }
-  if (now - first_seen_ >= persist_) {
-    deadlock_ = std::move(cycle);
-    declared_at_ = now;
-  }
+  if (now - closed < persist_) return;
+  deadlock_ = std::move(cycle);
+  first_seen_ = closed;
+  declared_at_ = now;
 }
 
 }  // namespace fathom::sim

@@ -10,9 +10,10 @@
 //
 // The detector takes snapshots of the waits (from the ports' PFC state,
 // through a callback the caller provides) and finds a cycle among them; a
-// cycle of the same queues found at checks spanning at least the
-// persistence time is a deadlock (a transient cycle may still clear as
-// PAUSE quanta expire). It owns its snapshots and findings; the Engine and
+// cycle whose queues have all been paused without a break for at least the
+// persistence time is a deadlock (congestion can close a cycle for a
+// moment, but then XON soon breaks it; in a deadlock the PAUSE refreshes
+// never stop). It owns its snapshots and findings; the Engine and
 // the ports belong to the caller.
 #pragma once
 
@@ -34,6 +35,7 @@ struct PfcWait {
   Port* paused;
   int tc;
   std::vector<Port*> holders;
+  Picoseconds since;  // paused without a break since
 };
 
 // A queue: (egress port, class).
@@ -49,12 +51,16 @@ class PfcDeadlockDetector {
  public:
   using Snapshot = std::function<std::vector<PfcWait>()>;
   // Checks every `interval` (engine events while others are pending) and
-  // on Check(); a cycle that persists `persist` is a deadlock.
+  // on Check(); a cycle of queues all paused for `persist` is a deadlock.
   PfcDeadlockDetector(Engine* engine, Snapshot snapshot, Picoseconds interval, Picoseconds persist);
   PfcDeadlockDetector(const PfcDeadlockDetector&) = delete;
   PfcDeadlockDetector& operator=(const PfcDeadlockDetector&) = delete;
 
   void Start();
+  // Stops rescheduling when no more than `n` events are pending (the
+  // other periodic checks of the run: with nothing else pending the fabric
+  // is idle). Default 0.
+  void set_idle_pending(size_t n) { idle_pending_ = n; }
   // Looks for a cycle now.
   void Check();
 
@@ -62,17 +68,17 @@ class PfcDeadlockDetector {
   // The deadlock's cycle (empty: none) and when it was declared.
   const std::vector<PfcQueue>& cycle() const { return deadlock_; }
   Picoseconds declared_at() const { return declared_at_; }
-  // When the cycle it declared was first seen.
+  // When the cycle it declared closed (its last queue paused).
   Picoseconds first_seen() const { return first_seen_; }
   uint64_t checks() const { return checks_; }
 
  private:
   static void OnCheck(void* self, uint64_t);
   Engine* engine_;
+  size_t idle_pending_ = 0;
   Snapshot snapshot_;
   Picoseconds interval_;
   Picoseconds persist_;
-  std::vector<PfcQueue> candidate_;  // sorted: the queues of the cycle last seen
   Picoseconds first_seen_ = Picoseconds::Max();
   std::vector<PfcQueue> deadlock_;
   Picoseconds declared_at_ = Picoseconds::Max();

@@ -18,9 +18,13 @@ void PfcWatchdog::Start() {
 void PfcWatchdog::OnPoll(void* obj, uint64_t) {
   auto* self = static_cast<PfcWatchdog*>(obj);
   self->Poll();
-  // Nothing else pending: the fabric is idle and the run is over (a paused
-  // queue keeps its peer's PAUSE refreshes pending).
-  if (self->engine_->pending() == 0) return;
+  // Nothing else pending and no queue stormed: the fabric is idle and the
+  // run is over (a paused queue keeps its peer's PAUSE refreshes pending; a
+  // stormed one waits for its restoration).
+  if (self->engine_->pending() <= self->idle_pending_ &&
+      self->storms_detected() == self->storms_restored()) {
+    return;
+  }
   self->Start();
 }
 
@@ -28,26 +32,28 @@ void PfcWatchdog::Poll() {
   ++polls_;
   const Picoseconds now = engine_->Now();
   for (Queue& q : queues_) {
-    const Picoseconds since = control_.paused_since(control_.ctx, q.port, q.tc);
     if (!q.stats.stormed) {
       // Paused without a break for the detection time: a storm.
+      const Picoseconds since = control_.paused_since(control_.ctx, q.port, q.tc);
       if (since != Picoseconds::Max() && now - since >= config_.detection_time) {
         q.stats.stormed = true;
         ++q.stats.storm_detected;
-        q.quiet_since = Picoseconds::Max();
+        q.frames = control_.pause_frames(control_.ctx, q.port, q.tc);
+        q.frames_read = now;
         events_.push_back(Event{now, q.port, q.tc, true, since});
         control_.mitigate(control_.ctx, q.port, q.tc, config_.action, true);
       }
       continue;
     }
-    // Stormed: restore once no PAUSE has held the queue for the
-    // restoration time (from the first poll that found it free).
-    if (since != Picoseconds::Max()) {
-      q.quiet_since = Picoseconds::Max();
+    // Stormed: restore once no PAUSE frame has arrived for the restoration
+    // time: none since the poll that last saw the count move.
+    const uint64_t frames = control_.pause_frames(control_.ctx, q.port, q.tc);
+    if (frames != q.frames) {
+      q.frames = frames;
+      q.frames_read = now;
       continue;
     }
-    if (q.quiet_since == Picoseconds::Max()) q.quiet_since = now;
-    if (now - q.quiet_since >= config_.restoration_time) {
+    if (now - q.frames_read >= config_.restoration_time) {
       q.stats.stormed = false;
       ++q.stats.storm_restored;
       events_.push_back(Event{now, q.port, q.tc, false, Picoseconds::Max()});

@@ -7,11 +7,15 @@
 //   the storm at the first poll at or after pause start + detection time
 //   (within one poll interval of it);
 // - mitigation: the configured action, until restoration. `drop` discards
-//   the packets waiting in the queue and every packet of the class that
-//   arrives for it, and ignores PAUSE (so the queue drains and pauses
-//   nothing upstream); `forward` ignores PAUSE and keeps sending;
-// - restoration: PAUSE has not held the queue for the restoration time
-//   (checked at polls too): the queue honours PAUSE again.
+//   the packets waiting in the queue and every packet of the class sent to
+//   it, and ignores PAUSE (so the queue drains and pauses nothing
+//   upstream); `forward` ignores PAUSE and keeps sending. (SONiC's drop also
+//   discards what the stormed port receives on the class; not modelled:
+//   a storming NIC here sends no data.)
+// - restoration: no PAUSE frame has arrived for the restoration time (as
+//   SONiC's restoration checks the PFC rx counter), counted from the last
+//   poll that saw a new one, so within one poll interval of the last frame
+//   plus the restoration time: the queue honours PAUSE again.
 // Sources: SONiC PFC watchdog design (github.com/sonic-net/SONiC wiki
 // "PFC-Watchdog-Design"; sonic-mgmt docs/pfcwd: drop discards queued, new
 // and received packets of the queue, forward ignores PAUSE), and the SONiC
@@ -54,10 +58,11 @@ struct PfcWatchdogConfig {
 
 // How the watchdog sees and acts on one queue (egress `port`, class `tc`).
 struct PfcQueueControl {
-  // When the peer's PAUSE began holding the queue without a break, as
-  // received (whether or not the queue honours it now); Picoseconds::Max()
-  // when no PAUSE holds it.
+  // When the peer's PAUSE began holding the queue without a break;
+  // Picoseconds::Max() when no PAUSE holds it.
   Picoseconds (*paused_since)(void* ctx, Port* port, int tc);
+  // PAUSE frames received for the class so far (honoured or not).
+  uint64_t (*pause_frames)(void* ctx, Port* port, int tc);
   // Starts (on) or ends (off) the mitigation `action` on the queue.
   void (*mitigate)(void* ctx, Port* port, int tc, PfcWdAction action, bool on);
   // Packets of the queue the mitigation dropped so far: waiting in or
@@ -96,9 +101,13 @@ class PfcWatchdog {
   // Watches (port, tc): a switch egress port and a lossless class. Before Start.
   void Watch(Port* port, int tc);
   // First poll one poll interval from now, then every poll interval while
-  // other events are pending (an idle fabric ends the run; a paused one
-  // still has its PAUSE refreshes pending).
+  // other events are pending or a queue is stormed (an idle fabric ends the
+  // run; a paused one still has its PAUSE refreshes pending).
   void Start();
+  // Stops rescheduling when no more than `n` events are pending (the
+  // other periodic checks of the run: with nothing else pending the fabric
+  // is idle). Default 0.
+  void set_idle_pending(size_t n) { idle_pending_ = n; }
   // Polls now (tests; Start's events call it).
   void Poll();
 
@@ -119,11 +128,14 @@ class PfcWatchdog {
     Port* port;
     int tc;
     QueueStats stats;
-    Picoseconds quiet_since = Picoseconds::Max();  // stormed: first poll without PAUSE
+    // Stormed: pause_frames as last seen to move, and the poll that saw it.
+    uint64_t frames = 0;
+    Picoseconds frames_read;
   };
   static void OnPoll(void* self, uint64_t);
 
   Engine* engine_;
+  size_t idle_pending_ = 0;
   PfcWatchdogConfig config_;
   PfcQueueControl control_;
   std::vector<Queue> queues_;

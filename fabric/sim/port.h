@@ -201,6 +201,10 @@ class Port {
   void DropWaiting(int c);
   void ForwardWaiting(int c);
   void IgnorePause(int c, Picoseconds until);
+  // The watchdog's drop action (pfc_watchdog.h): while on, every frame of
+  // lossless class `c` sent to this port is dropped (counted in
+  // watchdog_dropped, DropReason::kPfcWatchdog).
+  void WatchdogDrop(int c, bool on);
   // The PFC check of a switch (PfcSwitch): settles the buffer account of
   // what has finished serializing.
   void Settle() { Drain(engine_->Now().ps()); }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "fabric/sim/pfc_deadlock.h"
@@ -28,6 +29,17 @@ struct Script {
     }
     return Picoseconds::Max();
   }
+  // A PAUSE refresh every 100 us while paused.
+  static uint64_t Frames(void* ctx, Port*, int) {
+    auto* s = static_cast<Script*>(ctx);
+    const Picoseconds now = s->engine->Now();
+    uint64_t n = 0;
+    for (const auto& [a, b] : s->paused) {
+      if (a > now) continue;
+      n += static_cast<uint64_t>(((std::min(now, b) - a).ps() + Us(100).ps() - 1) / Us(100).ps());
+    }
+    return n;
+  }
   static void Mitigate(void* ctx, Port*, int, PfcWdAction action, bool on) {
     auto* s = static_cast<Script*>(ctx);
     s->mitigations.push_back({s->engine->Now(), on});
@@ -35,7 +47,7 @@ struct Script {
   }
   static uint64_t TxDropped(void*, Port*, int) { return 7; }
   PfcQueueControl Control() {
-    return PfcQueueControl{&Since, &Mitigate, &TxDropped, nullptr, this};
+    return PfcQueueControl{&Since, &Frames, &Mitigate, &TxDropped, nullptr, this};
   }
 };
 
@@ -65,8 +77,8 @@ TEST(PfcWatchdogTest, DetectsWithinOnePollOfTheDetectionTimeAndRestores) {
   EXPECT_EQ(d.at, Ms(300));
   EXPECT_EQ(d.port, port);
   EXPECT_EQ(d.tc, 3);
-  // PAUSE stops at 500 ms; the poll at 500 ms finds the queue free, and
-  // 200 ms later the queue is restored.
+  // PAUSE stops at 500 ms; the poll at 500 ms sees its last frames, and
+  // 200 ms later, none having come since, the queue is restored.
   const PfcWatchdog::Event& r = wd.events()[1];
   EXPECT_FALSE(r.detected);
   EXPECT_EQ(r.at, Ms(700));
@@ -162,28 +174,24 @@ TEST(PfcDeadlockTest, ACycleMustPersistToBeADeadlock) {
   std::vector<PfcWait> now_waits;
   PfcDeadlockDetector det(
       &engine, [&] { return now_waits; }, Ms(1), Ms(2));
-  const std::vector<PfcWait> ring = {{P(1), 3, {P(2)}}, {P(2), 3, {P(1)}}};
-  // A cycle seen once, then gone: transient.
-  now_waits = ring;
-  det.Check();
-  now_waits.clear();
-  KeepAlive(engine, Ms(1));
-  engine.Run(Ms(1));
-  det.Check();
-  EXPECT_FALSE(det.deadlocked());
-  // Seen at 1 ms, 2 ms, 3 ms: declared once it has held 2 ms.
-  now_waits = ring;
-  det.Check();
+  // A ring whose second queue was paused at 1 ms (the first at 0).
+  now_waits = {{P(1), 3, {P(2)}, Ms(0)}, {P(2), 3, {P(1)}, Ms(1)}};
   KeepAlive(engine, Ms(2));
   engine.Run(Ms(2));
+  det.Check();  // closed 1 ms ago: not yet
+  EXPECT_FALSE(det.deadlocked());
+  // The second queue resumed and paused again at 2.5 ms: the clock restarts.
+  now_waits[1].since = Us(2500);
+  KeepAlive(engine, Ms(4));
+  engine.Run(Ms(4));
   det.Check();
   EXPECT_FALSE(det.deadlocked());
-  KeepAlive(engine, Ms(3));
-  engine.Run(Ms(3));
-  det.Check();
+  det.Start();
+  KeepAlive(engine, Ms(10));
+  engine.Run(Ms(10));
   ASSERT_TRUE(det.deadlocked());
-  EXPECT_EQ(det.first_seen(), Ms(1));
-  EXPECT_EQ(det.declared_at(), Ms(3));
+  EXPECT_EQ(det.first_seen(), Us(2500));
+  EXPECT_EQ(det.declared_at(), Ms(5));  // the first check at or after 4.5 ms
   EXPECT_EQ(det.cycle().size(), 2u);
 }
 
