@@ -10,6 +10,11 @@
 //   sim_bench K BYTES - FAULT      one run with FAULT on every link of one core switch,
 //                                  e.g. "kind: loss, rate: 1e-4" (the cost of
 //                                  faults: compare with the same run without)
+//   sim_bench --lossless ...       the same runs with RoCE's class lossless: DSCP 26
+//                                  on priority 3 with PFC (XOFF 64 KiB, XON 32 KiB
+//                                  per ingress port; fabric/sim/pfc.h)
+//   sim_bench --compare ...        each run lossy, then lossless, and the ratio of
+//                                  their packet-hops/s
 //   sim_bench --repeat N ...       each run N times over (a fresh network each
 //                                  time), then its min / median / max wall time:
 //                                  a shared machine's noise is several percent.
@@ -44,10 +49,24 @@ struct Figures {
   uint64_t digest = 0;
 };
 
+// --lossless: the network and the flows' traffic class.
+bool g_lossless = false;
+
+NetworkConfig BenchConfig() {
+  NetworkConfig nc;
+  if (g_lossless) {
+    nc.qos.classes[3].lossless = true;
+    nc.qos.classes[3].xoff_bytes = 64 * 1024;
+    nc.qos.classes[3].xon_bytes = 32 * 1024;
+  }
+  return nc;
+}
+
 int RunOnce(const topo::Topology& topo, uint64_t flow_bytes, std::string label,
             const std::string& fault, Figures* out) {
   Engine engine(1);
-  Network net(&engine, &topo, NetworkConfig{});
+  Network net(&engine, &topo, BenchConfig());
+  if (g_lossless) label += " lossless";
   std::unique_ptr<FaultAttachment> faults;
   if (!fault.empty()) {
     // Every link of one top-tier switch (links are numbered bottom up, so
@@ -73,6 +92,7 @@ int RunOnce(const topo::Topology& topo, uint64_t flow_bytes, std::string label,
   FlowOptions fo;
   fo.qp.path_mtu_bytes = 4096;
   fo.qp.timeout = 14;
+  if (g_lossless) fo.qp.traffic_class = 26 << 2;  // DSCP 26: priority 3
   FlowDriver driver(&net, PermutationFlows(net.host_count(), flow_bytes, Picoseconds(0), rng), fo);
   Status s = driver.Setup();
   if (!s.ok()) {
@@ -108,8 +128,33 @@ int RunOnce(const topo::Topology& topo, uint64_t flow_bytes, std::string label,
   return 0;
 }
 
+int RunMode(const topo::Topology& topo, uint64_t flow_bytes, const std::string& label, int repeat,
+            const std::string& fault, double* hops_per_s);
+
+// --compare: lossy then lossless; otherwise the mode the flags chose.
+bool g_compare = false;
+
 int Run(const topo::Topology& topo, uint64_t flow_bytes, const std::string& label, int repeat,
         const std::string& fault = "") {
+  if (!g_compare) {
+    double rate = 0;
+    return RunMode(topo, flow_bytes, label, repeat, fault, &rate);
+  }
+  double lossy = 0, lossless = 0;
+  g_lossless = false;
+  int rc = RunMode(topo, flow_bytes, label, repeat, fault, &lossy);
+  g_lossless = true;
+  rc |= RunMode(topo, flow_bytes, label, repeat, fault, &lossless);
+  g_lossless = false;
+  if (rc == 0) {
+    std::printf("%-28s lossless / lossy packet-hops/s: %.1f / %.1f M = %.1f%%\n", label.c_str(),
+                lossless / 1e6, lossy / 1e6, lossy > 0 ? 100 * lossless / lossy : 0.0);
+  }
+  return rc;
+}
+
+int RunMode(const topo::Topology& topo, uint64_t flow_bytes, const std::string& label, int repeat,
+            const std::string& fault, double* hops_per_s) {
   std::vector<Figures> runs;
   for (int i = 0; i < repeat; ++i) {
     Figures f;
@@ -127,6 +172,15 @@ int Run(const topo::Topology& topo, uint64_t flow_bytes, const std::string& labe
       return 1;
     }
     runs.push_back(f);
+  }
+  {
+    // The median wall's rate (the one run's when there is one).
+    std::vector<double> walls;
+    for (const Figures& f : runs) walls.push_back(f.wall);
+    std::sort(walls.begin(), walls.end());
+    const size_t n = walls.size();
+    const double median = n % 2 == 1 ? walls[n / 2] : (walls[n / 2 - 1] + walls[n / 2]) / 2;
+    *hops_per_s = median > 0 ? static_cast<double>(runs[0].hops) / median : 0;
   }
   if (repeat > 1) {
     std::vector<double> walls;
@@ -158,6 +212,13 @@ topo::Topology FatTree(int k) {
 int main(int argc, char** argv) {
   using namespace fathom;
   int repeat = 1;
+  while (argc >= 2 &&
+         (std::string(argv[1]) == "--lossless" || std::string(argv[1]) == "--compare")) {
+    (std::string(argv[1]) == "--lossless" ? sim::g_lossless : sim::g_compare) = true;
+    argv[1] = argv[0];
+    ++argv;
+    --argc;
+  }
   if (argc >= 2 && std::string(argv[1]) == "--repeat") {
     char* end = nullptr;
     const long n = argc >= 3 ? std::strtol(argv[2], &end, 10) : 0;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "fabric/wire/pfc_frame.h"
+
 namespace fathom::sim {
 namespace {
 
@@ -189,8 +191,21 @@ Status CheckDisjoint(const std::vector<PortCapture*>& captures, const topo::Topo
 void PortCapture::OnPacket(void* ctx, const Packet& p, Picoseconds at) {
   auto* self = static_cast<PortCapture*>(ctx);
   if (!self->status_.ok()) return;
-  const wire::RoceFrame f = FrameFor(p, self->network_->topology());
-  auto n = wire::Build(f, self->buffer_);
+  StatusOr<size_t> n = 0;
+  if (static_cast<uint8_t>(p.opcode) == kPauseOpcode) {
+    // A PAUSE frame (fabric/sim/pfc.h): the sender's node in dest_qpn, the
+    // class-enable vector in psn, the quanta in the extension.
+    wire::PfcFrame f;
+    f.src = MacOf(static_cast<int32_t>(p.dest_qpn));
+    f.class_enable = static_cast<uint8_t>(p.psn);
+    for (size_t c = 0; c < 8; ++c) {
+      const uint64_t word = c < 4 ? p.ext().va : p.ext().compare;
+      f.quanta[c] = static_cast<uint16_t>(word >> (16 * (c & 3)));
+    }
+    n = wire::BuildPfc(f, self->buffer_);
+  } else {
+    n = wire::Build(FrameFor(p, self->network_->topology()), self->buffer_);
+  }
   if (!n.ok()) {
     self->status_ = n.status();
     return;

@@ -1,5 +1,6 @@
 // Text and JSON renderings of a scenario run (scenario.h). The JSON keys are
 // the ones `fathom sim --json` documents; the table carries the same facts.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
@@ -26,6 +27,74 @@ std::string Duration(double ns) {
   if (ns >= 1e6) return Fmt("%.3f ms", ns / 1e6);
   if (ns >= 1e3) return Fmt("%.3f us", ns / 1e3);
   return Fmt("%.0f ns", ns);
+}
+
+// A port's PFC counters by their mlx5 ethtool names (pfc.h), the
+// priorities that have any; durations in microseconds, as ethtool's.
+std::vector<std::pair<std::string, uint64_t>> PfcNamed(const PfcCounters& c) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (size_t p = 0; p < kPriorities; ++p) {
+    if (c.rx_pause[p] + c.tx_pause[p] + c.headroom_drops[p] + c.watchdog_dropped[p] +
+            c.watchdog_forwarded[p] ==
+        0) {
+      continue;
+    }
+    const std::string prio = "prio" + std::to_string(p);
+    out.push_back({"rx_" + prio + "_pause", c.rx_pause[p]});
+    out.push_back({"rx_" + prio + "_pause_duration", c.rx_pause_duration_ps[p] / 1000000});
+    out.push_back({"tx_" + prio + "_pause", c.tx_pause[p]});
+    out.push_back({"tx_" + prio + "_pause_duration", c.tx_pause_duration_ps[p] / 1000000});
+    if (c.headroom_drops[p] > 0) out.push_back({prio + "_headroom_drops", c.headroom_drops[p]});
+    if (c.watchdog_dropped[p] > 0) {
+      out.push_back({prio + "_pfc_wd_dropped", c.watchdog_dropped[p]});
+    }
+    if (c.watchdog_forwarded[p] > 0) {
+      out.push_back({prio + "_pfc_wd_forwarded", c.watchdog_forwarded[p]});
+    }
+  }
+  return out;
+}
+
+std::string FormatPfc(const std::vector<std::pair<std::string, PfcCounters>>& ports) {
+  std::string s = "pfc        ports that paused or were paused (durations in us):\n";
+  // The ports that sent PAUSE first (the switches' side of each hop), the
+  // most first: where the congestion is.
+  std::vector<std::pair<std::string, PfcCounters>> sorted = ports;
+  auto sent = [](const PfcCounters& c) {
+    uint64_t n = 0;
+    for (uint64_t v : c.tx_pause) n += v;
+    return n;
+  };
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [&](const auto& a, const auto& b) { return sent(a.second) > sent(b.second); });
+  const size_t kMaxPorts = 16;
+  for (size_t i = 0; i < sorted.size() && i < kMaxPorts; ++i) {
+    s += Fmt("  %-24s", sorted[i].first.c_str());
+    for (const auto& [name, v] : PfcNamed(sorted[i].second)) {
+      s += Fmt(" %s %" PRIu64, name.c_str(), v);
+    }
+    s += "\n";
+  }
+  if (ports.size() > kMaxPorts) {
+    s += Fmt("  ... and %zu more ports (--json lists all)\n", ports.size() - kMaxPorts);
+  }
+  return s;
+}
+
+std::string PfcJson(const std::vector<std::pair<std::string, PfcCounters>>& ports) {
+  std::string s = "  \"pfc\": {";
+  bool first = true;
+  for (const auto& [port, c] : ports) {
+    s += Fmt("%s%s: {", first ? "" : ", ", JsonString(port).c_str());
+    first = false;
+    bool first_counter = true;
+    for (const auto& [name, v] : PfcNamed(c)) {
+      s += Fmt("%s\"%s\": %" PRIu64, first_counter ? "" : ", ", name.c_str(), v);
+      first_counter = false;
+    }
+    s += "}";
+  }
+  return s + "},\n";
 }
 
 }  // namespace
@@ -70,6 +139,7 @@ std::string FormatSummary(const RunReport& r) {
   }
   s += Fmt("completions%s\n", statuses.empty() ? " none" : statuses.c_str());
   if (!r.faults_summary.empty()) s += "faults\n" + r.faults_summary;
+  if (!r.port_pfc.empty()) s += FormatPfc(r.port_pfc);
   if (r.captured_frames > 0) s += Fmt("captured   %" PRIu64 " frames\n", r.captured_frames);
   s +=
       Fmt("engine     %s simulated, %" PRIu64 " events, %" PRIu64
@@ -120,6 +190,7 @@ std::string FormatJson(const RunReport& r) {
     first = false;
   }
   s += "},\n";
+  if (!r.port_pfc.empty()) s += PfcJson(r.port_pfc);
   s += Fmt("  \"packet_hops\": %" PRIu64 ",\n  \"events\": %" PRIu64
            ",\n  \"sim_time_ns\": %.0f,\n  \"wall_s\": %.6f,\n  \"trace_digest\": \"%016" PRIx64
            "\"\n}\n",

@@ -13,6 +13,7 @@
 #include "fabric/scenario/capture.h"
 #include "fabric/scenario/event_trace.h"
 #include "fabric/scenario/fault_attach.h"
+#include "fabric/scenario/qos.h"
 #include "fabric/scenario/workload.h"
 #include "fabric/sim/engine.h"
 #include "fabric/sim/network.h"
@@ -201,6 +202,7 @@ Status Validate(const LoadedScenario& sc) {
     return m.Error("network.switch_buffer_bytes",
                    std::to_string(n.switch_buffer_bytes()) + " is more than 2^40 bytes (1 TiB)");
   }
+  if (n.has_qos()) FATHOM_RETURN_IF_ERROR(ValidateQos(n.qos(), sc.topology, m));
   const proto::WorkloadSpec& w = s.workload();
   const int32_t hosts = static_cast<int32_t>(sc.topology.hosts().size());
   if (w.pattern() == proto::WorkloadSpec::PATTERN_UNSPECIFIED) {
@@ -343,6 +345,7 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
       if (f.has_ipv6_support() && f.ipv6_support()) nc.ipv6 = true;
     }
   }
+  if (s.network().has_qos()) nc.qos = QosFromSpec(s.network().qos());
   Network net(&engine, &sc.topology, nc);
   // The captures tap the network's ports: they let go before it goes.
   struct DetachCaptures {
@@ -470,6 +473,11 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
       const std::string name = sc.topology.node(port->config().node).name + "->" +
                                sc.topology.node(port->peer()->config().node).name;
       r.port_drops.push_back({name, {c.port_xmit_discards, c.mtu_discards, c.port_rcv_errors}});
+    }
+    if (const std::optional<PfcCounters> pfc = port->pfc_counters(); pfc.has_value()) {
+      r.port_pfc.push_back({sc.topology.node(port->config().node).name + "->" +
+                                sc.topology.node(port->peer()->config().node).name,
+                            *pfc});
     }
   }
   const QpCounters q = net.TotalQpCounters();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "fabric/sim/pfc.h"
 #include "proto/scenario.pb.h"
 #include "proto/yaml_loader.h"
 #include "topologies/topology.h"
@@ -82,6 +83,9 @@ struct RunReport {
   size_t peak_packets = 0;  // in flight at once (pool)
   std::string faults_summary;
   uint64_t captured_frames = 0;
+  // PFC counters of the ports that sent or received a PAUSE frame, dropped
+  // past headroom or by the watchdog: "leaf0->h3" -> counters.
+  std::vector<std::pair<std::string, PfcCounters>> port_pfc;
 };
 
 StatusOr<RunReport> RunScenario(const LoadedScenario& scenario, const RunOptions& options);

@@ -154,20 +154,8 @@ void Network::EnablePfc(const NetworkConfig& config) {
     const int32_t node = static_cast<int32_t>(n);
     if (switch_at_[n] == nullptr) continue;
     std::vector<Port*> egress;
-    // Settle the accounts every maximum frame's time of the fastest port:
-    // XON then goes out within a frame of the account falling to XON.
-    int64_t interval = INT64_MAX;
-    for (int32_t i = 0; i < topo_->PortCount(node); ++i) {
-      Port* p = &port(node, i);
-      egress.push_back(p);
-      const int64_t mtu = p->config().mtu_bytes > 0 ? p->config().mtu_bytes : 4096;
-      interval = std::min(
-          interval, p->config()
-                        .rate.SerializationTime(static_cast<uint64_t>(mtu) + kEthernetWireOverhead)
-                        .ps());
-    }
-    if (interval == INT64_MAX || interval <= 0) interval = 1000000;
-    pfc_switches_.push_back(std::make_unique<PfcSwitch>(&qos_, std::move(egress), interval));
+    for (int32_t i = 0; i < topo_->PortCount(node); ++i) egress.push_back(&port(node, i));
+    pfc_switches_.push_back(std::make_unique<PfcSwitch>(&qos_, std::move(egress)));
     at[n] = pfc_switches_.back().get();
   }
   const uint8_t lossless = qos_.lossless_mask();

@@ -87,7 +87,7 @@ struct QosConfig {
   // lossless accounts), the dynamic threshold of Choudhury and Hahne (1998)
   // that Broadcom and Mellanox (Spectrum "alpha") switches apply to PFC.
   // 0: static thresholds. XON then when the account falls to the class's
-  // xon_bytes if set, else to half the level XOFF was sent at.
+  // xon_bytes if set, else to half the account XOFF was sent at.
   double dynamic_alpha = 0;
   int64_t shared_buffer_bytes = 0;  // per switch, for dynamic thresholds
   // Per (ingress port, lossless priority); 0: auto, from the link
@@ -170,38 +170,36 @@ struct PortPfc {
   // Ingress account (this port's deliveries the far-end switch still
   // holds), per class; and that switch (null: the far end is a NIC).
   std::array<int64_t, kPriorities> held{};
-  std::array<int64_t, kPriorities> xoff_level{};  // the threshold when XOFF was sent
+  std::array<int64_t, kPriorities> xoff_level{};  // the account when XOFF was sent
   PfcSwitch* far_switch = nullptr;
+  bool xon_pending = false;  // an XON check is scheduled (Port::OnXonCheck)
   PfcCounters counters;
 };
 
-// A switch's lossless accounting: the shared buffer and the check event
-// that settles its egress ports (releases are lazy) while any of its
-// ingress accounts is XOFF, to send XON in time. No event runs while none
-// is.
+// A switch's lossless accounting: its shared buffer (dynamic thresholds)
+// and its egress ports. XON needs no polling: an account is released when
+// its entry leaves the egress buffer, lazily (Port::Drain) but at the latest
+// when the frame reaches the far end, so an XON goes out at most one cable
+// delay after the account fell to XON (PortPfc::xon_pending defers it to an
+// event of its own: a release happens inside another port's send).
 class PfcSwitch {
  public:
-  PfcSwitch(const QosConfig* qos, std::vector<Port*> egress, int64_t check_interval_ps)
-      : qos_(qos), egress_(std::move(egress)), check_interval_ps_(check_interval_ps) {}
+  PfcSwitch(const QosConfig* qos, std::vector<Port*> egress)
+      : qos_(qos), egress_(std::move(egress)) {}
   // The XOFF threshold of an account of class `c` now.
   int64_t XoffLevel(int c) const;
   int64_t XonLevel(int c, int64_t xoff_level) const;
+  // Bytes held on all its lossless accounts.
   int64_t used() const { return used_; }
   void Add(int64_t bytes) { used_ += bytes; }
-  // Starts the check event (an account went XOFF).
-  void Watch(Port* upstream);
   // The switch's egress ports holding bytes of class `c` from `upstream`.
   std::vector<Port*> EgressHolding(const Port* upstream, int c) const;
   const std::vector<Port*>& egress() const { return egress_; }
 
  private:
-  static void OnCheck(void* obj, uint64_t arg);
   const QosConfig* qos_;
   std::vector<Port*> egress_;
-  std::vector<Port*> xoff_;  // upstream ports with an account in XOFF
-  int64_t check_interval_ps_;
   int64_t used_ = 0;
-  bool check_pending_ = false;
 };
 
 // The auto headroom of a lossless (ingress port, priority), in bytes: what

@@ -486,7 +486,9 @@ void Port::DeliverCompact(uint64_t w0, uint64_t w1) {
 }
 
 // PFC's paths (port_pfc.cc) reach the inline steps through these.
-bool Port::AdmitDropTail(uint32_t bytes, uint8_t tc) { return Admit(bytes, tc, engine_->Now().ps()); }
+bool Port::AdmitDropTail(uint32_t bytes, uint8_t tc) {
+  return Admit(bytes, tc, engine_->Now().ps());
+}
 
 void Port::Transmit(uint64_t w0, uint64_t w1, uint32_t bytes, bool seen) {
   const int64_t now = engine_->Now().ps();

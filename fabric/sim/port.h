@@ -29,6 +29,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "base/units.h"
@@ -205,16 +206,18 @@ class Port {
   // lossless class `c` sent to this port is dropped (counted in
   // watchdog_dropped, DropReason::kPfcWatchdog).
   void WatchdogDrop(int c, bool on);
-  // The PFC check of a switch (PfcSwitch): settles the buffer account of
-  // what has finished serializing.
-  void Settle() { Drain(engine_->Now().ps()); }
-  // For a port whose far end is a switch (PfcSwitch): sends XON for the
-  // classes whose ingress account fell to XON; true while any is XOFF.
+  // For a port whose far end is a switch (PfcSwitch): the switch sends XON
+  // for the classes whose ingress account fell to XON; true while any is
+  // XOFF.
   bool CheckXon();
   // Whether this port holds (queued or waiting) bytes of class `c` that
   // `upstream` delivered (cycle detection; walks the queue).
   bool HoldsFrom(const Port* upstream, int c) const;
   Engine* engine() const { return engine_; }
+  // The PFC counters with the pauses in force counted up to now; none when
+  // the port has no PFC state or nothing to count (no PAUSE sent or
+  // received, no lossless drop).
+  std::optional<PfcCounters> pfc_counters() const;
   // Bytes of class `tc` held in the per-class waiting FIFO (paused).
   int64_t waiting_bytes(int tc) const;
 
@@ -298,6 +301,7 @@ class Port {
   void Resume(int c);
   void ReleaseLossless(const Held& h, uint32_t bytes, uint8_t tc);
   static void OnPauseExpiry(void* obj, uint64_t arg);
+  static void OnXonCheck(void* obj, uint64_t arg);
   static void OnRefresh(void* obj, uint64_t arg);
   void ScheduleTimer(int64_t at_ps);
   PortPfc& EnsurePfc();

@@ -55,34 +55,6 @@ int64_t PfcSwitch::XonLevel(int c, int64_t xoff_level) const {
   return xon;
 }
 
-void PfcSwitch::Watch(Port* upstream) {
-  if (std::find(xoff_.begin(), xoff_.end(), upstream) == xoff_.end()) xoff_.push_back(upstream);
-  if (check_pending_ || egress_.empty()) return;
-  check_pending_ = true;
-  Engine* e = egress_[0]->engine();
-  e->Schedule<&PfcSwitch::OnCheck>(e->Now() + Picoseconds(check_interval_ps_), EventKind::kUser, 0,
-                                   this, 0);
-}
-
-void PfcSwitch::OnCheck(void* obj, uint64_t /*arg*/) {
-  auto* self = static_cast<PfcSwitch*>(obj);
-  self->check_pending_ = false;
-  // Releases are lazy (Port::Drain): settle what finished serializing, so
-  // the accounts are exact now, then test XON.
-  for (Port* out : self->egress_) out->Settle();
-  std::vector<Port*> still;
-  for (Port* up : self->xoff_) {
-    if (up->CheckXon()) still.push_back(up);
-  }
-  self->xoff_ = std::move(still);
-  if (!self->xoff_.empty()) {
-    self->check_pending_ = true;
-    Engine* e = self->egress_[0]->engine();
-    e->Schedule<&PfcSwitch::OnCheck>(e->Now() + Picoseconds(self->check_interval_ps_),
-                                     EventKind::kUser, 0, self, 0);
-  }
-}
-
 std::vector<Port*> PfcSwitch::EgressHolding(const Port* upstream, int c) const {
   std::vector<Port*> out;
   for (Port* e : egress_) {
@@ -131,6 +103,22 @@ int64_t Port::waiting_bytes(int tc) const {
   return total;
 }
 
+std::optional<PfcCounters> Port::pfc_counters() const {
+  if (!pfc_) return std::nullopt;
+  PfcCounters c = pfc_->counters;
+  const int64_t now = engine_->Now().ps();
+  bool any = false;
+  for (size_t i = 0; i < kPriorities; ++i) {
+    if ((pfc_->paused >> i) & 1) c.rx_pause_duration_ps[i] += now - pfc_->paused_since_ps[i];
+    if ((pfc_->emitting >> i) & 1) c.tx_pause_duration_ps[i] += now - pfc_->emitting_since_ps[i];
+    any = any || c.rx_pause[i] + c.tx_pause[i] + c.headroom_drops[i] + c.watchdog_dropped[i] +
+                         c.watchdog_forwarded[i] >
+                     0;
+  }
+  if (!any) return std::nullopt;
+  return c;
+}
+
 bool Port::SendPolicy(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc) {
   const bool pooled = (w0 & Held::kPooled) != 0;
   w0 = pooled ? Held::kPooled : (w0 & ~kTimeMask);
@@ -156,8 +144,9 @@ bool Port::SendPolicy(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc) {
       PfcSwitch& sw = *u.far_switch;
       Port* emitter = up->peer_;
       const bool xoff = emitter->pfc_ && ((emitter->pfc_->by_account >> tc) & 1);
-      const int64_t level = xoff ? u.xoff_level[tc] : sw.XoffLevel(tc);
-      if (u.held[tc] + bytes > level + up->headroom_bytes_) {
+      // Past XOFF the headroom takes what the upstream sends for a round
+      // trip; an account not yet XOFF takes the frame and goes XOFF.
+      if (xoff && u.held[tc] + bytes > u.xoff_level[tc] + up->headroom_bytes_) {
         // Past the headroom: what PFC exists to prevent, counted.
         ++pfc_->counters.headroom_drops[tc];
         if (pooled) {
@@ -170,12 +159,14 @@ bool Port::SendPolicy(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc) {
       }
       u.held[tc] += bytes;
       sw.Add(bytes);
-      if (!xoff && u.held[tc] > level) {
-        u.xoff_level[tc] = level;
+      if (!xoff && u.held[tc] > sw.XoffLevel(tc)) {
+        // What it holds now (past the threshold by this frame at most, or
+        // by more when a dynamic threshold fell under it): the headroom
+        // counts from here.
+        u.xoff_level[tc] = u.held[tc];
         PortPfc& e = emitter->EnsurePfc();
         e.by_account |= static_cast<uint8_t>(1u << tc);
         emitter->UpdateEmit();
-        sw.Watch(up);
       }
     }
     if (buffered_) occupancy_[tc] += static_cast<int32_t>(bytes);
@@ -203,8 +194,23 @@ void Port::ReleaseLossless(const Held& h, uint32_t bytes, uint8_t tc) {
   // Held entries have crossed this link too: the upstream is two back.
   Port* up = hops >= 2 ? NextHop(*flow, hops - 2) : nullptr;
   if (up == nullptr || !up->pfc_ || up->pfc_->far_switch == nullptr) return;
-  up->pfc_->held[tc] -= bytes;
-  up->pfc_->far_switch->Add(-static_cast<int64_t>(bytes));
+  PortPfc& u = *up->pfc_;
+  u.held[tc] -= bytes;
+  u.far_switch->Add(-static_cast<int64_t>(bytes));
+  const PortPfc* e = up->peer_->pfc_.get();
+  if (!u.xon_pending && e != nullptr && ((e->by_account >> tc) & 1) &&
+      u.held[tc] <= u.far_switch->XonLevel(tc, u.xoff_level[tc])) {
+    // XON, from an event of its own: this runs inside a send or an arrival
+    // of another port, which a PAUSE frame's send must not cut into.
+    u.xon_pending = true;
+    engine_->Schedule<&Port::OnXonCheck>(engine_->Now(), EventKind::kUser, 0, up, 0);
+  }
+}
+
+void Port::OnXonCheck(void* obj, uint64_t /*arg*/) {
+  Port* up = static_cast<Port*>(obj);
+  up->pfc_->xon_pending = false;
+  up->CheckXon();
 }
 
 bool Port::HoldsFrom(const Port* upstream, int c) const {

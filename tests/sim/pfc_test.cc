@@ -4,11 +4,19 @@
 // and a 16:1 incast on a lossless class across two switch tiers: no drop,
 // pause on every hop toward the senders, the bottleneck kept busy.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <memory>
+#include <sstream>
+#include <string>
 #include <vector>
 
+#include "fabric/scenario/capture.h"
+#include "fabric/scenario/scenario.h"
 #include "fabric/scenario/workload.h"
 #include "fabric/sim/network.h"
 #include "fabric/sim/port.h"
@@ -202,7 +210,8 @@ struct Incast {
   std::unique_ptr<FlowDriver> driver;
   static constexpr uint64_t kFlowBytes = 256 * 1024;
 
-  explicit Incast(bool lossless) {
+  explicit Incast(bool lossless, const std::string& pcap_link = "", const std::string& pcap = "",
+                  int64_t headroom_bytes = 0) {
     topo::LeafSpineOptions o;
     o.leaves = 3;
     o.spines = 2;
@@ -215,6 +224,7 @@ struct Incast {
       nc.qos.classes[3].lossless = true;
       nc.qos.classes[3].xoff_bytes = 32 * 1024;
       nc.qos.classes[3].xon_bytes = 16 * 1024;
+      nc.qos.headroom_bytes = headroom_bytes;
     }
     net = std::make_unique<Network>(&engine, &topo, nc);
     FlowOptions fo;
@@ -223,7 +233,16 @@ struct Incast {
     driver = std::make_unique<FlowDriver>(
         net.get(), IncastFlows(net->host_count(), 0, 16, kFlowBytes, Picoseconds(0)), fo);
     EXPECT_TRUE(driver->Setup().ok());
+    std::unique_ptr<PortCapture> cap;
+    if (!pcap.empty()) {
+      cap = PortCapture::Open(topo, pcap_link, pcap).value();
+      cap->Attach(net.get());
+    }
     engine.Run(Picoseconds::FromMicroseconds(2000));
+    if (cap) {
+      EXPECT_TRUE(cap->Flush().ok());
+      cap->Detach();
+    }
   }
   Port& PortTo(const char* from, const char* to) const {
     const int32_t a = topo.FindNode(from).value();
@@ -273,10 +292,152 @@ TEST(PfcIncast, LosslessClassDropsNothingAndPausePropagatesToTheSenders) {
   EXPECT_GT(utilization, 0.98);
 }
 
+TEST(PfcIncast, PastTheHeadroomALosslessClassDropsAndCountsIt) {
+  // A headroom of one byte cannot hold the round trip after XOFF.
+  Incast run(true, "", "", 1);
+  const uint64_t drops = run.net->drops().by_reason[static_cast<size_t>(DropReason::kPfcHeadroom)];
+  EXPECT_GT(drops, 0u);
+  EXPECT_EQ(run.net->drops().total(), drops);
+  uint64_t counted = 0;
+  for (Port* p : run.net->ports()) {
+    if (p->pfc() != nullptr) counted += p->pfc()->counters.headroom_drops[3];
+  }
+  EXPECT_EQ(counted, drops);
+}
+
 TEST(PfcIncast, TheSameIncastLossyDrops) {
   Incast run(false);
   EXPECT_GT(run.net->drops().by_reason[static_cast<size_t>(DropReason::kTailDrop)], 0u);
   EXPECT_EQ(run.PausesSent("leaf0", "h1"), 0u);
+}
+
+// The PAUSE frames a capture of h1-leaf0 holds decode in Wireshark as MAC
+// control "Class Based Flow Control" (opcode 0x0101): XOFF with 0xFFFF
+// quanta on priority 3, and XON with 0.
+TEST(PfcCapture, PauseFramesDecodeAsPfcInTshark) {
+  if (std::system("tshark --version >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "tshark not installed (scripts/setup.sh installs it)";
+  }
+  const std::string pcap =
+      ::testing::TempDir() + "/fathom_pfc_" + std::to_string(getpid()) + ".pcap";
+  const std::string out = pcap + ".txt";
+  {
+    Incast run(true, "h1-leaf0", pcap);
+    EXPECT_EQ(run.net->drops().total(), 0u);
+  }
+  const std::string cmd =
+      "tshark -r " + pcap +
+      " -Y 'macc.opcode == 0x0101' -T fields -E separator=, -e eth.dst"
+      " -e macc.cbfc.enbv.c3 -e macc.cbfc.enbv.c0 -e macc.cbfc.pause_time.c3 > " +
+      out + " 2>/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream in(out);
+  std::string line;
+  int xoff = 0, xon = 0, other = 0;
+  while (std::getline(in, line)) {
+    if (line == "01:80:c2:00:00:01,True,False,65535" || line == "01:80:c2:00:00:01,1,0,65535") {
+      ++xoff;
+    } else if (line == "01:80:c2:00:00:01,True,False,0" || line == "01:80:c2:00:00:01,1,0,0") {
+      ++xon;
+    } else {
+      ++other;
+      ADD_FAILURE() << "unexpected tshark line: " << line;
+    }
+  }
+  std::printf("h1-leaf0 capture: %d PFC XOFF, %d PFC XON frames (tshark)\n", xoff, xon);
+  EXPECT_GT(xoff, 0);
+  EXPECT_GT(xon, 0);
+  EXPECT_EQ(other, 0);
+  std::remove(pcap.c_str());
+  std::remove(out.c_str());
+}
+
+// Bad qos input: the loader names file:line and the field.
+constexpr const char* kQosBase =
+    "name: t\n"
+    "seed: 1\n"
+    "end_time_us: 1000\n"
+    "topology:\n"
+    "  preset: \"fat-tree:k=4\"\n"
+    "workload:\n"
+    "  pattern: permutation\n"
+    "  flow_bytes: 65536\n"
+    "network:\n"
+    "  qos:\n"
+    "    classes:\n";
+struct BadQos {
+  const char* name;
+  std::string tail;  // after kQosBase
+  int line;
+  const char* field;
+};
+class BadQosTest : public ::testing::TestWithParam<BadQos> {};
+
+TEST_P(BadQosTest, ErrorNamesFileLineAndField) {
+  const BadQos& c = GetParam();
+  auto sc = LoadScenarioString(std::string(kQosBase) + c.tail, "bad.yaml");
+  ASSERT_FALSE(sc.ok()) << c.name;
+  EXPECT_EQ(sc.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(sc.status().message().find("bad.yaml:" + std::to_string(c.line) + ":"),
+            std::string::npos)
+      << sc.status().message();
+  EXPECT_NE(sc.status().message().find(c.field), std::string::npos) << sc.status().message();
+}
+
+constexpr const char* kGoodClass =
+    "      - {priority: 3, lossless: true, xoff_bytes: 65536, xon_bytes: 32768}\n";
+
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, BadQosTest,
+    ::testing::Values(
+        BadQos{"LosslessWithoutThresholds", "      - {priority: 3, lossless: true}\n", 12,
+               "network.qos.classes[0].xoff_bytes"},
+        BadQos{"XonAboveXoff",
+               "      - {priority: 3, lossless: true, xoff_bytes: 65536, xon_bytes: 70000}\n", 12,
+               "network.qos.classes[0].xon_bytes"},
+        BadQos{"UnknownPriority",
+               "      - {priority: 9, lossless: true, xoff_bytes: 65536, xon_bytes: 1}\n", 12,
+               "network.qos.classes[0].priority"},
+        BadQos{"PriorityTwice", std::string(kGoodClass) + kGoodClass, 13,
+               "network.qos.classes[1].priority"},
+        BadQos{"ThresholdsOnALossyClass", "      - {priority: 0, xoff_bytes: 65536}\n", 12,
+               "network.qos.classes[0].xoff_bytes"},
+        BadQos{"HeadroomBelowOneMtuRoundTrip",
+               std::string(kGoodClass) + "    headroom_bytes: 1000\n", 13,
+               "network.qos.headroom_bytes"},
+        BadQos{"DynamicWithoutSharedBuffer", std::string(kGoodClass) + "    dynamic_alpha: 1\n", 13,
+               "network.qos.dynamic_alpha"},
+        BadQos{"NegativeAlpha", std::string(kGoodClass) + "    dynamic_alpha: -1\n", 13,
+               "network.qos.dynamic_alpha"},
+        BadQos{"UnknownDscp",
+               std::string(kGoodClass) + "    dscp_to_priority: [{dscp: 64, priority: 3}]\n", 13,
+               "network.qos.dscp_to_priority[0].dscp"},
+        BadQos{"DscpToUnknownPriority",
+               std::string(kGoodClass) + "    dscp_to_priority: [{dscp: 26, priority: 8}]\n", 13,
+               "network.qos.dscp_to_priority[0].priority"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(PfcScenario, DynamicThresholdsAndADscpMapRunLossless) {
+  // DSCP 10 mapped to priority 3 (lossless, dynamic thresholds); the
+  // example incast's shape, smaller.
+  auto sc = LoadScenarioString(
+      "name: t\nseed: 1\nend_time_us: 5000\n"
+      "topology:\n  leaf_spine: {leaves: 3, spines: 2, hosts_per_leaf: 8}\n"
+      "network:\n  switch_buffer_bytes: 262144\n  qos:\n"
+      "    classes: [{priority: 3, lossless: true}]\n"
+      "    dscp_to_priority: [{dscp: 10, priority: 3}]\n"
+      "    dynamic_alpha: 0.5\n    shared_buffer_bytes: 1048576\n"
+      "transport: {traffic_class: 40}\n"
+      "workload: {pattern: incast, incast_senders: 16, flow_bytes: 262144}\n",
+      "dyn.yaml");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  auto r = RunScenario(*sc, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->flows_completed, 16);
+  EXPECT_TRUE(r->drops.empty());
+  uint64_t sent = 0;
+  for (const auto& [port, c] : r->port_pfc) sent += c.tx_pause[3];
+  EXPECT_GT(sent, 0u);
 }
 
 }  // namespace
