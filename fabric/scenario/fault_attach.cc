@@ -134,6 +134,14 @@ StatusOr<std::unique_ptr<FaultAttachment>> FaultAttachment::Attach(
     faults::Placement place;
     place.scenario_seed = seed;
     place.find_host = find_host;
+    if (spec.kind() == "pfc_storm") {
+      // Not a frame model: the host's NIC sends PAUSE (fabric/scenario/
+      // pfc_field.h), scheduled by the scenario.
+      if (auto host = find_host(spec.host()); !host.ok()) {
+        return map.Error(config::JoinPath(item, "host"), host.status().message());
+      }
+      continue;
+    }
     if (spec.kind() == "host_crash") {
       place.crashed_host = *find_host(spec.host());
     }

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <map>
+
+#include "faults/spec.h"
 
 namespace fathom::sim {
 
@@ -219,6 +222,100 @@ std::string PfcField::Summary() const {
     s += buf + CycleName() + "\n";
   }
   return s;
+}
+
+namespace {
+
+std::string Ms(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g ms", v);
+  return buf;
+}
+
+// A time in milliseconds in (0, max].
+Status CheckMs(const config::SourceMap& map, const std::string& path, double v, double max,
+               const char* why) {
+  if (!std::isfinite(v) || v <= 0 || v > max) {
+    return map.Error(path, Ms(v) + " is outside (0, " + Ms(max) + "] (" + why + ")");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidatePfcField(const proto::Scenario& s, const config::SourceMap& map) {
+  const proto::QosSpec& qos = s.network().qos();
+  uint8_t lossless = 0;
+  for (const proto::PfcClassSpec& c : qos.classes()) {
+    if (c.lossless() && c.priority() >= 0 && c.priority() < 8) lossless |= 1u << c.priority();
+  }
+  if (qos.has_pfc_watchdog()) {
+    const proto::PfcWatchdogSpec& w = qos.pfc_watchdog();
+    const std::string at = "network.qos.pfc_watchdog";
+    // SONiC's CLI ranges (sonic-utilities pfcwd/main.py): detection up to
+    // 5000 ms, restoration up to 60000 ms, poll up to 1000 ms.
+    const PfcWatchdogConfig d;
+    const double detection = w.has_detection_time_ms() ? w.detection_time_ms() : 200;
+    const double restoration = w.has_restoration_time_ms() ? w.restoration_time_ms() : 200;
+    const double poll = w.has_poll_interval_ms() ? w.poll_interval_ms() : 100;
+    FATHOM_RETURN_IF_ERROR(CheckMs(map, at + ".detection_time_ms", detection, 5000,
+                                   "SONiC's pfcwd allows up to 5000 ms"));
+    FATHOM_RETURN_IF_ERROR(CheckMs(map, at + ".restoration_time_ms", restoration, 60000,
+                                   "SONiC's pfcwd allows up to 60000 ms"));
+    FATHOM_RETURN_IF_ERROR(
+        CheckMs(map, at + ".poll_interval_ms", poll, 1000, "SONiC's pfcwd allows up to 1000 ms"));
+    if (poll > detection || poll > restoration) {
+      return map.Error(at + ".poll_interval_ms", Ms(poll) + " is longer than the detection (" +
+                                                     Ms(detection) + ") or restoration (" +
+                                                     Ms(restoration) +
+                                                     ") time; SONiC refuses such a poll interval");
+    }
+    if (!w.action().empty() && w.action() != "drop" && w.action() != "forward") {
+      return map.Error(at + ".action", "'" + w.action() + "' is not drop or forward");
+    }
+    if (lossless == 0) {
+      return map.Error(at, "the watchdog watches lossless classes, and network.qos has none");
+    }
+  }
+  for (int i = 0; i < s.faults_size(); ++i) {
+    const proto::FaultSpec& f = s.faults(i);
+    if (f.kind() != "pfc_storm") continue;
+    const int prio = faults::PfcStormOf(f).priority;
+    if (((lossless >> prio) & 1) == 0) {
+      return map.Error("faults[" + std::to_string(i) + "]" + (f.has_priority() ? ".priority" : ""),
+                       "priority " + std::to_string(prio) +
+                           " is not a lossless class of network.qos: a PFC storm pauses a "
+                           "lossless priority");
+    }
+  }
+  return Status::Ok();
+}
+
+PfcFieldOptions PfcFieldOptionsOf(const proto::Scenario& s, const QosConfig& qos) {
+  PfcFieldOptions o;
+  o.lossless = qos.lossless_mask();
+  const proto::QosSpec& q = s.network().qos();
+  if (q.has_pfc_watchdog() && (!q.pfc_watchdog().has_enabled() || q.pfc_watchdog().enabled())) {
+    const proto::PfcWatchdogSpec& w = q.pfc_watchdog();
+    PfcWatchdogConfig c;
+    auto ms = [](double v) { return Picoseconds(std::llround(v * 1e9)); };
+    if (w.has_detection_time_ms()) c.detection_time = ms(w.detection_time_ms());
+    if (w.has_restoration_time_ms()) c.restoration_time = ms(w.restoration_time_ms());
+    if (w.has_poll_interval_ms()) c.poll_interval = ms(w.poll_interval_ms());
+    if (w.action() == "forward") c.action = PfcWdAction::kForward;
+    o.watchdog = c;
+  }
+  return o;
+}
+
+void AttachPfcStorms(const proto::Scenario& s, const topo::Topology& topo, PfcField* field) {
+  for (const proto::FaultSpec& f : s.faults()) {
+    if (f.kind() != "pfc_storm") continue;
+    const faults::PfcStorm storm = faults::PfcStormOf(f);
+    // The host was resolved when the faults were attached.
+    const int32_t node = topo.FindNode(f.host()).value();
+    field->Storm(topo.HostRank(node), storm.priority, storm.window.start, storm.window.end);
+  }
 }
 
 }  // namespace fathom::sim

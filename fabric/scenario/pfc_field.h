@@ -15,9 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "fabric/sim/network.h"
 #include "fabric/sim/pfc_deadlock.h"
 #include "fabric/sim/pfc_watchdog.h"
+#include "proto/scenario.pb.h"
+#include "proto/yaml_loader.h"
 
 namespace fathom::sim {
 
@@ -85,5 +88,15 @@ class PfcField {
   std::unique_ptr<PfcDeadlockDetector> deadlock_;
   std::vector<std::unique_ptr<StormEvent>> storms_;
 };
+
+// Scenario side. Checks network.qos.pfc_watchdog (times in range, the poll
+// no longer than detection and restoration, a known action) and each
+// pfc_storm fault (its priority a lossless class of network.qos); errors
+// name file:line and the field.
+Status ValidatePfcField(const proto::Scenario& s, const config::SourceMap& map);
+// The options a validated scenario asks for (lossless classes from `qos`).
+PfcFieldOptions PfcFieldOptionsOf(const proto::Scenario& s, const QosConfig& qos);
+// Schedules the scenario's pfc_storm faults on `field`.
+void AttachPfcStorms(const proto::Scenario& s, const topo::Topology& topo, PfcField* field);
 
 }  // namespace fathom::sim

@@ -140,6 +140,7 @@ std::string FormatSummary(const RunReport& r) {
   s += Fmt("completions%s\n", statuses.empty() ? " none" : statuses.c_str());
   if (!r.faults_summary.empty()) s += "faults\n" + r.faults_summary;
   if (!r.port_pfc.empty()) s += FormatPfc(r.port_pfc);
+  s += r.pfc_field_summary;
   if (r.captured_frames > 0) s += Fmt("captured   %" PRIu64 " frames\n", r.captured_frames);
   s +=
       Fmt("engine     %s simulated, %" PRIu64 " events, %" PRIu64
@@ -191,6 +192,13 @@ std::string FormatJson(const RunReport& r) {
   }
   s += "},\n";
   if (!r.port_pfc.empty()) s += PfcJson(r.port_pfc);
+  if (!r.pfc_field_summary.empty()) {
+    s +=
+        Fmt("  \"pfc_deadlock\": %s,\n  \"pfc_deadlock_cycle\": %s,\n"
+            "  \"pfc_watchdog_storms\": %" PRIu64 ",\n  \"pfc_watchdog_restored\": %" PRIu64 ",\n",
+            r.pfc_deadlock ? "true" : "false", JsonString(r.pfc_deadlock_cycle).c_str(),
+            r.pfc_watchdog_storms, r.pfc_watchdog_restored);
+  }
   s += Fmt("  \"packet_hops\": %" PRIu64 ",\n  \"events\": %" PRIu64
            ",\n  \"sim_time_ns\": %.0f,\n  \"wall_s\": %.6f,\n  \"trace_digest\": \"%016" PRIx64
            "\"\n}\n",
