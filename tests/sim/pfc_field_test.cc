@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "fabric/scenario/scenario.h"
 #include "fabric/scenario/workload.h"
 #include "fabric/sim/network.h"
 #include "topologies/builders.h"
@@ -109,6 +110,72 @@ TEST(PfcStormTest, StallsUnrelatedFlowsUntilTheWatchdogActs) {
   EXPECT_GT(run.net->TotalQpCounters().retransmitted_packets, 0u);
   EXPECT_GT(run.net->drops().total(), 0u);
   EXPECT_FALSE(run.pfc->deadlock()->deadlocked());
+}
+
+TEST(PfcIncastTest, AnIncastPausesButIsNoDeadlock) {
+  // 8 senders on leaf1 and leaf2 into h0: pause trees toward the senders,
+  // no cycle.
+  std::vector<Flow> flows;
+  for (int32_t src : {4, 5, 6, 7, 8, 9, 10, 11}) flows.push_back({src, 0, 1 << 20, Us(0)});
+  PfcFieldOptions f;
+  Fabric run(flows, f);
+  run.pfc->Start();
+  run.engine.Run(Ms(50));
+  run.pfc->Finish();
+  EXPECT_EQ(run.driver->completed(), 8);
+  uint64_t pauses = 0;
+  for (const PfcField::TierPause& t : run.pfc->PauseByTier()) pauses += t.tx_pause;
+  EXPECT_GT(pauses, 0u);
+  EXPECT_GT(run.pfc->deadlock()->checks(), 0u);
+  EXPECT_FALSE(run.pfc->deadlock()->deadlocked());
+  EXPECT_EQ(run.pfc->CycleName(), "");
+}
+
+TEST(PfcStormScenarioTest, TheExampleScenarioMeetsItsExpectations) {
+  auto sc = LoadScenario(std::string(FATHOM_SOURCE_DIR) + "/scenarios/faults/pfc_storm.yaml");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  auto r = RunScenario(*sc, RunOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(CheckExpectations(sc->spec, *r).empty());
+  EXPECT_EQ(r->flows_completed, 6);
+  EXPECT_EQ(r->pfc_watchdog_storms, 4u);
+  EXPECT_EQ(r->pfc_watchdog_restored, 4u);
+  EXPECT_FALSE(r->pfc_deadlock);
+  EXPECT_NE(r->pfc_field_summary.find("storm detected"), std::string::npos);
+}
+
+// Bad input names the file, the line and the field.
+void ExpectBad(const std::string& qos_extra, const std::string& faults, const std::string& field) {
+  const std::string text = R"(name: bad
+end_time_us: 1000
+topology: {leaf_spine: {leaves: 2, spines: 1, hosts_per_leaf: 2, gpus_per_server: 2}}
+network:
+  qos:
+    classes:
+      - {priority: 3, lossless: true, xoff_bytes: 65536, xon_bytes: 32768}
+)" + qos_extra + R"(workload: {pattern: permutation, flow_bytes: 4096}
+)" + faults;
+  auto sc = LoadScenarioString(text, "bad.yaml");
+  ASSERT_FALSE(sc.ok()) << field;
+  EXPECT_NE(sc.status().message().find("bad.yaml:"), std::string::npos) << sc.status().message();
+  EXPECT_NE(sc.status().message().find(field), std::string::npos) << sc.status().message();
+}
+
+TEST(PfcFieldBadInputTest, NamesTheField) {
+  ExpectBad("    pfc_watchdog: {detection_time_ms: 6000}\n", "",
+            "network.qos.pfc_watchdog.detection_time_ms");
+  ExpectBad("    pfc_watchdog: {detection_time_ms: 0}\n", "",
+            "network.qos.pfc_watchdog.detection_time_ms");
+  ExpectBad("    pfc_watchdog: {restoration_time_ms: -1}\n", "",
+            "network.qos.pfc_watchdog.restoration_time_ms");
+  ExpectBad("    pfc_watchdog: {detection_time_ms: 100, poll_interval_ms: 150}\n", "",
+            "network.qos.pfc_watchdog.poll_interval_ms");
+  ExpectBad("    pfc_watchdog: {action: alert}\n", "", "network.qos.pfc_watchdog.action");
+  ExpectBad("", "faults:\n  - {kind: pfc_storm, host: h0, priority: 4}\n", "faults[0].priority");
+  ExpectBad("", "faults:\n  - {kind: pfc_storm, host: h0, priority: 9}\n", "faults[0].priority");
+  ExpectBad("", "faults:\n  - {kind: pfc_storm, link: leaf0-spine0}\n", "faults[0]");
+  ExpectBad("", "faults:\n  - {kind: loss, link: leaf0-spine0, priority: 3}\n",
+            "faults[0].priority");
 }
 
 }  // namespace
