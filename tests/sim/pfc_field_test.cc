@@ -144,6 +144,28 @@ TEST(PfcStormScenarioTest, TheExampleScenarioMeetsItsExpectations) {
   EXPECT_NE(r->pfc_field_summary.find("storm detected"), std::string::npos);
 }
 
+TEST(PfcDeadlockScenarioTest, ReroutedFlowsCloseACycleOfPauses) {
+  auto sc = LoadScenario(std::string(FATHOM_SOURCE_DIR) + "/scenarios/faults/pfc_deadlock.yaml");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  auto r = RunScenario(*sc, RunOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(CheckExpectations(sc->spec, *r).empty());
+  EXPECT_TRUE(r->pfc_deadlock);
+  // The ring spine0 -> leaf1 -> spine1 -> leaf2 -> spine0, by egress port.
+  EXPECT_EQ(r->pfc_deadlock_cycle, "leaf1:3 -> spine1:2 -> leaf2:2 -> spine0:1 -> leaf1:3");
+  EXPECT_EQ(r->flows_stalled, 6);
+  EXPECT_NE(r->pfc_field_summary.find("PFC deadlock"), std::string::npos);
+  // Without the bounces (plain link failures, no reroute) there is no
+  // cycle: the same flows are not deadlocked.
+  proto::Scenario plain = sc->spec;
+  for (proto::FaultSpec& f : *plain.mutable_faults()) f.clear_reroute_via();
+  LoadedScenario sc2 = *sc;
+  sc2.spec = plain;
+  auto r2 = RunScenario(sc2, RunOptions{});
+  ASSERT_TRUE(r2.ok());
+  EXPECT_FALSE(r2->pfc_deadlock);
+}
+
 // Bad input names the file, the line and the field.
 void ExpectBad(const std::string& qos_extra, const std::string& faults, const std::string& field) {
   const std::string text = R"(name: bad
