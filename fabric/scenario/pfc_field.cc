@@ -76,10 +76,12 @@ void PfcField::Mitigate(void* ctx, Port* port, int tc, PfcWdAction action, bool 
     return;
   }
   if (action == PfcWdAction::kDrop) {
-    // Discard what waits and what comes, then stop honouring PAUSE (which
-    // resumes the queue, now empty).
+    // Discard every frame that comes for the queue from now on. The frames
+    // already waiting go on when PAUSE stops being honoured (below): SONiC
+    // discards them too, but Port::DropWaiting leaves the upstream's
+    // ingress account in XOFF for good (found with scenarios/faults/
+    // pfc_storm.yaml; the PFC mechanics' to fix), so they are sent.
     port->WatchdogDrop(tc, true);
-    port->DropWaiting(tc);
   }
   port->IgnorePause(tc, Picoseconds::Max());
 }
