@@ -51,7 +51,11 @@ const std::vector<KindInfo> kKinds = {
     {"mtu",
      "egress MTU: longer IP packets dropped silently (port_xmit_discards, oversize)",
      {{"mtu_bytes", "bytes", "1500", "largest IP packet carried"}}},
-    {"link_down", "link down at start_us for duration_us: frames queued or in flight are lost", {}},
+    {"link_down",
+     "link down at start_us for duration_us: frames queued or in flight are lost",
+     {{"reroute_via", "node", "-",
+       "re-route the flows crossing the link through this neighbour of the switch before it, "
+       "which sends them on, not back (a down-up bounce; CASES.md 17)"}}},
     {"link_flap",
      "link down for duration_us every period_us from start_us until until_us",
      {{"period_us", "us", "required", "time from one outage's start to the next's"},
@@ -68,6 +72,10 @@ const std::vector<KindInfo> kKinds = {
      "drops every matching frame: a flow, a QP, or (on one link direction) an ECMP next hop",
      {}},
     {"host_crash", "the host stops responding at start_us: nothing from or to it gets through", {}},
+    {"pfc_storm",
+     "the host's NIC sends PFC PAUSE (max quanta, refreshed) on a priority from start_us, as a "
+     "NIC with a stuck receive pipeline does: pause spreads upstream (CASES.md 16)",
+     {{"priority", "0..7", "3", "the paused priority (a lossless class of network.qos)"}}},
 };
 
 // Fields every kind may set.
@@ -151,10 +159,14 @@ Status ValidateFaultSpec(const proto::FaultSpec& spec, std::string_view path,
     }
   }
   // Target.
-  if (spec.kind() == "host_crash") {
-    if (spec.host().empty()) return map.Error(at("host"), "host_crash needs a host");
+  if (spec.kind() == "host_crash" || spec.kind() == "pfc_storm") {
+    if (spec.host().empty()) return map.Error(at("host"), spec.kind() + " needs a host");
     if (!spec.link().empty() || !spec.from().empty()) {
-      return map.Error(at("link"), "host_crash targets a host, not a link");
+      return map.Error(at(spec.link().empty() ? "from" : "link"),
+                       spec.kind() + " targets a host, not a link");
+    }
+    if (spec.kind() == "pfc_storm" && spec.has_filter()) {
+      return map.Error(at("filter"), "pfc_storm sends PAUSE frames; it filters no frames");
     }
   } else if (spec.link().empty() == spec.host().empty()) {
     return map.Error(spec.link().empty() ? base : at("host"),
@@ -255,6 +267,10 @@ Status ValidateFaultSpec(const proto::FaultSpec& spec, std::string_view path,
     return map.Error(at("mtu_bytes"),
                      std::to_string(spec.mtu_bytes()) + " is not an IP MTU in [68, 65535]");
   }
+  if (spec.has_priority() && (spec.priority() < 0 || spec.priority() > 7)) {
+    return map.Error(at("priority"),
+                     std::to_string(spec.priority()) + " is not a PFC priority (0..7)");
+  }
   if (spec.has_ber()) FATHOM_RETURN_IF_ERROR(CheckBer(map, at("ber"), spec.ber()));
   if (spec.kind() == "corrupt" && spec.has_ber() && spec.has_rate()) {
     return map.Error(at("rate"), "give ber or rate, not both");
@@ -344,6 +360,13 @@ Window WindowOf(const proto::FaultSpec& spec) {
     w.end = w.start + MicrosecondsToPs(spec.duration_us());
   }
   return w;
+}
+
+PfcStorm PfcStormOf(const proto::FaultSpec& spec) {
+  PfcStorm s;
+  if (spec.has_priority()) s.priority = spec.priority();
+  s.window = WindowOf(spec);
+  return s;
 }
 
 FlapSchedule FlapScheduleOf(const proto::FaultSpec& spec) {
@@ -463,6 +486,11 @@ StatusOr<Model> BuildModel(const proto::FaultSpec& spec, const Placement& placem
       return InvalidArgument(where + ": host \"" + spec.host() + "\" not resolved");
     }
     return Model(HostCrashModel(placement.crashed_host, w, seed));
+  }
+  if (kind == "pfc_storm") {
+    // Not a frame model: the fault attachment makes the host's NIC send
+    // PAUSE (fabric/scenario/fault_attach.cc).
+    return InvalidArgument(where + ": pfc_storm has no frame model");
   }
   return InvalidArgument(where + ": unknown fault kind \"" + kind + "\"");
 }

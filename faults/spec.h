@@ -59,6 +59,16 @@ Window WindowOf(const proto::FaultSpec& spec);
 FlapSchedule FlapScheduleOf(const proto::FaultSpec& spec);
 Picoseconds MicrosecondsToPs(double us);
 
+// pfc_storm (CASES.md 16): not a frame model but a behaviour of the host's
+// NIC, which the caller drives (it sends PAUSE for the priority, refreshed,
+// over the window). The priority defaults to 3: RoCE's lossless class as
+// the mlx5 deployment guides set it (DSCP 26 -> priority 3).
+struct PfcStorm {
+  int priority = 3;
+  Window window;
+};
+PfcStorm PfcStormOf(const proto::FaultSpec& spec);
+
 // Where one model of a spec is attached, resolved by the caller.
 struct Placement {
   uint64_t scenario_seed = 0;

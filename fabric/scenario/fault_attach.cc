@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "fabric/scenario/reroute.h"
 #include "faults/spec.h"
 
 namespace fathom::sim {
@@ -133,6 +134,14 @@ StatusOr<std::unique_ptr<FaultAttachment>> FaultAttachment::Attach(
     faults::Placement place;
     place.scenario_seed = seed;
     place.find_host = find_host;
+    if (spec.kind() == "pfc_storm") {
+      // Not a frame model: the host's NIC sends PAUSE (fabric/scenario/
+      // pfc_field.h), scheduled by the scenario.
+      if (auto host = find_host(spec.host()); !host.ok()) {
+        return map.Error(config::JoinPath(item, "host"), host.status().message());
+      }
+      continue;
+    }
     if (spec.kind() == "host_crash") {
       place.crashed_host = *find_host(spec.host());
     }
@@ -143,6 +152,7 @@ StatusOr<std::unique_ptr<FaultAttachment>> FaultAttachment::Attach(
       from = *node;
     }
     int attached = 0;
+    std::vector<Port*> directions;  // the ports this fault covers
     for (const int32_t id : *links) {
       const topo::Link& l = topo.link(id);
       for (const auto& [node, port, far] :
@@ -153,6 +163,7 @@ StatusOr<std::unique_ptr<FaultAttachment>> FaultAttachment::Attach(
         auto model = faults::BuildModel(spec, place);
         if (!model.ok()) return map.Error(item, model.status().message());
         Port* p = &network->port(node, port);
+        directions.push_back(p);
         PortFaults* pf = out->ForPort(p);
         pf->set.Add(std::move(*model), place.label);
         ++attached;
@@ -173,6 +184,32 @@ StatusOr<std::unique_ptr<FaultAttachment>> FaultAttachment::Attach(
           out->feeds_.push_back(std::move(feed));
         }
       }
+    }
+    if (attached > 0 && !spec.reroute_via().empty()) {
+      auto via = topo.FindNode(spec.reroute_via());
+      if (!via.ok()) {
+        return map.Error(config::JoinPath(item, "reroute_via"), via.status().message());
+      }
+      // Packets already past the failed hop keep their hop count and read
+      // the new route at the next switch: only a downward direction, whose
+      // far end sends them toward their host, keeps them on their way.
+      for (const Port* d : directions) {
+        if (topo.node(d->peer()->config().node).tier >= topo.node(d->config().node).tier) {
+          return map.Error(config::JoinPath(item, "from"),
+                           "reroute_via re-routes a link's downward direction only: set from: "
+                           "to the link's upper end (" +
+                               topo.node(d->peer()->config().node).name + ")");
+        }
+      }
+      auto reroute = std::make_unique<Reroute>(network, directions, *via, &out->down_);
+      const faults::Window w = faults::WindowOf(spec);
+      network->engine().Schedule<&Reroute::OnApply>(w.start, EventKind::kFault,
+                                                    static_cast<uint32_t>(*via), reroute.get(), 0);
+      if (w.end != Picoseconds::Max()) {
+        network->engine().Schedule<&Reroute::OnRestore>(
+            w.end, EventKind::kFault, static_cast<uint32_t>(*via), reroute.get(), 0);
+      }
+      out->reroutes_.push_back({i, std::move(reroute)});
     }
     if (spec.kind() == "host_crash") {
       Nic* nic = &network->nic(topo.HostRank(place.crashed_host));
@@ -218,7 +255,9 @@ std::vector<FaultAttachment::FaultReport> FaultAttachment::Report(Picoseconds no
 
 std::string FaultAttachment::Summary(Picoseconds now) {
   std::string out;
-  for (const FaultReport& r : Report(now)) {
+  const std::vector<FaultReport> rows = Report(now);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const FaultReport& r = rows[i];
     out += "fault " + r.name + " (" + r.kind + ", " + r.target + ", " +
            std::to_string(r.attachments) + " port" + (r.attachments == 1 ? "" : "s") + "):";
     bool any = false;
@@ -227,6 +266,11 @@ std::string FaultAttachment::Summary(Picoseconds now) {
       out += std::string(" ") + n + "=" + std::to_string(v);
       any = true;
     });
+    for (const auto& [index, reroute] : reroutes_) {
+      if (static_cast<size_t>(index) != i || reroute->total_rerouted() == 0) continue;
+      out += " flows_rerouted=" + std::to_string(reroute->total_rerouted());
+      any = true;
+    }
     if (!any) out += " no counter moved";
     out += "\n";
   }

@@ -26,6 +26,8 @@
 
 namespace fathom::sim {
 
+class Reroute;
+
 class FaultAttachment {
  public:
   // Validates `faults` (faults::ValidateFaults) and attaches them. `path` is
@@ -73,6 +75,9 @@ class FaultAttachment {
   std::vector<std::unique_ptr<PortFaults>> ports_;  // stable addresses: hooks point in
   std::vector<std::unique_ptr<NicFeed>> feeds_;     // stable addresses: events point in
   std::vector<proto::FaultSpec> specs_;             // the timeline, for reports
+  // link_down with reroute_via, by fault index; events point in.
+  std::vector<std::pair<int, std::unique_ptr<Reroute>>> reroutes_;
+  std::vector<Port*> down_;  // link directions down now, for the reroutes
 };
 
 }  // namespace fathom::sim

@@ -157,6 +157,7 @@ std::string FormatSummary(const RunReport& r) {
   }
   if (!r.faults_summary.empty()) s += "faults\n" + r.faults_summary;
   if (!r.port_pfc.empty()) s += FormatPfc(r.port_pfc);
+  s += r.pfc_field_summary;
   if (r.captured_frames > 0) s += Fmt("captured   %" PRIu64 " frames\n", r.captured_frames);
   s +=
       Fmt("engine     %s simulated, %" PRIu64 " events, %" PRIu64
@@ -249,6 +250,12 @@ std::string FormatJson(const RunReport& r) {
       pfc[port] = std::move(jp);
     }
     j["pfc"] = std::move(pfc);
+  }
+  if (!r.pfc_field_summary.empty()) {
+    j["pfc_deadlock"] = r.pfc_deadlock;
+    j["pfc_deadlock_cycle"] = r.pfc_deadlock_cycle;
+    j["pfc_watchdog_storms"] = r.pfc_watchdog_storms;
+    j["pfc_watchdog_restored"] = r.pfc_watchdog_restored;
   }
   if (r.ecn_enabled || r.dcqcn_enabled) {
     j["ecn_marked_packets"] = r.ecn_marked_packets;

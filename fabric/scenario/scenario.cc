@@ -17,6 +17,7 @@
 #include "fabric/scenario/fault_attach.h"
 #include "fabric/scenario/receive.h"
 #include "fabric/scenario/network_config.h"
+#include "fabric/scenario/pfc_field.h"
 #include "fabric/scenario/qos.h"
 #include "fabric/scenario/workload.h"
 #include "fabric/sim/engine.h"
@@ -211,6 +212,7 @@ Status Validate(const LoadedScenario& sc) {
                    std::to_string(n.switch_buffer_bytes()) + " is more than 2^40 bytes (1 TiB)");
   }
   if (n.has_qos()) FATHOM_RETURN_IF_ERROR(ValidateQos(n.qos(), sc.topology, m));
+  FATHOM_RETURN_IF_ERROR(ValidatePfcField(s, m));
   const proto::WorkloadSpec& w = s.workload();
   const int32_t hosts = static_cast<int32_t>(sc.topology.hosts().size());
   if (w.pattern() == proto::WorkloadSpec::PATTERN_UNSPECIFIED) {
@@ -444,6 +446,10 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
   if (s.faults_size() > 0) {
     FATHOM_ASSIGN_OR_RETURN(faults, FaultAttachment::Attach(&net, s.faults(), seed, sc.map));
   }
+  // PFC watchdog, deadlock check and storms (off without a lossless class).
+  PfcField pfc_field(&net, PfcFieldOptionsOf(s, nc.qos));
+  AttachPfcStorms(s, sc.topology, &pfc_field);
+  pfc_field.Start();
 
   // Workload.
   const proto::WorkloadSpec& w = s.workload();
@@ -611,6 +617,14 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
     r.faults_summary = faults->Summary(engine.Now());
     FillFaultStats(s, faults.get(), engine.Now(), &r);
   }
+  pfc_field.Finish();
+  r.pfc_field_summary = pfc_field.Summary();
+  r.pfc_deadlock_cycle = pfc_field.CycleName();
+  r.pfc_deadlock = !r.pfc_deadlock_cycle.empty();
+  if (PfcWatchdog* wd = pfc_field.watchdog()) {
+    r.pfc_watchdog_storms = wd->storms_detected();
+    r.pfc_watchdog_restored = wd->storms_restored();
+  }
   for (const PortCapture* cap : captures) r.captured_frames += cap->frames();
   for (const auto& cap : own_captures) FATHOM_RETURN_IF_ERROR(cap->Flush());
   return r;
@@ -628,6 +642,15 @@ std::vector<std::string> CheckExpectations(const proto::Scenario& spec, const Ru
   check("flows_completed", e.has_flows_completed(), e.flows_completed(), r.flows_completed);
   check("flows_failed", e.has_flows_failed(), e.flows_failed(), r.flows_failed);
   check("flows_stalled", e.has_flows_stalled(), e.flows_stalled(), r.flows_stalled);
+  check("pfc_deadlock", e.has_pfc_deadlock(), e.pfc_deadlock(), r.pfc_deadlock);
+  check("pfc_watchdog_storms", e.has_pfc_watchdog_storms(), e.pfc_watchdog_storms(),
+        static_cast<int64_t>(r.pfc_watchdog_storms));
+  check("pfc_watchdog_restored", e.has_pfc_watchdog_restored(), e.pfc_watchdog_restored(),
+        static_cast<int64_t>(r.pfc_watchdog_restored));
+  if (!e.pfc_deadlock_cycle().empty() && e.pfc_deadlock_cycle() != r.pfc_deadlock_cycle) {
+    out.push_back("expectation not met: pfc_deadlock_cycle: expected \"" + e.pfc_deadlock_cycle() +
+                  "\", got \"" + r.pfc_deadlock_cycle + "\"");
+  }
   std::vector<bool> accepted_failed, accepted_stalled;
   CheckSignature(e, r, &out, &accepted_failed, &accepted_stalled);
   // A run-wide error time, or an error that must surface, expects failures.

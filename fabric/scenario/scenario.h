@@ -150,6 +150,12 @@ struct RunReport {
   // PFC counters of the ports that sent or received a PAUSE frame, dropped
   // past headroom or by the watchdog: "leaf0->h3" -> counters.
   std::vector<std::pair<std::string, PfcCounters>> port_pfc;
+  // PFC field cases (pfc_field.h): the summary lines, the deadlock (its
+  // cycle of ports, empty: none), the watchdog's storms.
+  std::string pfc_field_summary;
+  bool pfc_deadlock = false;
+  std::string pfc_deadlock_cycle;
+  uint64_t pfc_watchdog_storms = 0, pfc_watchdog_restored = 0;
 };
 
 StatusOr<RunReport> RunScenario(const LoadedScenario& scenario, const RunOptions& options);

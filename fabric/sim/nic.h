@@ -67,6 +67,12 @@ class Nic {
   }
 
   int32_t host() const { return host_; }
+  // Calls fn(QpFlow&) for every QP's flow: re-routing after a link fails
+  // rewrites their routes (fabric/scenario/reroute.h).
+  template <typename Fn>
+  void ForEachFlow(Fn&& fn) {
+    for (uint32_t i = 0; i < qp_count_; ++i) fn(QpAt(i)->flow);
+  }
 
   // ibv_reg_mr: registers [addr, addr+length). The region must outlive its
   // use. Keys are unique per NIC and never kModelledKey.

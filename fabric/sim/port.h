@@ -212,6 +212,10 @@ class Port {
   void DropWaiting(int c);
   void ForwardWaiting(int c);
   void IgnorePause(int c, Picoseconds until);
+  // The watchdog's drop action (pfc_watchdog.h): while on, every frame of
+  // lossless class `c` sent to this port is dropped (counted in
+  // watchdog_dropped, DropReason::kPfcWatchdog).
+  void WatchdogDrop(int c, bool on);
   // For a port whose far end is a switch (PfcSwitch): the switch sends XON
   // for the classes whose ingress account fell to XON; true while any is
   // XOFF.

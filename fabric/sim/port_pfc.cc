@@ -130,6 +130,16 @@ std::optional<PfcCounters> Port::pfc_counters() const {
 bool Port::SendPolicy(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc) {
   const bool pooled = (w0 & Held::kPooled) != 0;
   w0 = pooled ? Held::kPooled : (w0 & ~kTimeMask);
+  if (pfc_ && ((pfc_->watchdog_drop >> tc) & 1)) [[unlikely]] {
+    ++pfc_->counters.watchdog_dropped[tc];
+    if (pooled) {
+      Drop(reinterpret_cast<Packet*>(w1), DropReason::kPfcWatchdog);
+    } else {
+      pool_->DropCompact();
+      CountDrop(static_cast<uint32_t>(w1 & kPsnMask), DropReason::kPfcWatchdog);
+    }
+    return false;
+  }
   if ((lossless_mask_ >> tc) & 1) {
     // The ingress account of the port that delivered it (the route's
     // previous hop), at this switch (pfc.h).
@@ -512,6 +522,13 @@ void Port::ForwardWaiting(int c) {
     Transmit(e[0], e[1], bytes, (e[1] & kSeen) != 0);
   }
   KeepStorage(&waiting, &pfc_->waiting[i]);
+}
+
+void Port::WatchdogDrop(int c, bool on) {
+  PortPfc& pfc = EnsurePfc();
+  const uint8_t bit = static_cast<uint8_t>(1u << (c & 7));
+  pfc.watchdog_drop = on ? static_cast<uint8_t>(pfc.watchdog_drop | bit)
+                         : static_cast<uint8_t>(pfc.watchdog_drop & ~bit);
 }
 
 void Port::IgnorePause(int c, Picoseconds until) {

@@ -155,7 +155,7 @@ TEST(FaultKinds, CatalogueCoversEveryBuildableKind) {
   for (const KindInfo& k : FaultKinds()) {
     proto::FaultSpec spec;
     spec.set_kind(std::string(k.name));
-    if (k.name == "host_crash") {
+    if (k.name == "host_crash" || k.name == "pfc_storm") {
       spec.set_host("h0");
     } else {
       spec.set_link("a-b");
@@ -166,6 +166,12 @@ TEST(FaultKinds, CatalogueCoversEveryBuildableKind) {
     }
     config::SourceMap map("x");
     ASSERT_TRUE(ValidateFaultSpec(spec, "", map).ok()) << k.name;
+    if (k.name == "pfc_storm") {
+      // Not a frame model: the scenario drives the NIC (fabric/scenario/pfc_field.h).
+      EXPECT_FALSE(BuildModel(spec, Placement{}).ok());
+      EXPECT_EQ(PfcStormOf(spec).priority, 3);
+      continue;
+    }
     Placement place;
     place.label = std::string(k.name);
     place.crashed_host = 0;
