@@ -84,7 +84,6 @@ std::string FormatPfc(const std::vector<std::pair<std::string, PfcCounters>>& po
   return s;
 }
 
-
 }  // namespace
 
 std::string FormatSummary(const RunReport& r) {

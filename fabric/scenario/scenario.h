@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "base/status.h"
+#include "fabric/sim/dcqcn.h"
+#include "fabric/sim/pfc.h"
 #include "fabric/sim/port.h"
 #include "fabric/sim/qp.h"
 #include "faults/frame.h"
-#include "fabric/sim/dcqcn.h"
-#include "fabric/sim/pfc.h"
 #include "proto/scenario.pb.h"
 #include "proto/yaml_loader.h"
 #include "topologies/topology.h"

@@ -7,9 +7,9 @@
 
 #include <cstdint>
 
-#include "fabric/sim/nic_profile.h"
 #include "fabric/sim/dcqcn.h"
 #include "fabric/sim/ecn.h"
+#include "fabric/sim/nic_profile.h"
 #include "fabric/sim/pfc.h"
 
 namespace fathom::sim {

@@ -168,8 +168,8 @@ struct PortPfc {
   std::array<int64_t, kPriorities> paused_since_ps{};
   std::array<int64_t, kPriorities> paused_until_ps{};  // quanta expiry
   std::array<int64_t, kPriorities> ignore_until_ps{};  // watchdog: PAUSE ignored before
-  uint8_t watchdog_drop = 0;  // classes dropped on send (Port::WatchdogDrop)
-  const Port* paused_by = nullptr;                     // the far end's port (peer)
+  uint8_t watchdog_drop = 0;        // classes dropped on send (Port::WatchdogDrop)
+  const Port* paused_by = nullptr;  // the far end's port (peer)
   // Frames of paused classes, oldest first (Held words, not yet left):
   // appended while paused, sent whole on resume.
   std::array<std::vector<std::array<uint64_t, 2>>, kPriorities> waiting;
