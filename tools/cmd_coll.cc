@@ -341,7 +341,8 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("--mtu", o->mtu, "force the path MTU in bytes (0 = negotiate)");
           sub->add_option(
                  "--verbs-fault", o->verbs_faults,
-                 "inject a fault at the verbs API (repeatable; ';' separates several): "
+                 "inject a fault at the verbs API (repeatable; ';' separates several; a "
+                 "scenario's verbs_faults list adds its own): "
                  "KIND:rank=N[,qp=I|qpn=0xN|peer=P][,at=T][,after=N][,count=N][,...]. KIND: "
                  "fail_post (the post returns error=ENOMEM|EAGAIN|EINVAL|EFAULT|EPERM, "
                  "queue=send|recv), delay_completions (delay=T), swallow_error (error "
