@@ -76,6 +76,9 @@ TEST(VerbsFaultCollTest, SwallowedErrorHangsAndTheWatchdogNamesTheQp) {
   EXPECT_NE(res.report.find("rank 3 -> rank 0 qpn " + qpn + ": no completion for"),
             std::string::npos)
       << res.report;
+  // The one nobody waits behind: rank 3's QP, whose error was swallowed.
+  EXPECT_NE(res.report.find("watchdog: culprit rank 3 -> rank 0 qpn " + qpn), std::string::npos)
+      << res.report;
   EXPECT_NE(res.report.find("fabric: rank 3 -> rank 0 qpn " + qpn), std::string::npos)
       << res.report;
   EXPECT_NE(res.report.find("retry_exceeded_err 1"), std::string::npos) << res.report;
