@@ -113,6 +113,7 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
   // FOLLOW-UP (lead): with h/pfc, p.lossless selects wopt.network.qos.
   wopt.lossless = p.lossless;
   if (p.timeout_s > 0) wopt.watchdog = Picoseconds::FromSeconds(p.timeout_s);
+  wopt.verbs_faults = p.verbs_faults;
   std::unique_ptr<SimWorld> world;
   if (scenario) {
     const sim::LoadedScenario* sc = &*scenario;
@@ -191,6 +192,7 @@ int RunVerbs(const CollOptions& o, const CollParsed& p) {
   }
   wopt.comm = CommFromFlags(o, p);
   wopt.watchdog = Picoseconds::FromSeconds(p.timeout_s > 0 ? p.timeout_s : 30);
+  wopt.verbs_faults = p.verbs_faults;
   auto world_or = VerbsWorld::Create(wopt);
   if (!world_or.ok()) {
     std::fprintf(stderr, "fathom coll: rank %d: %s\n", o.rank,
@@ -337,6 +339,21 @@ FATHOM_REGISTER_COMMAND(
                           "QP retry_cnt (default NCCL_IB_RETRY_CNT, else 7)");
           sub->add_option("--tc", o->tc, "GRH traffic class (default NCCL_IB_TC, else 0)");
           sub->add_option("--mtu", o->mtu, "force the path MTU in bytes (0 = negotiate)");
+          sub->add_option(
+                 "--verbs-fault", o->verbs_faults,
+                 "inject a fault at the verbs API (repeatable; ';' separates several; a "
+                 "scenario's verbs_faults list adds its own): "
+                 "KIND:rank=N[,qp=I|qpn=0xN|peer=P][,at=T][,after=N][,count=N][,...]. KIND: "
+                 "fail_post (the post returns error=ENOMEM|EAGAIN|EINVAL|EFAULT|EPERM, "
+                 "queue=send|recv), delay_completions (delay=T), swallow_error (error "
+                 "completions never reach the library: a hang the watchdog must find, "
+                 "CASES.md 20), qp_error (QP to ERR: WRs flush), async_event "
+                 "(event=QP_FATAL|PORT_ERR|...). qp: the rank's N-th QP; none of qp/qpn/peer: "
+                 "every QP. at: from time T (ns|us|ms|s; sim: virtual, verbs: since start); "
+                 "after: N posts (fail_post, qp_error, async_event) or completions pass first. "
+                 "e.g. 'swallow_error:rank=3,qp=0,after=10'")
+              ->allow_extra_args(false)
+              ->take_all();
           sub->add_flag("--rxe", o->rxe, "sim: rxe semantics (retry_cnt 7 = forever)");
           sub->add_flag("--modelled", o->modelled,
                         "sim: move no bytes (timing only, no check; for huge runs)");

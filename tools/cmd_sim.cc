@@ -103,6 +103,18 @@ int RunSim(const SimFlags& f) {
     std::fprintf(stderr, "fathom sim: %s\n", loaded.status().message().c_str());
     return kExitUsage;
   }
+  // Verbs-level faults wrap the transport API, which `sim`'s flows do not
+  // run over: refuse rather than ignore them.
+  if (loaded->spec.verbs_faults_size() > 0) {
+    std::fprintf(stderr, "fathom sim: %s\n",
+                 loaded->map
+                     .Error("verbs_faults",
+                            "verbs-level faults act on the transport API: run this scenario "
+                            "with `fathom coll OP --scenario`")
+                     .message()
+                     .c_str());
+    return kExitUsage;
+  }
   const int file_faults = loaded->spec.faults_size();
   if (Status s = faults::AppendFaultFlags(f.faults, loaded->spec.mutable_faults()); !s.ok()) {
     std::fprintf(stderr, "fathom sim: %s\n", s.message().c_str());

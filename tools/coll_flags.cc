@@ -183,6 +183,11 @@ StatusOr<CollParsed> ParseCollFlags(const CollOptions& o, std::vector<std::strin
   }
   p.host_reduce_bytes_per_s =
       o.host_mem_gbs >= 0 ? o.host_mem_gbs * 1e9 : p.profile.host_reduce_bytes_per_s;
+  for (const std::string& text : o.verbs_faults) {
+    FATHOM_ASSIGN_OR_RETURN(std::vector<transport::faulty::VerbsFault> faults,
+                            transport::faulty::ParseVerbsFaults(text));
+    p.verbs_faults.insert(p.verbs_faults.end(), faults.begin(), faults.end());
+  }
   if (p.kind == CollKind::kBarrier) {
     // A barrier moves no data: one zero-byte row, as nccl-tests shows a
     // zero-byte size.

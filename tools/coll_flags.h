@@ -16,6 +16,7 @@
 #include "transport/collectives/launcher_env.h"
 #include "transport/collectives/reduce.h"
 #include "transport/collectives/schedule.h"
+#include "transport/faulty/plan.h"
 #include "transport/worlds/coll_profile.h"
 #include "transport/worlds/sweep.h"
 
@@ -63,7 +64,8 @@ struct CollOptions {
   std::string cq_mode = "poll";
   // The flags the user typed (they win over the environment).
   std::set<std::string> given;
-  transport::coll::HcaSpec hca;  // NCCL_IB_HCA, when --ib-dev is not given
+  transport::coll::HcaSpec hca;           // NCCL_IB_HCA, when --ib-dev is not given
+  std::vector<std::string> verbs_faults;  // --verbs-fault, as typed (transport/faulty/plan.h)
 };
 
 // The flags, checked and converted.
@@ -78,9 +80,10 @@ struct CollParsed {
   uint64_t min_bytes = 0, max_bytes = 0, step_bytes = 0;
   int sim_ranks = 0;  // --ranks, or nThread x nGpus
   double timeout_s = -1;
-  transport::worlds::CollProfile profile;  // --profile
-  bool lossless = false;                   // --fabric lossless
-  double host_reduce_bytes_per_s = 0;      // --host-mem-gbs, else the profile's
+  transport::worlds::CollProfile profile;                   // --profile
+  bool lossless = false;                                    // --fabric lossless
+  double host_reduce_bytes_per_s = 0;                       // --host-mem-gbs, else the profile's
+  std::vector<transport::faulty::VerbsFault> verbs_faults;  // every --verbs-fault, in order
 };
 
 // The settings a launcher or NCCL's variables give (launcher_env.h), where

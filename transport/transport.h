@@ -144,6 +144,12 @@ class QueuePair {
   // WRs posted and not yet completed (signaled or not), per queue.
   virtual int outstanding_sends() const = 0;
   virtual int outstanding_recvs() const = 0;
+  // ibv_modify_qp(IBV_QPS_ERR): every outstanding WR, and every WR posted
+  // later, completes with IBV_WC_WR_FLUSH_ERR (IBTA 10.3.1). For fault
+  // injection (transport/faulty); FAILED_PRECONDITION where a backend cannot.
+  virtual Status ModifyToError() {
+    return FailedPrecondition("ibv_modify_qp(ERR): not supported by this backend");
+  }
 };
 
 // Facts about the device and port a backend runs on (for doctor and logs).

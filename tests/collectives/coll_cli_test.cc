@@ -218,5 +218,37 @@ TEST(CollCliTest, TwoVerbsRanksOverTheLoopbackBootstrap) {
   EXPECT_NE(r.out.find("# Out of bounds values : 0 OK"), std::string::npos) << r.out;
 }
 
+// --verbs-fault: bad input exits 2 naming the flag and the token; the
+// swallowed-error scenario (CASES.md 20) hangs, exits 1, and the watchdog's
+// report names rank 3's QP and the swallowed error.
+TEST(CollCliTest, VerbsFaultFlagAndScenario) {
+  auto r = Shell(kFathom + " coll allreduce -b 1K -e 1K --verbs-fault 'swallow_error:rank=1,qp=x'");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--verbs-fault: 'qp=x': a rank or QP index"), std::string::npos) << r.out;
+  r = Shell(kFathom + " coll allreduce -b 1K -e 1K --verbs-fault 'swallow_error:rank=5'");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("'rank=5': rank outside 0..1"), std::string::npos) << r.out;
+  r = Shell(kFathom + " coll allreduce -b 64K -e 64K -n 1 -w 0 --verbs-fault " +
+            "'fail_post:rank=1,after=2,error=EINVAL'");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("(injected: fail_post:rank=1,after=2,count=1,error=EINVAL): Invalid "
+                       "argument"),
+            std::string::npos)
+      << r.out;
+  r = Shell(kFathom + " coll allreduce -b 1M -e 1M -n 1 -w 0 --scenario " +
+            std::string(FATHOM_SOURCE_DIR) + "/scenarios/coll/swallowed_error_hang.yaml");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("watchdog: no progress on any rank"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rank 3 -> rank 0 qpn 0x11: no completion for"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("swallowed IBV_WC_RETRY_EXC_ERR of rank 3 qpn 0x11"), std::string::npos)
+      << r.out;
+  // `sim` refuses verbs faults rather than ignoring them.
+  r = Shell(kFathom + " sim " + std::string(FATHOM_SOURCE_DIR) +
+            "/scenarios/coll/swallowed_error_hang.yaml");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("swallowed_error_hang.yaml:27:3: verbs_faults: "), std::string::npos)
+      << r.out;
+}
+
 }  // namespace
 }  // namespace fathom::transport::coll

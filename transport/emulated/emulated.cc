@@ -159,6 +159,7 @@ class EmulatedQp final : public QueuePair {
   }
   int outstanding_sends() const override { return static_cast<int>(sends_.size()); }
   int outstanding_recvs() const override { return recvs_; }
+  Status ModifyToError() override { return nic_->ModifyToError(qpn_); }
 
   // A completion of this QP: unsignaled sends before a signaled one are done
   // too (verbs semantics).

@@ -145,6 +145,7 @@ class VerbsQp final : public QueuePair {
   Status PostRecv(const RecvWr& wr) override;
   int outstanding_sends() const override { return static_cast<int>(sends_.size()); }
   int outstanding_recvs() const override { return static_cast<int>(recvs_.size()); }
+  Status ModifyToError() override;
 
   Status ToInit();
   void set_inline_size(uint32_t n) { inline_size_ = n; }

@@ -253,6 +253,16 @@ void FillSendWr(const SendWr& wr, uint32_t inline_size, ibv_send_wr* w, ibv_sge*
 
 }  // namespace
 
+Status VerbsQp::ModifyToError() {
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_ERR;
+  if (const int rc = ibv_modify_qp(qp_.get(), &attr, IBV_QP_STATE); rc != 0) {
+    return VerbsError("ibv_modify_qp(ERR)", Describe(), rc);
+  }
+  state_ = QpState::kErr;
+  return Status::Ok();
+}
+
 // The send queue works from RTS on (IBTA 10.3.1). Providers differ before
 // that (EINVAL, or a WQE queued until RTS), so refuse here, before the
 // provider sees the WR, as the emulated NIC does.

@@ -1,6 +1,8 @@
 #include "transport/worlds/sim_world.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <map>
 
 #include "fabric/scenario/network_config.h"
 #include "fabric/sim/nic_profile.h"
@@ -126,6 +128,33 @@ AlphaBeta ComputeWorldAlphaBeta(const topo::Topology& t, const std::vector<int>&
 
 }  // namespace
 
+// Runs the fault injector's callbacks at their virtual time as engine events,
+// then stops Run() as a completion does, so the driver sees what they did.
+class SimWorld::Waker {
+ public:
+  explicit Waker(emulated::EmulatedFabric* fabric) : fabric_(fabric) {}
+  void At(Picoseconds at, std::function<void()> fn) {
+    const uint64_t id = next_++;
+    fns_.emplace(id, std::move(fn));
+    fabric_->engine().Schedule<&Waker::Fire>(at, sim::EventKind::kUser, 0, this, id);
+  }
+
+ private:
+  static void Fire(void* obj, uint64_t id) {
+    auto* w = static_cast<Waker*>(obj);
+    auto it = w->fns_.find(id);
+    if (it == w->fns_.end()) return;
+    std::function<void()> fn = std::move(it->second);
+    w->fns_.erase(it);
+    fn();
+    w->fabric_->OnCompletion();
+  }
+
+  emulated::EmulatedFabric* fabric_;
+  uint64_t next_ = 0;
+  std::map<uint64_t, std::function<void()>> fns_;
+};
+
 StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
                                                      const SimWorldOptions& options) {
   std::unique_ptr<SimWorld> w(new SimWorld());
@@ -143,9 +172,29 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
   eopt.hosts = placement;
   const int n = static_cast<int>(placement.size());
   w->fabric_ = std::make_unique<emulated::EmulatedFabric>(w->network_.get(), eopt);
+  if (!options.verbs_faults.empty()) {
+    std::vector<faulty::VerbsFault> plan = options.verbs_faults;
+    for (faulty::VerbsFault& f : plan) {
+      faulty::PlanError e;
+      if (!faulty::Finish(&f, n, &e)) {
+        // A scenario's faults were checked against the file already: these
+        // are the flag's.
+        return InvalidArgument("--verbs-fault '" + f.text + "': '" + e.token + "': " + e.message);
+      }
+    }
+    w->waker_ = std::make_unique<Waker>(w->fabric_.get());
+    faulty::FaultEnv env;
+    env.clock = &w->fabric_->clock();
+    Waker* waker = w->waker_.get();
+    env.wake_at = [waker](Picoseconds at, std::function<void()> fn) {
+      waker->At(at, std::move(fn));
+    };
+    w->injector_ = std::make_unique<faulty::FaultInjector>(std::move(plan), std::move(env));
+  }
   std::vector<Communicator*> comms;
   for (int r = 0; r < n; ++r) {
     FATHOM_ASSIGN_OR_RETURN(auto dev, w->fabric_->OpenDevice(r));
+    if (w->injector_) dev = w->injector_->Wrap(std::move(dev), r);
     FATHOM_ASSIGN_OR_RETURN(auto comm, Communicator::Create(dev.get(), r, n, options.comm));
     comms.push_back(comm.get());
     w->devices_.push_back(std::move(dev));
@@ -156,7 +205,8 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
   dopt.timeout =
       options.watchdog > Picoseconds() ? options.watchdog : DefaultWatchdog(options.comm.qp);
   emulated::EmulatedFabric* fabric = w->fabric_.get();
-  dopt.fabric_evidence = [fabric](const std::vector<StuckQp>& qps) {
+  const faulty::FaultInjector* injector = w->injector_.get();
+  dopt.fabric_evidence = [fabric, injector](const std::vector<StuckQp>& qps) {
     std::vector<emulated::EmulatedFabric::QpRef> refs;
     std::string culprit;
     for (const StuckQp& q : qps) {
@@ -167,7 +217,9 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
                   " (rank " + std::to_string(q.peer) + ")\n";
       }
     }
-    return culprit + fabric->Evidence(refs);
+    // What the injected verbs faults did: a swallowed error is invisible
+    // to the ranks, so the watchdog says it (CASES.md 20).
+    return culprit + fabric->Evidence(refs) + (injector ? injector->Report() : std::string());
   };
   w->driver_ = std::make_unique<Driver>(&w->fabric_->clock(), comms, dopt);
   w->comm_options_ = options.comm;
@@ -222,6 +274,13 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::CreateFromScenario(
                      ": workload and end_time_us not used: the collective and its size sweep "
                      "are the workload");
   }
+  if (spec.verbs_faults_size() > 0) {
+    FATHOM_ASSIGN_OR_RETURN(std::vector<int> placement,
+                            PlaceRanks(scenario.topology, options.nranks));
+    FATHOM_ASSIGN_OR_RETURN(std::vector<faulty::VerbsFault> plan,
+                            VerbsFaultsFromScenario(scenario, static_cast<int>(placement.size())));
+    options.verbs_faults.insert(options.verbs_faults.end(), plan.begin(), plan.end());
+  }
   FATHOM_ASSIGN_OR_RETURN(std::unique_ptr<SimWorld> w, Create(scenario.topology, options));
   if (spec.faults_size() > 0) {
     FATHOM_ASSIGN_OR_RETURN(
@@ -254,6 +313,52 @@ SimWorld::~SimWorld() {
   driver_.reset();
   comms_.clear();
   devices_.clear();
+  injector_.reset();
+}
+
+StatusOr<std::vector<faulty::VerbsFault>> VerbsFaultsFromScenario(
+    const sim::LoadedScenario& scenario, int nranks) {
+  std::vector<faulty::VerbsFault> out;
+  const config::SourceMap& map = scenario.map;
+  for (int i = 0; i < scenario.spec.verbs_faults_size(); ++i) {
+    const proto::VerbsFaultSpec& spec = scenario.spec.verbs_faults(i);
+    const std::string path = "verbs_faults[" + std::to_string(i) + "]";
+    faulty::VerbsFault f;
+    if (!faulty::ParseKind(spec.kind(), &f.kind)) {
+      return map.Error(path + ".kind",
+                       "'" + spec.kind() +
+                           "' is not one of fail_post delay_completions swallow_error qp_error "
+                           "async_event");
+    }
+    f.text = map.Where(path) + " " + spec.kind();
+    faulty::PlanError e;
+    auto set = [&](const char* key, const std::string& value) {
+      return faulty::SetKey(&f, key, value, &e);
+    };
+    // The flag's grammar wants a unit; a scenario's times are in us.
+    auto us = [](double v) {
+      char buf[48];
+      std::snprintf(buf, sizeof(buf), "%.6fus", v);
+      return std::string(buf);
+    };
+    const bool ok =
+        set("rank", std::to_string(spec.rank())) &&
+        (!spec.has_qp() || set("qp", std::to_string(spec.qp()))) &&
+        (spec.qpn() == 0 || set("qpn", std::to_string(spec.qpn()))) &&
+        (!spec.has_peer() || set("peer", std::to_string(spec.peer()))) &&
+        (spec.at_us() == 0 || set("at", us(spec.at_us()))) &&
+        set("after", std::to_string(spec.after())) && set("count", std::to_string(spec.count())) &&
+        (spec.delay_us() == 0 || set("delay", us(spec.delay_us()))) &&
+        (spec.error().empty() || set("error", spec.error())) &&
+        (spec.queue().empty() || set("queue", spec.queue())) &&
+        (spec.event().empty() || set("event", spec.event())) && faulty::Finish(&f, nranks, &e);
+    if (!ok) {
+      const std::string field = e.key == "at" ? "at_us" : e.key == "delay" ? "delay_us" : e.key;
+      return map.Error(path + (field.empty() ? "" : "." + field), e.message);
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 RunOutcome SimWorld::Run(const CollSpec& spec, DataType type, RedOp op,

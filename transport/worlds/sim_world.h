@@ -20,6 +20,7 @@
 #include "transport/collectives/cost_model.h"
 #include "transport/collectives/driver.h"
 #include "transport/emulated/emulated.h"
+#include "transport/faulty/faulty.h"
 
 namespace fathom::transport::worlds {
 
@@ -36,6 +37,9 @@ struct SimWorldOptions {
   // No rank progressed for this long (virtual time): the watchdog fires.
   // Zero: DefaultWatchdog(comm.qp), after a scenario's transport settings.
   Picoseconds watchdog;
+  // Verbs-level faults (transport/faulty; `fathom coll --verbs-fault`): the
+  // named ranks' devices are wrapped; times are virtual, from 0.
+  std::vector<faulty::VerbsFault> verbs_faults;
 };
 
 // The watchdog a sim world uses unless told: long enough for the transport
@@ -49,6 +53,11 @@ struct SimWorldOptions {
 // the same budget: past it the job hangs as it would forever. timeout 0 (no
 // local ACK timer): the budget of NCCL's default exponent, 20.
 Picoseconds DefaultWatchdog(const QpOptions& qp);
+
+// A scenario's verbs_faults, checked (rank and peer below `nranks`; errors
+// name file:line and field), in the form SimWorldOptions takes.
+StatusOr<std::vector<faulty::VerbsFault>> VerbsFaultsFromScenario(
+    const sim::LoadedScenario& scenario, int nranks);
 
 // Where ranks go: rank r on the r-th host (topology rank order) of a set of
 // hosts that all reach each other, so that every pair a ring or a tree uses
@@ -66,7 +75,8 @@ class SimWorld {
   // A world on a scenario, every section honoured or refused (issue 27):
   //  - topology; network block (switch_buffer_bytes, ecmp_salt, ipv6:
   //    sim::ScenarioNetworkConfig, as `fathom sim` builds it); seed when not
-  //    0; faults, attached to the network and owned by the world;
+  //    0; faults, attached to the network and owned by the world; verbs_faults
+  //    (transport/faulty) after those of `options`;
   //  - transport, where it sets them, over `options`: ib_timeout,
   //    retry_cnt, rnr_retry, min_rnr_timer, traffic_class, max_rd_atomic,
   //    qps_per_connection (channels), mtu_bytes, rxe_infinite_retry, and
@@ -101,6 +111,8 @@ class SimWorld {
   const coll::AlphaBeta& alpha_beta() const { return alpha_beta_; }
   const std::string& profile() const { return profile_; }
   bool lossless() const { return lossless_; }
+  // The verbs-level fault injector (null without verbs faults).
+  const faulty::FaultInjector* verbs_faults() const { return injector_.get(); }
 
   // Runs one collective on all ranks; in[r] / out[r] are rank r's buffers
   // (null in modelled mode). spec.algorithm must be resolved.
@@ -124,6 +136,11 @@ class SimWorld {
   std::string profile_ = "ideal";
   bool lossless_ = false;
   std::unique_ptr<sim::FaultAttachment> faults_;  // a scenario's; on network_
+  // Verbs-level faults: the injector (outlives devices_) and the engine
+  // events that wake the driver for delayed completions and timed faults.
+  class Waker;
+  std::unique_ptr<Waker> waker_;
+  std::unique_ptr<faulty::FaultInjector> injector_;
 };
 
 }  // namespace fathom::transport::worlds

@@ -45,6 +45,25 @@ StatusOr<std::unique_ptr<VerbsWorld>> VerbsWorld::Create(const VerbsWorldOptions
   verbs::DeviceOptions d = options.device;
   d.rank = options.rank;
   FATHOM_ASSIGN_OR_RETURN(w->device_, verbs::OpenDevice(d));
+  if (!options.verbs_faults.empty()) {
+    // The events mode sleeps on the backend CQ's channel, which a wrapper
+    // hides; busy polling sees what the wrapper releases.
+    if (d.cq_mode == verbs::CqMode::kEvents) {
+      return InvalidArgument("verbs faults need --cq-mode poll (not events)");
+    }
+    std::vector<faulty::VerbsFault> plan = options.verbs_faults;
+    for (faulty::VerbsFault& f : plan) {
+      faulty::PlanError e;
+      if (!faulty::Finish(&f, options.nranks, &e)) {
+        return InvalidArgument("--verbs-fault '" + f.text + "': '" + e.token + "': " + e.message);
+      }
+    }
+    faulty::FaultEnv env;
+    env.clock = &w->clock_;
+    env.origin = w->clock_.Now();
+    w->injector_ = std::make_unique<faulty::FaultInjector>(std::move(plan), std::move(env));
+    w->device_ = w->injector_->Wrap(std::move(w->device_), options.rank);
+  }
   if (options.rank == 0) {
     bootstrap::RootOptions ro;
     ro.bind_address = options.bootstrap_address;
@@ -78,6 +97,9 @@ StatusOr<std::unique_ptr<VerbsWorld>> VerbsWorld::Create(const VerbsWorldOptions
   DriverOptions dopt;
   dopt.timeout = options.watchdog;
   dopt.poll_all = true;
+  if (const faulty::FaultInjector* injector = w->injector_.get()) {
+    dopt.fabric_evidence = [injector](const std::vector<StuckQp>&) { return injector->Report(); };
+  }
   bootstrap::Rank* boot = w->boot_.get();
   dopt.abort_check = [boot] { return boot->PollAbort(); };
   w->driver_ = std::make_unique<Driver>(&w->clock_, std::vector<Communicator*>{w->comm_.get()},

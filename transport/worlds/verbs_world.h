@@ -27,6 +27,7 @@
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/collectives/driver.h"
 #include "transport/collectives/trace.h"
+#include "transport/faulty/faulty.h"
 #include "transport/verbs/verbs_device.h"
 #include "transport/wait.h"
 
@@ -49,6 +50,9 @@ struct VerbsWorldOptions {
   // No completion and no step on this rank for this long (wall time): the
   // watchdog stops the run.
   Picoseconds watchdog = Picoseconds::FromSeconds(30);
+  // Verbs-level faults on this rank's device (transport/faulty); times are
+  // wall time since the device opened. Busy polling only (device.cq_mode).
+  std::vector<faulty::VerbsFault> verbs_faults;
 };
 
 class VerbsWorld {
@@ -136,6 +140,7 @@ class VerbsWorld {
   PollingClock clock_;
   std::unique_ptr<bootstrap::Root> root_;
   std::unique_ptr<bootstrap::Rank> boot_;
+  std::unique_ptr<faulty::FaultInjector> injector_;  // outlives device_
   std::unique_ptr<Device> device_;
   std::unique_ptr<coll::Communicator> comm_;
   std::unique_ptr<coll::Driver> driver_;

@@ -1,0 +1,78 @@
+// Verbs-level fault injection: a Device / QueuePair / CompletionQueue that
+// forwards to any backend (transport/emulated or transport/verbs) and, as a
+// plan (plan.h) says, fails posts, delays completions, swallows error
+// completions, moves QPs to ERR and raises async events — the failures a
+// communication library sees at the verbs API, whatever the fabric does.
+// The idea is LevelDB's Env wrapper (a fault-injecting Env over the real
+// one): the code under test runs unchanged over the wrapper.
+//
+// Swallowing an error is CASES.md 20 (aws-ofi-nccl PR #347: completion
+// errors never passed up the stack, so jobs hung with no error): the caller
+// never sees the error completion, its WRs stay outstanding as far as it can
+// tell, and only a watchdog finds the hang.
+//
+// Ownership: the FaultInjector holds the plan and what each fault did; it
+// must outlive every Device it wrapped. A wrapped Device owns the backend's
+// Device; each wrapped CQ / QP owns the backend's. transport.h's rules hold.
+// Threading: one thread, as transport.h says.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/faulty/plan.h"
+#include "transport/transport.h"
+
+namespace fathom::transport::faulty {
+
+// What the wrappers need from the world they run in.
+struct FaultEnv {
+  Clock* clock = nullptr;  // Now(): virtual on sim, wall on verbs
+  Picoseconds origin;      // `at` counts from here (sim 0; verbs: when opened)
+  // Runs `fn` at time `at` and returns control to the driver (the sim: an
+  // engine event that then stops Run(), as a completion does). Null (verbs):
+  // the driver polls every CQ each turn, and Poll() releases what is due.
+  std::function<void(Picoseconds at, std::function<void()> fn)> wake_at;
+};
+
+class FaultInjector {
+ public:
+  FaultInjector(std::vector<VerbsFault> plan, FaultEnv env);
+  ~FaultInjector();
+  FaultInjector(const FaultInjector&) = delete;
+  FaultInjector& operator=(const FaultInjector&) = delete;
+
+  // Wraps rank `rank`'s device. Devices of ranks the plan does not name are
+  // wrapped too (cheaply) so that every rank runs the same code.
+  std::unique_ptr<Device> Wrap(std::unique_ptr<Device> device, int rank);
+
+  // What each fault did, one line per fault: "verbs fault swallow_error:rank=3,qp=0:
+  // swallowed 4 error completions on rank 3 qpn 0x11, the first IBV_WC_RETRY_EXC_ERR at 0.54 s".
+  std::string Report() const;
+
+  // Per fault, in plan order.
+  struct Stats {
+    uint64_t seen = 0;   // matching operations
+    uint64_t acted = 0;  // times it acted
+    Picoseconds first;   // when it first acted (since origin)
+    std::string first_detail;
+  };
+  const std::vector<Stats>& stats() const { return stats_; }
+  const std::vector<VerbsFault>& plan() const { return plan_; }
+  const FaultEnv& env() const { return env_; }
+
+ private:
+  friend class FaultyDevice;
+  friend class FaultyCq;
+  friend class FaultyQp;
+  // Notes that fault `i` acted now; `detail` says on what.
+  void Acted(size_t i, const std::string& detail);
+
+  std::vector<VerbsFault> plan_;
+  FaultEnv env_;
+  std::vector<Stats> stats_;
+};
+
+}  // namespace fathom::transport::faulty
