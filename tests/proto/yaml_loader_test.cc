@@ -5,10 +5,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <string>
 #include <thread>
 
 #include "loader_test.pb.h"
@@ -228,7 +230,10 @@ TEST(YamlLoaderInputTest, FilesOverTheCapAreRefused) {
 }
 
 TEST(YamlLoaderInputTest, FifosAreReadThroughTheBound) {
-  const std::string path = testing::TempDir() + "/loader_fifo.yaml";
+  // A name of this process's own: two runs of the suite at once (two build
+  // trees) must not open each other's FIFO, which blocks the writer forever.
+  const std::string path =
+      testing::TempDir() + "/loader_fifo." + std::to_string(::getpid()) + ".yaml";
   std::remove(path.c_str());
   ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
   std::thread writer([&] { std::ofstream(path) << "fat_tree: {k: 4}\n"; });
