@@ -42,6 +42,7 @@
 
 #include "fabric/scenario/scenario.h"
 #include "fabric/sim/nic_profile.h"
+#include "fabric/sim/pfc.h"
 #include "tools/coll_flags.h"
 #include "tools/command.h"
 #include "topologies/builders.h"
@@ -110,8 +111,13 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
   wopt.emulated.rxe_infinite_retry = o.rxe || profile.rxe_infinite_retry;
   wopt.comm.host_reduce_bytes_per_s = reduce_bytes_per_s;
   wopt.profile = profile.name;
-  // FOLLOW-UP (lead): with h/pfc, p.lossless selects wopt.network.qos.
   wopt.lossless = p.lossless;
+  if (p.lossless) {
+    // RoCE's lossless class (priority 3 with PFC), and the QPs on it unless
+    // --tc says otherwise; a scenario's network.qos replaces it.
+    wopt.network.qos = sim::LosslessRoceQos();
+    if (o.given.count("--tc") == 0) wopt.comm.qp.traffic_class = sim::kLosslessRoceTrafficClass;
+  }
   if (p.timeout_s > 0) wopt.watchdog = Picoseconds::FromSeconds(p.timeout_s);
   wopt.verbs_faults = p.verbs_faults;
   std::unique_ptr<SimWorld> world;
@@ -367,8 +373,9 @@ FATHOM_REGISTER_COMMAND(
                           "at a CPU socket's DRAM bandwidth (204.8 GB/s); cx6 / cx7: reductions "
                           "at an A100's (2039 GB/s) / H100's (3350 GB/s) HBM bandwidth");
           sub->add_option("--fabric", o->fabric,
-                          "sim: the RoCE class: lossy (drop-tail, default) or lossless (PFC; until "
-                          "this build has PFC a note says the run stays lossy)");
+                          "sim: the RoCE class: lossy (drop-tail, default) or lossless (priority 3 "
+                          "with PFC, the QPs on DSCP 26 unless --tc is given; a scenario's "
+                          "network.qos overrides)");
           sub->add_option("--host-mem-gbs", o->host_mem_gbs,
                           "sim: a rank's memory bandwidth for reductions in GB/s (default: the "
                           "profile's; 0 = reductions take no time)");

@@ -172,11 +172,6 @@ StatusOr<CollParsed> ParseCollFlags(const CollOptions& o, std::vector<std::strin
     return InvalidArgument("--fabric '" + o.fabric + "': expected lossy or lossless");
   }
   p.lossless = o.fabric == "lossless";
-  if (p.lossless) {
-    // FOLLOW-UP (lead, once h/pfc is merged): set SimWorldOptions::network.qos
-    // to the lossless RoCE class in tools/cmd_coll.cc and drop this note.
-    notes->push_back("--fabric lossless: this build has no PFC yet; the fabric runs lossy");
-  }
   if (o.given.count("--host-mem-gbs") > 0 && !(o.host_mem_gbs >= 0)) {
     return InvalidArgument("--host-mem-gbs " + std::to_string(o.host_mem_gbs) +
                            ": expected >= 0 (GB/s; 0 = reductions take no time)");

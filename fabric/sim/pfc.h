@@ -112,6 +112,22 @@ struct QosConfig {
   }
 };
 
+// RoCE's usual lossless deployment: priority 3 (DSCP 26, the traffic class
+// NVIDIA's RoCE configuration guides use) lossless, every other priority
+// lossy. The static thresholds are a choice, not a measured switch's: XOFF
+// at 64 KiB per (ingress port, priority), well under the default 1 MiB
+// egress buffer, XON at half; headroom auto from each link (PfcHeadroomBytes).
+// A scenario's network.qos sets a real switch's values.
+inline QosConfig LosslessRoceQos() {
+  QosConfig q;
+  q.classes[3].lossless = true;
+  q.classes[3].xoff_bytes = 64 * 1024;
+  q.classes[3].xon_bytes = 32 * 1024;
+  return q;
+}
+// The IP TOS byte of RoCE on that class: DSCP 26, ECN ECT(0).
+inline constexpr int kLosslessRoceTrafficClass = 26 << 2 | 2;
+
 // PAUSE frames (IEEE 802.1Qbb clause 36 / 802.3 Annex 31D): MAC control,
 // ethertype 0x8808, opcode 0x0101, a class-enable vector and eight 16-bit
 // pause times in quanta of 512 bit times at the link rate; the minimum
