@@ -39,7 +39,7 @@ Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node,
   dcqcn_config_ = config.dcqcn;
   // What the pump's fetch hint reads is in the NIC's first two lines, which
   // the engine fetched before it.
-  static_assert(offsetof(Nic, rr_middle_) < 128 && offsetof(Nic, rr_wqe_) < 128 &&
+  static_assert(offsetof(Nic, rr_full_size_) < 128 && offsetof(Nic, rr_wqe_) < 128 &&
                 offsetof(Nic, rr_front_) < 128 && offsetof(Nic, control_head_) < 128 &&
                 offsetof(Nic, port_) < 128 && offsetof(Nic, active_) + sizeof(active_) <= 128);
   // NewPacket reads line 0 of a QP; the requester lines 0 to 2
@@ -47,13 +47,13 @@ Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node,
   static_assert(offsetof(Qp, attr) + sizeof(Qp::attr) <= 192);
   static_assert(offsetof(Qp, remote_qpn) + sizeof(uint32_t) <= 64);
   static_assert(offsetof(Qp, ack_deadline_ps) + sizeof(int64_t) <= 128);
-  // A middle packet (RequesterSendFullSize) reads lines 0 and 1 only; the
+  // A full-size packet (RequesterSendFullSize) reads lines 0 and 1 only; the
   // READ responses' count (ResponderHasWork) is in the first 16 bytes of
   // their ring.
   static_assert(offsetof(Qp, send_pkt) + sizeof(uint32_t) <= 64);
   static_assert(offsetof(Qp, rnr_until_ps) + sizeof(int64_t) <= 128);
   static_assert(offsetof(Qp, reads) + 16 <= 128);
-  // ... and a WRITE's middle packet received lines 0 and 3.
+  // ... and a WRITE's full-size packet received lines 0 and 3.
   static_assert(offsetof(Qp, rq) == 192 && offsetof(Qp, rcvd_pkts) + sizeof(uint64_t) <= 256);
   // The fetch hints' fields are in the NIC's first two lines.
   static_assert(offsetof(Nic, rr_wqe_) + sizeof(rr_wqe_) <= 128);
@@ -80,8 +80,8 @@ void Nic::PrefetchPump(const void* nic, uint64_t /*arg*/) {
     __builtin_prefetch(self->port_);
     __builtin_prefetch(reinterpret_cast<const char*>(self->port_) + 64);
   }
-  if (qp != nullptr && self->rr_middle_) {
-    // A middle packet (RequesterSendFullSize) reads the QP's first two
+  if (qp != nullptr && self->rr_full_size_) {
+    // A full-size packet (RequesterSendFullSize) reads the QP's first two
     // lines and nothing else of it.
     __builtin_prefetch(qp);
     __builtin_prefetch(reinterpret_cast<const char*>(qp) + 64);

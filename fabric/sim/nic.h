@@ -50,7 +50,7 @@ class Nic {
   static void OnPortResumed(void* nic) { static_cast<Nic*>(nic)->KickPump(); }
   // Receive entry for Port::Connect.
   static void Receive(void* nic, Packet* p, int32_t in_port);
-  // ReceiveFullSizeFn: what Receive does for the next expected middle
+  // ReceiveFullSizeFn: what Receive does for the next expected full-size
   // packet of a WRITE, without a pool packet; false for any other.
   static bool ReceiveFullSize(void* nic, const QpFlow& flow, uint32_t psn, Opcode opcode,
                               bool ack_req);
@@ -157,7 +157,7 @@ class Nic {
   // A QP's state, laid out by who touches it: a NIC at 1024 hosts finds its
   // QPs cold, so each packet should fetch few lines. Line 0 is read by every
   // packet of either side, line 1 by the requester (sending, ACKs): a
-  // middle packet sent by RequesterSendFullSize reads these two and nothing
+  // full-size packet sent by RequesterSendFullSize reads these two and nothing
   // else of the QP. Line 2 holds the sender's other checks (attributes, READ
   // responses queued), line 3 the responder; the rest is rare. Every
   // packet's counters are here too; the others live in `counters` (see
@@ -173,8 +173,8 @@ class Nic {
     bool retry_pending = false;
     uint8_t deferred_ack_syndrome = 0;
     uint8_t buffer_class = 0;      // attr.traffic_class >> 5 (Packet::buffer_class)
-    Opcode middle_opcode{};        // of the middle packets (middle_left)
-    uint16_t full_wire_bytes = 0;  // flow.full_wire_bytes, here for the middle packets
+    Opcode full_size_opcode{};     // of the full-size packets (full_size_left)
+    uint16_t full_wire_bytes = 0;  // flow.full_wire_bytes, here for the full-size packets
     uint32_t qpn = 0;
     uint32_t remote_qpn = 0;
     uint32_t epsn = 0;  // responder: expected PSN
@@ -182,12 +182,12 @@ class Nic {
     uint32_t pkts_since_ackreq = 0;
     Packet* pending_ack = nullptr;  // queued, unsent ACK (coalescing)
     uint64_t sent_pkts = 0;
-    // The next packets to send from the cursor on, when they are middle
+    // The next packets to send from the cursor on, when they are full-size
     // packets of a modelled SEND or WRITE (set by RequesterNext, used up by
     // RequesterSendFullSize, cleared by every other move of the cursor,
     // MoveSendCursor): how many, and the PSN of the first. 0: none known.
-    uint32_t middle_left = 0;
-    uint32_t middle_psn = 0;
+    uint32_t full_size_left = 0;
+    uint32_t full_size_psn = 0;
     uint32_t ack_every_packets = 64;  // attr.ack_every_packets
     uint32_t send_pkt = 0;            // packet index within the WQE at send_idx
     // Line 1: the requester.
@@ -205,7 +205,7 @@ class Nic {
     QpAttr attr;
     uint32_t retry_psn = 0;  // PSN of the last go-back-N (dedups implied NAKs)
     CompletionQueue* send_cq = nullptr;
-    // Line 3: the responder. A WRITE's middle packet received reads this
+    // Line 3: the responder. A WRITE's full-size packet received reads this
     // line and line 0 only (ReceiveFullSize).
     Ring<RecvWqe> rq;
     uint64_t write_va = 0;  // WRITE in progress: next address
@@ -284,12 +284,12 @@ class Nic {
   // class are skipped; the port's resume kicks the pump again.
   void PumpPaused(uint8_t paused);
   // The fetch hint's fields for the next pump, after `from` (null: none)
-  // sent: when it is the round-robin's front again, its next middle packet
-  // (rr_middle_: the QP's first lines), or else the WQE at its cursor.
+  // sent: when it is the round-robin's front again, its next full-size packet
+  // (rr_full_size_: the QP's first lines), or else the WQE at its cursor.
   void SetPumpHint(const Qp* from) {
     const bool next = from != nullptr && rr_front_ == from;
-    rr_middle_ = next && from->middle_left > 0;
-    rr_wqe_ = next && !rr_middle_ && from->send_idx < from->sq.size()
+    rr_full_size_ = next && from->full_size_left > 0;
+    rr_wqe_ = next && !rr_full_size_ && from->send_idx < from->sq.size()
                   ? from->sq.at_address(from->send_idx)
                   : nullptr;
   }
@@ -331,7 +331,7 @@ class Nic {
   Packet* RequesterNext(Qp& qp);
   // Pump's common case without a pool packet: when the next packet `qp`
   // (the round-robin's front, with no control packet queued) sends is a
-  // middle packet of a modelled SEND or WRITE, sends it to the port as a
+  // full-size packet of a modelled SEND or WRITE, sends it to the port as a
   // compact entry, does the round-robin's turn and returns true; returns
   // false, having changed nothing, for any other packet. About half the
   // instructions of the general path, for nearly every packet of a bulk
@@ -341,11 +341,11 @@ class Nic {
   // highest PSN sent, the local ACK timer.
   void NoteSent(Qp& qp, uint32_t psn, uint32_t psn_end);
   // Moves the send cursor other than forward by one packet (go-back-N, a
-  // completed WQE, a flush): the middle packets known ahead are no longer.
+  // completed WQE, a flush): the full-size packets known ahead are no longer.
   static void MoveSendCursor(Qp& qp, uint32_t idx, uint32_t pkt) {
     qp.send_idx = idx;
     qp.send_pkt = pkt;
-    qp.middle_left = 0;
+    qp.full_size_left = 0;
   }
   // The completer (completer.cc): each response packet runs through its
   // states (ACK, NAK, READ response, atomic ACK), as rxe_comp.c's do.
@@ -414,10 +414,10 @@ class Nic {
   bool ipv6_;
   bool port_active_ = true;
   uint32_t qp_count_ = 0;
-  // The next pump likely sends a middle packet of rr_front_ (it did the
+  // The next pump likely sends a full-size packet of rr_front_ (it did the
   // last, and has more): the fetch hint fetches only what that reads. In
   // the second line, which the engine fetches before the hint reads it.
-  bool rr_middle_ = false;
+  bool rr_full_size_ = false;
   // The profile retransmits otherwise than the IBTA timer alone
   // (RestartAckTimer's branch; in the padding before control_tail_).
   bool retrans_profile_ = false;

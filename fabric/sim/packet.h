@@ -70,7 +70,7 @@ struct alignas(128) QpFlow {
 // What only some packets carry: the extension headers (RETH, ImmDt,
 // AtomicETH, AtomicAckETH; valid only for the opcodes that carry them,
 // ExtHeaderBytes), AETH's MSN (ACKs and READ responses) and the payload
-// pointer (packets that move real bytes, Packet::has_data). A middle packet
+// pointer (packets that move real bytes, Packet::has_data). A full-size packet
 // of a modelled message never touches it. A pool packet's extension lives in
 // a parallel region of its pool chunk (Packet::ext()), not beside the
 // packet, so that the cold line is not fetched with the hot one.

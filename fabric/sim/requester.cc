@@ -74,7 +74,7 @@ void Nic::ProfileTimeout(Qp& qp) {
 }
 
 Packet* Nic::RequesterNext(Qp& qp) {
-  qp.middle_left = 0;  // known again below, when they are
+  qp.full_size_left = 0;  // known again below, when they are
   SendWqe& w = qp.sq[qp.send_idx];
   if (w.local_error) {
     FailFront(qp, WcStatus::kLocProtErr);
@@ -149,10 +149,10 @@ Packet* Nic::RequesterNext(Qp& qp) {
       qp.send_pkt = 0;
     } else if (wr.sge.lkey == kModelledKey && qp.send_pkt + 1 < w.npkts) {
       // The packets from the next to the message's last (not included) are
-      // middle packets: RequesterSendFullSize sends them.
-      qp.middle_left = w.npkts - 1 - qp.send_pkt;
-      qp.middle_psn = PsnAdd(psn, 1);
-      qp.middle_opcode = write ? Opcode::kRdmaWriteMiddle : Opcode::kSendMiddle;
+      // full-size packets: RequesterSendFullSize sends them.
+      qp.full_size_left = w.npkts - 1 - qp.send_pkt;
+      qp.full_size_psn = PsnAdd(psn, 1);
+      qp.full_size_opcode = write ? Opcode::kRdmaWriteMiddle : Opcode::kSendMiddle;
     }
     if (last && write) ++qp.counters.rdma_sends;
   }
@@ -171,18 +171,18 @@ void Nic::NoteSent(Qp& qp, uint32_t psn, uint32_t psn_end) {
 bool Nic::RequesterSendFullSize(Qp& qp) {
   // Exactly the packet RequesterNext would build, and Pump's general path
   // would send, for this case (RequesterNext found the next packets to be
-  // middle packets); anything else goes that way. Reads the QP's lines 0
+  // full-size packets); anything else goes that way. Reads the QP's lines 0
   // and 1 only: not the WQE, nor the flow.
-  if (qp.middle_left == 0 || qp.state != QpState::kRts || ResponderHasWork(qp) ||
+  if (qp.full_size_left == 0 || qp.state != QpState::kRts || ResponderHasWork(qp) ||
       qp.rnr_until_ps != 0 || !port_->TakesFullSize(qp.flow)) {
     return false;
   }
   assert(qp.send_idx < qp.sq.size() && !qp.sq[qp.send_idx].local_error && qp.send_pkt > 0 &&
-         qp.send_pkt + qp.middle_left + 1 == qp.sq[qp.send_idx].npkts &&
-         qp.middle_psn == PsnAdd(qp.sq[qp.send_idx].first_psn, qp.send_pkt));
-  const uint32_t psn = qp.middle_psn;
-  qp.middle_psn = PsnAdd(psn, 1);
-  --qp.middle_left;
+         qp.send_pkt + qp.full_size_left + 1 == qp.sq[qp.send_idx].npkts &&
+         qp.full_size_psn == PsnAdd(qp.sq[qp.send_idx].first_psn, qp.send_pkt));
+  const uint32_t psn = qp.full_size_psn;
+  qp.full_size_psn = PsnAdd(psn, 1);
+  --qp.full_size_left;
   bool ack_req = false;
   if (++qp.pkts_since_ackreq >= qp.ack_every_packets) {
     ack_req = true;
@@ -199,9 +199,9 @@ bool Nic::RequesterSendFullSize(Qp& qp) {
   }
   SetPumpHint(&qp);
   ++qp.sent_pkts;
-  if (dcqcn_) DcqcnSent(qp, qp.middle_opcode, qp.full_wire_bytes);
+  if (dcqcn_) DcqcnSent(qp, qp.full_size_opcode, qp.full_wire_bytes);
   pool_->AddCompact();  // the port's pool, the NIC's
-  port_->SendFullSize(qp.flow, qp.full_wire_bytes, qp.buffer_class & 7, qp.middle_opcode, psn,
+  port_->SendFullSize(qp.flow, qp.full_wire_bytes, qp.buffer_class & 7, qp.full_size_opcode, psn,
                       ack_req);
   return true;
 }

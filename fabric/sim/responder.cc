@@ -158,7 +158,7 @@ void Nic::RequestDone(Qp& qp, uint32_t psn, bool ends_message, bool ack_req) {
 bool Nic::ReceiveFullSize(void* nic, const QpFlow& flow, uint32_t psn, Opcode opcode,
                           bool ack_req) {
   // Receive, OnRequest and ExecuteRequest for this one case (a WRITE's
-  // middle packet, in sequence, of modelled bytes: a compact entry has no
+  // full-size packet, in sequence, of modelled bytes: a compact entry has no
   // payload bytes), which is most of what a bulk transfer receives.
   Nic* self = static_cast<Nic*>(nic);
   if (opcode != Opcode::kRdmaWriteMiddle || self->crashed_) return false;
