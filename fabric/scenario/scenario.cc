@@ -575,9 +575,7 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
     r.ports.push_back(
         PortReport{name, sc.topology.node(port->config().node).name, port->config().index, c});
     if (const std::optional<PfcCounters> pfc = port->pfc_counters(); pfc.has_value()) {
-      r.port_pfc.push_back({sc.topology.node(port->config().node).name + "->" +
-                                sc.topology.node(port->peer()->config().node).name,
-                            *pfc});
+      r.port_pfc.push_back({name, *pfc});
     }
   }
   // Worst ports first: the summary shows the first few.
