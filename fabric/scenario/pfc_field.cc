@@ -256,10 +256,14 @@ Status ValidatePfcField(const proto::Scenario& s, const config::SourceMap& map) 
     const std::string at = "network.qos.pfc_watchdog";
     // SONiC's CLI ranges (sonic-utilities pfcwd/main.py): detection up to
     // 5000 ms, restoration up to 60000 ms, poll up to 1000 ms.
+    // Unset: PfcWatchdogConfig's defaults.
     const PfcWatchdogConfig d;
-    const double detection = w.has_detection_time_ms() ? w.detection_time_ms() : 200;
-    const double restoration = w.has_restoration_time_ms() ? w.restoration_time_ms() : 200;
-    const double poll = w.has_poll_interval_ms() ? w.poll_interval_ms() : 100;
+    auto ms = [](Picoseconds t) { return static_cast<double>(t.ps()) / 1e9; };
+    const double detection =
+        w.has_detection_time_ms() ? w.detection_time_ms() : ms(d.detection_time);
+    const double restoration =
+        w.has_restoration_time_ms() ? w.restoration_time_ms() : ms(d.restoration_time);
+    const double poll = w.has_poll_interval_ms() ? w.poll_interval_ms() : ms(d.poll_interval);
     FATHOM_RETURN_IF_ERROR(CheckMs(map, at + ".detection_time_ms", detection, 5000,
                                    "SONiC's pfcwd allows up to 5000 ms"));
     FATHOM_RETURN_IF_ERROR(CheckMs(map, at + ".restoration_time_ms", restoration, 60000,
