@@ -121,6 +121,8 @@ class Network {
  public:
   // The lossless accounting of switch `node` (null: none, or not a switch).
   PfcSwitch* pfc_switch(int32_t node) const;
+  // The traffic classes the fabric runs (no lossless class: the default).
+  const QosConfig& qos() const { return qos_; }
 };
 
 }  // namespace fathom::sim

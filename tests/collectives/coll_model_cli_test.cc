@@ -122,6 +122,10 @@ TEST(CollModelCliTest, LosslessFabricKeepsTheTreeWithin2xOfTheRingAt4MiB) {
   EXPECT_GT(r[0], 0);
   EXPECT_LT(t[0], 2 * r[0]) << "tree " << t[0] << " us, ring " << r[0] << " us";
   EXPECT_NE(tree.out.find("\"port_xmit_discards\":0"), std::string::npos) << tree.out;
+  // The row's counters carry the lossless priority's PAUSE frames (ethtool
+  // names): the tree's incast pauses instead of dropping.
+  EXPECT_NE(tree.out.find("\"tx_prio3_pause\":"), std::string::npos) << tree.out;
+  EXPECT_EQ(tree.out.find("\"tx_prio3_pause\":0"), std::string::npos) << tree.out;
 }
 
 }  // namespace fathom::transport::coll

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
+#include <string>
 
 #include "transport/collectives/report.h"
 
@@ -39,8 +41,6 @@ BitsPerSecond SimBackend::link_bandwidth() {
 }
 
 Backend::Counters SimBackend::FabricCounters() {
-  // FOLLOW-UP (lead): PFC pause and ECN/CNP counters (h/pfc, h/dcqcn) join
-  // this list under their ethtool/mlx5 names once merged.
   sim::Network& net = world_->network();
   Counters c;
   for (size_t i = 0; i < static_cast<size_t>(sim::DropReason::kCount); ++i) {
@@ -70,6 +70,27 @@ Backend::Counters SimBackend::FabricCounters() {
   c.emplace_back("duplicate_request", q.duplicate_request);
   c.emplace_back("retry_exceeded_err", q.retry_exceeded_err);
   c.emplace_back("rnr_nak_retry_err", q.rnr_nak_retry_err);
+  c.emplace_back("roce_adp_retrans", q.roce_adp_retrans);
+  // PFC: PAUSE frames of each lossless priority, summed over every port, by
+  // their ethtool names (a fixed list per run: rows are diffed by position).
+  const uint8_t lossless = net.qos().lossless_mask();
+  for (int prio = 0; prio < sim::kPriorities; ++prio) {
+    if (((lossless >> prio) & 1) == 0) continue;
+    uint64_t tx = 0, rx = 0;
+    for (const sim::Port* port : net.ports()) {
+      if (const std::optional<sim::PfcCounters> pfc = port->pfc_counters(); pfc.has_value()) {
+        tx += pfc->tx_pause[static_cast<size_t>(prio)];
+        rx += pfc->rx_pause[static_cast<size_t>(prio)];
+      }
+    }
+    c.emplace_back("tx_prio" + std::to_string(prio) + "_pause", tx);
+    c.emplace_back("rx_prio" + std::to_string(prio) + "_pause", rx);
+  }
+  // ECN marks at switch egress and DCQCN's mlx5 counters (0 when off).
+  c.emplace_back("ecn_marked_packets", net.TotalEcnMarkedPackets());
+  const sim::DcqcnCounters d = net.TotalDcqcnCounters();
+  c.emplace_back("np_cnp_sent", d.np_cnp_sent);
+  c.emplace_back("rp_cnp_handled", d.rp_cnp_handled);
   return c;
 }
 
