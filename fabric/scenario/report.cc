@@ -180,12 +180,6 @@ Json QpCountersJson(const QpCounters& c) {
   return j;
 }
 
-std::string Hex(uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%x", v);
-  return buf;
-}
-
 Json FlowRowJson(const FlowReport& f) {
   Json row;
   row["index"] = f.index;

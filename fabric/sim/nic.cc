@@ -499,6 +499,15 @@ void Nic::SendControl(Packet* p) {
   KickPump();
 }
 
+Packet* Nic::PopControl(Qp** from) {
+  Packet* p = control_head_;
+  control_head_ = p->next;
+  if (control_head_ == nullptr) control_tail_ = nullptr;
+  *from = FindQp(p->flow->src_qpn);
+  if (*from != nullptr && (*from)->pending_ack == p) (*from)->pending_ack = nullptr;
+  return p;
+}
+
 // One packet per call, when the port is idle: the NIC paces every QP at line
 // rate and round-robins between QPs; ACKs and NAKs go first.
 void Nic::Pump() {
@@ -521,11 +530,7 @@ void Nic::Pump() {
   Packet* p = nullptr;
   Qp* from = nullptr;  // the QP that sends p
   if (control_head_ != nullptr) {
-    p = control_head_;
-    control_head_ = p->next;
-    if (control_head_ == nullptr) control_tail_ = nullptr;
-    from = FindQp(p->flow->src_qpn);
-    if (from != nullptr && from->pending_ack == p) from->pending_ack = nullptr;
+    p = PopControl(&from);
   } else {
     for (size_t tries = active_.size(); tries > 0 && p == nullptr; --tries) {
       Qp& qp = *active_.front();
@@ -567,11 +572,7 @@ void Nic::PumpPaused(uint8_t paused) {
   Packet* p = nullptr;
   Qp* from = nullptr;
   if (control_head_ != nullptr) {
-    p = control_head_;
-    control_head_ = p->next;
-    if (control_head_ == nullptr) control_tail_ = nullptr;
-    from = FindQp(p->flow->src_qpn);
-    if (from != nullptr && from->pending_ack == p) from->pending_ack = nullptr;
+    p = PopControl(&from);
   } else {
     for (size_t tries = active_.size(); tries > 0 && p == nullptr; --tries) {
       Qp& qp = *active_.front();

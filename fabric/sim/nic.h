@@ -295,6 +295,9 @@ class Nic {
   }
   void SyncFront() { rr_front_ = active_.empty() ? nullptr : active_.front(); }
   void SendControl(Packet* p);
+  // Takes the oldest control packet (the queue is not empty) and the QP that
+  // sends it (null: none), which no longer holds it as its pending ACK.
+  Packet* PopControl(Qp** from);
 
   // DCQCN (nic_dcqcn.cc); none of it runs when dcqcn_ is off.
   struct DcqcnQp {
