@@ -13,6 +13,11 @@ PKGS=(
   libboost-dev libprotobuf-dev protobuf-compiler libgtest-dev libgmock-dev
   libbenchmark-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libpcap-dev zlib1g-dev
   nlohmann-json3-dev
+  # live emulation's DPDK data path (dpdk-testpmd for its benchmark) and
+  # distributed simulation on MPI (issues 29, 30)
+  libdpdk-dev dpdk libopenmpi-dev openmpi-bin
+  # replay's HTML report, rendered in a real headless browser in tests
+  chromium chromium-driver
   # capture dissection in tests
   tshark
   # renders `fathom topo --dot` in tests/topo (skipped without it)
