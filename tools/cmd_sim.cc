@@ -8,14 +8,20 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "fabric/parallel/comm.h"
+#include "fabric/parallel/parallel_run.h"
+#include "fabric/parallel/report_merge.h"
 #include "fabric/scenario/capture.h"
 #include "fabric/scenario/event_trace.h"
 #include "fabric/scenario/scenario.h"
@@ -35,6 +41,23 @@ struct SimFlags {
   std::string trace;
   bool quiet = false;
   std::vector<std::string> faults;  // --fault: one-off faults, scenario syntax
+  std::string event_order;          // --event-order: schedule or canonical; empty: by processes
+};
+
+// Under mpirun, the processes agree before the run whether every one is
+// ready (rank 0 alone opens the outputs): one that returns early says no
+// on its way out, so that none waits for it in the run's collectives.
+struct StartGate {
+  parallel::Comm* comm = nullptr;
+  bool done = false;
+  bool Pass(bool ok) {
+    if (comm == nullptr || comm->size() == 1 || done) return ok;
+    done = true;
+    std::vector<int64_t> bad{ok ? 0 : 1};
+    comm->AllMax(&bad);
+    return bad[0] == 0;
+  }
+  ~StartGate() { Pass(false); }
 };
 
 // An output file opened before the run; closed (and checked) by Close.
@@ -87,7 +110,8 @@ std::string CheckSeed(std::string& text) {
   return "";
 }
 
-int RunSim(const SimFlags& f) {
+int RunSimOn(const SimFlags& f, parallel::Comm* comm) {
+  StartGate gate{comm};
   std::vector<std::pair<std::string, std::string>> pcaps;
   for (const std::string& p : f.pcap) {
     const size_t eq = p.find('=');
@@ -169,13 +193,58 @@ int RunSim(const SimFlags& f) {
   }
 
   opts.progress = !f.quiet && isatty(STDERR_FILENO) != 0;
+  // The canonical event order runs through the distributed run's hooks,
+  // with one process or several (fabric/parallel/).
+  const bool canonical = comm != nullptr;
+  std::unique_ptr<parallel::DistributedRun> distributed;
+  if (canonical) {
+    distributed =
+        std::make_unique<parallel::DistributedRun>(comm, &loaded->topology, &loaded->spec);
+    opts.hooks = distributed.get();
+    opts.progress = false;
+  }
+  if (!gate.Pass(true)) return kExitUsage;
   auto report = sim::RunScenario(*loaded, opts);
   if (!report.ok()) {
-    std::fprintf(stderr, "fathom sim: %s\n", report.status().message().c_str());
+    if (comm == nullptr || comm->rank() == 0) {
+      std::fprintf(stderr, "fathom sim: %s\n", report.status().message().c_str());
+    }
     return report.status().code() == StatusCode::kInvalidArgument ||
                    report.status().code() == StatusCode::kNotFound
                ? kExitUsage
                : kExitFailure;
+  }
+  if (canonical) {
+    // Rank 0 merges every process's report (report_merge.h); the others
+    // are done.
+    const std::vector<std::string> all =
+        comm->Gather(parallel::EncodeReport(*report, distributed->stats()));
+    if (comm->rank() != 0) return kExitOk;
+    std::vector<sim::RunReport> reports(all.size());
+    std::vector<parallel::RunStats> stats(all.size());
+    for (size_t r = 0; r < all.size(); ++r) {
+      if (r == 0) {
+        reports[0] = *report;
+        stats[0] = distributed->stats();
+        continue;
+      }
+      reports[r] = *report;
+      if (Status s = parallel::DecodeReport(all[r], &reports[r], &stats[r]); !s.ok()) {
+        std::fprintf(stderr, "fathom sim: %s\n", s.message().c_str());
+        return kExitFailure;
+      }
+    }
+    parallel::RunStats total;
+    *report =
+        parallel::MergeReports(reports, stats, distributed->partition(), loaded->topology, &total);
+    if (!f.quiet) {
+      std::fprintf(stderr,
+                   "parallel   %d processes, canonical event order, window %.3f ns: %" PRIu64
+                   " windows, %" PRIu64 " packets (%" PRIu64
+                   " bytes) between processes, %.3f s in synchronization (slowest)\n",
+                   comm->size(), distributed->window().ns(), total.windows, total.shipped,
+                   total.shipped_bytes, total.sync_wall_s);
+    }
   }
 
   bool outputs_ok = true;
@@ -223,6 +292,83 @@ int RunSim(const SimFlags& f) {
   return failures.empty() ? kExitOk : kExitFailure;
 }
 
+// A hash of what every process must agree on: the scenario file's bytes,
+// the flags that change the run, and this binary's build.
+uint64_t RunIdentity(const SimFlags& f) {
+  std::ifstream in(f.scenario, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string all = text.str() + "\n--seed " + (f.seed ? std::to_string(*f.seed) : "") +
+                    "\n--event-order " + f.event_order + "\nbuild " + __DATE__ + " " + __TIME__ +
+                    " " + std::to_string(sizeof(sim::RunReport));
+  for (const std::string& fault : f.faults) all += "\n--fault " + fault;
+  uint64_t h = 0x51ed;
+  for (char c : all) h = Mix64(h ^ static_cast<uint8_t>(c));
+  return h;
+}
+
+int RunSim(const SimFlags& given) {
+  // Under an MPI launcher the processes share the run (issue 30); without
+  // one, MPI is never touched.
+  std::unique_ptr<parallel::Comm> comm;
+  if (parallel::LaunchedByMpi()) {
+    auto joined = parallel::JoinMpi();
+    if (!joined.ok()) {
+      std::fprintf(stderr, "fathom sim: started by an MPI launcher: %s\n",
+                   joined.status().message().c_str());
+      return kExitUsage;
+    }
+    comm = std::move(joined).value();
+  }
+  const int32_t procs = comm != nullptr ? comm->size() : 1;
+  const bool rank0 = comm == nullptr || comm->rank() == 0;
+  // Rank 0 speaks for the run: the others would repeat its messages (every
+  // process loads and checks the same scenario).
+  if (!rank0 && std::freopen("/dev/null", "w", stderr) == nullptr) return kExitFailure;
+  std::string refusal;
+  if (given.event_order == "schedule" && procs > 1) {
+    refusal = "--event-order schedule: the schedule order needs one process (" +
+              std::to_string(procs) + " were started): use canonical";
+  } else if (procs > 1 && (!given.pcap.empty() || !given.trace.empty())) {
+    refusal = std::string(!given.pcap.empty() ? "--pcap" : "--trace") +
+              ": not supported across processes yet (run with one process)";
+  }
+  if (comm != nullptr && procs > 1) {
+    // Same scenario, flags and binary everywhere, or rank 0 says which not.
+    const int64_t id = static_cast<int64_t>(RunIdentity(given) >> 1);
+    std::vector<int64_t> lo{id}, hi{id};
+    comm->AllMin(&lo);
+    comm->AllMax(&hi);
+    if (lo[0] != hi[0]) {
+      refusal = "the " + std::to_string(procs) + " processes disagree on the run (scenario file " +
+                given.scenario + ", flags or fathom binary): each must run the same";
+    }
+  }
+  if (!refusal.empty()) {
+    if (rank0) std::fprintf(stderr, "fathom sim: %s\n", refusal.c_str());
+    return kExitUsage;
+  }
+  if (comm == nullptr && given.event_order == "canonical") {
+    comm = std::make_unique<parallel::LocalComm>();
+  }
+  if (comm != nullptr && comm->size() == 1 && given.event_order != "canonical") {
+    comm.reset();  // one process under mpirun: as without it
+  }
+  SimFlags f = given;
+  if (!rank0) {
+    // Rank 0 writes every output.
+    f.json = false;
+    f.json_out.clear();
+    f.flows_out.clear();
+    f.quiet = true;
+  }
+  const int code = RunSimOn(f, comm.get());
+  if (comm == nullptr || comm->size() == 1) return code;
+  std::vector<int64_t> agreed{code};
+  comm->AllMax(&agreed);
+  return static_cast<int>(agreed[0]);
+}
+
 }  // namespace
 
 FATHOM_REGISTER_COMMAND(
@@ -266,6 +412,13 @@ FATHOM_REGISTER_COMMAND(
                      "'{kind: loss, ...}' (see `fathom faults`)")
                   ->expected(1)
                   ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+              sub->add_option("--event-order", flags->event_order,
+                              "schedule: ties in time go in schedule order (one process; the "
+                              "default); canonical: by kind and component, the order a run "
+                              "split across MPI processes (mpirun -np N fathom sim ...) takes "
+                              "and the default there: its digest and report are the same for "
+                              "any number of processes")
+                  ->check(CLI::IsMember({"schedule", "canonical"}));
               sub->footer(
                   "Exit codes: 0 the run met its expectations; 1 it did not (an `expect` "
                   "value differs, or flows failed or stalled that `expect` does not set: "

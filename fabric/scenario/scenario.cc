@@ -431,9 +431,11 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
   FATHOM_RETURN_IF_ERROR(CheckDisjoint(captures, sc.topology));
   const uint64_t seed = options.seed.value_or(s.seed() == 0 ? 1 : s.seed());
   Engine engine(seed);
+  if (options.hooks != nullptr) engine.set_canonical_order(true);
   // The same fabric `fathom coll --scenario` builds from this scenario.
   FATHOM_ASSIGN_OR_RETURN(const NetworkConfig nc, ScenarioNetworkConfig(s));
   Network net(&engine, &sc.topology, nc);
+  if (options.hooks != nullptr) FATHOM_RETURN_IF_ERROR(options.hooks->OnNetwork(net));
   // The captures tap the network's ports: they let go before it goes.
   struct DetachCaptures {
     const std::vector<PortCapture*>& captures;
@@ -513,6 +515,7 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
   fo.not_ready = ToNotReadyWindows(w, sc.topology);
   FlowDriver driver(&net, flows, fo);
   FATHOM_RETURN_IF_ERROR(driver.Setup());
+  if (options.hooks != nullptr) FATHOM_RETURN_IF_ERROR(options.hooks->OnWorkload(net, driver));
 
   for (PortCapture* cap : captures) cap->Attach(&net);
   const Picoseconds end = Picoseconds::FromSeconds(s.end_time_us() * 1e-6);
@@ -521,7 +524,11 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
   if (options.trace != nullptr) options.trace->Attach(&engine);
 
   const auto wall_start = std::chrono::steady_clock::now();
-  engine.Run(end);
+  if (options.hooks != nullptr) {
+    options.hooks->Run(net, driver, end);
+  } else {
+    engine.Run(end);
+  }
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   if (options.progress) std::fprintf(stderr, "\r%80s\r", "");

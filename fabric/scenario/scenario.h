@@ -41,6 +41,25 @@ StatusOr<LoadedScenario> LoadScenarioString(const std::string& text, const std::
 
 class EventTraceWriter;
 class PortCapture;
+class FlowDriver;
+class Network;
+
+// A distributed run's part in RunScenario (fabric/parallel/ implements it;
+// issue 30). With hooks the engine takes the canonical order
+// (Engine::set_canonical_order) and the hooks run it: the partition's
+// links are wired once the network is built, events of what this process
+// does not own are dropped after setup, and Run replaces Engine::Run.
+class RunHooks {
+ public:
+  virtual ~RunHooks() = default;
+  // After the network is built, before faults and workload attach.
+  virtual Status OnNetwork(Network& net) = 0;
+  // After the workload's setup (its QPs connected, its starts scheduled).
+  virtual Status OnWorkload(Network& net, FlowDriver& driver) = 0;
+  // Runs the events up to `end`; leaves the engine's clock where every
+  // process agrees the run ended.
+  virtual void Run(Network& net, FlowDriver& driver, Picoseconds end) = 0;
+};
 
 struct RunOptions {
   std::optional<uint64_t> seed;  // overrides the scenario's
@@ -56,6 +75,9 @@ struct RunOptions {
   // RunScenario returns; the caller checks their status().
   std::vector<PortCapture*> open_captures;
   bool progress = false;  // a progress line on stderr (only for terminals)
+  // A distributed run (not owned); null: this process runs it all, in the
+  // engine's default order.
+  RunHooks* hooks = nullptr;
 };
 
 // One QP pair of a flow (issue 27's per-flow table): the requester QP's

@@ -242,7 +242,9 @@ void Engine::FarSiftUp(size_t i, const FarEvent e) {
 }
 
 void Engine::FarPush(const Event& e) {
-  far_.push_back(FarEvent{e, far_seq_++});
+  const uint64_t key =
+      canonical_ ? (static_cast<uint64_t>(e.kind) << 32 | e.component) : uint64_t{0};
+  far_.push_back(FarEvent{e, key, far_seq_++});
   FarSiftUp(far_.size() - 1, far_.back());
   far_time_ = far_[0].e.time;
 }
@@ -277,7 +279,52 @@ Event Engine::FarPop() {
   return top;
 }
 
+void Engine::RetainEvents(const std::function<bool(const Event&)>& keep) {
+  std::vector<FarEvent> kept;
+  for (const FarEvent& f : far_) {
+    if (keep(f.e)) kept.push_back(f);
+  }
+  pending_ -= far_.size() - kept.size();
+  far_.clear();
+  for (const FarEvent& f : kept) {
+    far_.push_back(f);
+    FarSiftUp(far_.size() - 1, far_.back());
+  }
+  far_time_ = far_.empty() ? kNoTime : far_[0].e.time;
+}
+
+uint64_t Engine::RunCanonical(Picoseconds until) {
+  stop_ = false;
+  uint64_t n = 0;
+  const uint64_t limit = static_cast<uint64_t>(until.ps() < 0 ? 0 : until.ps());
+  while (!stop_ && !far_.empty() && far_[0].e.time <= limit) {
+    const Event e = FarPop();
+    --pending_;
+    now_ps_ = static_cast<int64_t>(e.time);
+    last_event_ps_ = now_ps_;
+    // This event's own digest: the same fold as the default order's, from
+    // a fixed start, then mixed in full and summed (order-independent).
+    digest_ = 0xcbf29ce484222325ULL;
+    TraceMix(e.time);
+    digest_ ^= (static_cast<uint64_t>(e.kind) << 32) | e.component;
+    if (observed_ && trace_fn_ != nullptr) {
+      trace_fn_(trace_ctx_, Picoseconds(now_ps_), e.kind, e.component);
+    }
+    g_event_handlers[e.handler](e.obj, e.arg);
+    digest_sum_ += Mix64(digest_);
+    ++n;
+    ++dispatched_;
+    if (observed_ && progress_fn_ != nullptr && --progress_countdown_ == 0) {
+      progress_countdown_ = progress_every_;
+      progress_fn_(progress_ctx_, *this);
+    }
+  }
+  if (!stop_ && until != Picoseconds::Max() && now_ps_ < until.ps()) now_ps_ = until.ps();
+  return n;
+}
+
 uint64_t Engine::Run(Picoseconds until) {
+  if (canonical_) return RunCanonical(until);
   stop_ = false;
   uint64_t n = 0;
   const uint64_t limit = static_cast<uint64_t>(until.ps() < 0 ? 0 : until.ps());

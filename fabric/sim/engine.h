@@ -29,11 +29,20 @@
 // its time was beyond the wheel's reach, which only grows while any wheel
 // event is pending).
 //
+// The canonical order (set_canonical_order, for distributed runs,
+// fabric/parallel/): ties in time go by (kind, component) and only then in
+// schedule order, and the digest is a sum of per-event digests. Neither
+// depends on which events share an engine, so a fabric split across
+// processes gives the same digest as one engine (docs/PARALLEL.md says why
+// the default order cannot: a tie between events scheduled by two
+// partitions at one picosecond would need the global schedule order).
+//
 // Threading: an Engine and everything scheduled on it belong to one thread.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -148,7 +157,33 @@ class Engine {
   void TraceMix(uint64_t v) {
     digest_ = (((digest_ << 5) | (digest_ >> 59)) ^ v) * 0x9e3779b97f4a7c15ULL;
   }
-  uint64_t trace_digest() const { return Mix64(digest_); }
+  uint64_t trace_digest() const {
+    return canonical_ ? CanonicalDigest(digest_sum_) : Mix64(digest_);
+  }
+
+  // The canonical order (see the header comment): call before anything is
+  // scheduled. Events then wait in the heap, ordered by (time, kind,
+  // component, schedule order); each event's digest (its time, kind,
+  // component and the handler's TraceMix values) is mixed in full and
+  // summed, so the sum over several engines is the sum of one engine.
+  void set_canonical_order(bool on) { canonical_ = on; }
+  bool canonical_order() const { return canonical_; }
+  // The canonical digest's running sum (add the sums of several engines,
+  // modulo 2^64, then CanonicalDigest).
+  uint64_t digest_sum() const { return digest_sum_; }
+  static uint64_t CanonicalDigest(uint64_t sum) { return Mix64(sum ^ 0xca90ca90ca90ca90ULL); }
+  // The time of the next pending event (canonical order only; Max when
+  // none) and of the last one dispatched (0 when none).
+  Picoseconds NextEventTime() const {
+    return far_.empty() ? Picoseconds::Max() : Picoseconds(static_cast<int64_t>(far_[0].e.time));
+  }
+  Picoseconds last_event_time() const { return Picoseconds(last_event_ps_); }
+  // Sets the clock between runs (distributed runs agree where a run ended);
+  // never before the last event dispatched.
+  void SetClock(Picoseconds t) { now_ps_ = t.ps() > last_event_ps_ ? t.ps() : last_event_ps_; }
+  // Drops the pending events `keep` rejects (canonical order only; setup:
+  // a partition keeps the events of what it owns).
+  void RetainEvents(const std::function<bool(const Event&)>& keep);
   uint64_t events_dispatched() const { return dispatched_; }
   size_t pending() const { return pending_; }
   // Largest the event list has been (for memory figures).
@@ -206,13 +241,18 @@ class Engine {
   // Wheel and window order: by time, and stably (ties keep their order).
   static bool Before(const Event& a, const Event& b) { return a.time < b.time; }
   // The heap's events carry their schedule number.
+  // `key` is (kind, component) in the canonical order, 0 otherwise.
   struct FarEvent {
     Event e;
+    uint64_t key;
     uint64_t seq;
   };
   static bool FarBefore(const FarEvent& a, const FarEvent& b) {
-    return a.e.time < b.e.time || (a.e.time == b.e.time && a.seq < b.seq);
+    if (a.e.time != b.e.time) return a.e.time < b.e.time;
+    if (a.key != b.key) return a.key < b.key;
+    return a.seq < b.seq;
   }
+  uint64_t RunCanonical(Picoseconds until);
   // Calls the fetch hint of `e`'s kind, if any.
   void Hint(const Event& e) const {
     const PrefetchFn fn = prefetchers_[static_cast<size_t>(e.kind) & 7];
@@ -262,6 +302,9 @@ class Engine {
 
   uint64_t seed_;
   int64_t now_ps_ = 0;
+  bool canonical_ = false;
+  uint64_t digest_sum_ = 0;
+  int64_t last_event_ps_ = 0;
   uint64_t far_seq_ = 0;  // schedule numbers of the heap's events
   uint64_t digest_ = 0xcbf29ce484222325ULL;
   uint64_t dispatched_ = 0;
@@ -315,6 +358,10 @@ inline void Engine::Insert(uint64_t time, EventKind kind, uint32_t component, Ha
                            void* obj, uint64_t arg) {
   ++pending_;
   if (pending_ > peak_pending_) peak_pending_ = pending_;
+  if (canonical_) [[unlikely]] {
+    FarPush(Event{time, obj, arg, component, kind, handler});
+    return;
+  }
   if (wheel_count_ == 0 && win_pos_ == win_end_) {
     // Nothing near is pending: the wheel starts over at the present.
     active_bucket_ = static_cast<uint64_t>(now_ps_) >> kBucketShift;

@@ -317,6 +317,10 @@ void Port::Hold(uintptr_t tagged, int64_t arrive_ps) {
 }
 
 void Port::HoldWords(uint64_t w0, uint64_t w1) {
+  if (remote_ != nullptr) [[unlikely]] {
+    HoldShipped(w0, w1);
+    return;
+  }
   // Every entry arrives at its end of serialization plus the constant
   // latency, and ends only grow: the ring is in arrival order.
   if (count_ == ring_mask_ + 1) Grow();
@@ -425,6 +429,13 @@ void Port::SendAlone(Packet* p, int64_t arrive_ps) {
   ++alone_.packets;
   alone_.data += p->wire_bytes - kCountedOffWire;
   alone_.errors += p->corrupt;
+  if (remote_ != nullptr) {
+    // Shipped; its ring entry (kAlone) keeps the packet until it settles.
+    remote_->ship(remote_->ctx, *this, static_cast<uint64_t>(arrive_ps),
+                  reinterpret_cast<uint64_t>(p), true);
+    shipped_alone_.push_back({arrive_ps, p->wire_bytes, p->corrupt != 0});
+    return;
+  }
   engine_->Schedule<&Port::OnArrival>(Picoseconds(arrive_ps), EventKind::kArrival, rx_component_,
                                       this, reinterpret_cast<uint64_t>(p));
 }
@@ -438,7 +449,58 @@ void Port::OnArrival(void* obj, uint64_t arg) {
   tx->Deliver(p);
 }
 
+void Port::HoldShipped(uint64_t w0, uint64_t w1) {
+  SettleShipped();
+  const Held h{w0, w1};
+  // Every entry, lost and delayed ones too: their arrivals are events
+  // (OnRingArrival takes them off) wherever the far end is simulated.
+  remote_->ship(remote_->ctx, *this, w0, w1, false);
+  if (count_ == ring_mask_ + 1) Grow();
+  ring_[(head_ + count_) & ring_mask_] = h;
+  ++count_;
+  if (buffered_) ++queued_;
+}
+
+void Port::SettleShipped() {
+  // What OnRingArrival does at each arrival, without the delivery (the far
+  // end's process delivers its copy): the entries arrived by now leave,
+  // and their packets go back to the pool.
+  const int64_t now = engine_->Now().ps();
+  while (count_ > 0 && ring_[head_].arrive_ps() <= now) {
+    const Held h = ring_[head_];
+    if (count_ == queued_) Release(h);
+    head_ = (head_ + 1) & ring_mask_;
+    --count_;
+    if (h.pooled()) {
+      pool_->Free(h.packet());
+    } else {
+      pool_->DropCompact();
+    }
+  }
+  for (size_t i = 0; i < shipped_alone_.size();) {
+    const ShippedAlone a = shipped_alone_[i];
+    if (a.arrive_ps > now) {
+      ++i;
+      continue;
+    }
+    --alone_.packets;
+    alone_.data -= a.bytes - kCountedOffWire;
+    alone_.errors -= a.corrupt;
+    shipped_alone_[i] = shipped_alone_.back();
+    shipped_alone_.pop_back();
+  }
+}
+
+void Port::ReceiveShipped(uint64_t w0, uint64_t w1, bool alone) {
+  if (alone) {
+    SendAlone(reinterpret_cast<Packet*>(w1), static_cast<int64_t>(w0));
+    return;
+  }
+  HoldWords(w0, w1);
+}
+
 Port::Received Port::Delivered() const {
+  if (mirror_) return Received{};  // the sending process counts
   // Everything sent arrived, but what the wire lost and what is still on
   // the way (in the ring, or on its own).
   Received r;

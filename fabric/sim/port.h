@@ -98,6 +98,17 @@ using ReceivePrefetchFn = void (*)(const void* obj, uint32_t dest_qpn, bool full
 using ReceiveFullSizeFn = bool (*)(void* obj, const QpFlow& flow, uint32_t psn, Opcode opcode,
                                    bool ack_req);
 
+// A link whose far end another process simulates (fabric/parallel/): the
+// sending port ships each packet it puts on the cable there, with its
+// arrival time, instead of delivering it. `w0`/`w1` are a held entry's words
+// (Port's Held: a compact entry's flow is this process's address; a pool
+// packet's is the Packet*); `alone`: a packet a fault delayed, w0 its
+// arrival time and w1 the Packet*. The callee copies what it needs.
+struct RemoteLink {
+  void (*ship)(void* ctx, const class Port& port, uint64_t w0, uint64_t w1, bool alone);
+  void* ctx;
+};
+
 struct PortConfig {
   int32_t node = -1;
   int32_t index = -1;  // port index at the node
@@ -230,6 +241,32 @@ class Port {
   std::optional<PfcCounters> pfc_counters() const;
   // Bytes of class `tc` held in the per-class waiting FIFO (paused).
   int64_t waiting_bytes(int tc) const;
+
+  // Distributed runs (fabric/parallel/). set_remote: the far end is
+  // simulated elsewhere; the port keeps its entries for its buffer account
+  // and counters only (settled without events), and ships each one through
+  // `remote`. set_mirror: the sending end is simulated elsewhere; this copy
+  // only delivers what is shipped to it (ReceiveShipped) and counts nothing
+  // (Delivered() is the sending process's). Off: one branch per hold.
+  void set_remote(const RemoteLink* remote) { remote_ = remote; }
+  void set_mirror(bool on) { mirror_ = on; }
+  bool remote() const { return remote_ != nullptr; }
+  // A shipped entry: Held words (a compact entry's flow in this process,
+  // counted in the pool by the caller; a pool packet's next_out set), or a
+  // delayed pool packet arriving at `w0` on its own (`alone`).
+  void ReceiveShipped(uint64_t w0, uint64_t w1, bool alone);
+  // Takes the entries that have arrived by now off a remote port's ring.
+  void SettleShipped();
+  // Held's tags, for a RemoteLink's callee.
+  static constexpr uint64_t kHeldPooled = uint64_t{1} << 63;
+  static constexpr uint64_t kHeldTimeMask = (uint64_t{1} << 48) - 1;
+  static constexpr uintptr_t kHeldTags = alignof(Packet) - 1;
+  static const QpFlow* CompactFlow(uint64_t w1) {
+    return reinterpret_cast<const QpFlow*>((w1 >> 24) << 7);
+  }
+  static uint64_t CompactWithFlow(uint64_t w1, const QpFlow* flow) {
+    return (w1 & ((uint64_t{1} << 24) - 1)) | (reinterpret_cast<uint64_t>(flow) >> 7) << 24;
+  }
 
   // The engine's fetch hint for arrival events (Engine::set_prefetcher):
   // the ring's head, and where the packet goes next: for a packet that
@@ -489,6 +526,16 @@ class Port {
   int64_t headroom_bytes_ = 0;
   PortConfig config_;
   HugePageArena* arena_;
+  // Distributed runs (set_remote, set_mirror): cold.
+  const RemoteLink* remote_ = nullptr;
+  bool mirror_ = false;
+  struct ShippedAlone {
+    int64_t arrive_ps;
+    uint32_t bytes;
+    bool corrupt;
+  };
+  std::vector<ShippedAlone> shipped_alone_;
+  [[gnu::cold, gnu::noinline]] void HoldShipped(uint64_t w0, uint64_t w1);
 };
 
 }  // namespace fathom::sim

@@ -1,0 +1,279 @@
+#include "fabric/parallel/parallel_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "fabric/scenario/workload.h"
+
+namespace fathom::parallel {
+namespace {
+
+// A shipped entry's form (see Ship).
+enum Form : uint8_t {
+  kCompact = 0,      // a compact entry (Held words; the flow by number)
+  kPooled = 1,       // a pool packet to deliver
+  kAlonePacket = 2,  // a packet a fault delayed, travelling on its own
+  kLostEntry = 3,    // lost on the wire: its arrival takes it off the ring
+  kAloneEntry = 4,   // the ring entry of the last kAlonePacket
+};
+
+struct Header {
+  int32_t node;
+  int32_t index;
+  uint32_t flow;
+  uint8_t form;
+  uint64_t w0;
+  uint64_t w1;
+};
+constexpr size_t kHeaderBytes = 4 + 4 + 4 + 1 + 8 + 8;
+
+template <typename T>
+void Put(std::string* out, const T& v) {
+  out->append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+template <typename T>
+T Get(const char*& at) {
+  T v;
+  std::memcpy(&v, at, sizeof(T));
+  at += sizeof(T);
+  return v;
+}
+
+}  // namespace
+
+DistributedRun::DistributedRun(Comm* comm, const topo::Topology* topology,
+                               const proto::Scenario* spec)
+    : comm_(comm), topology_(topology), spec_(spec) {}
+
+Status DistributedRun::OnNetwork(sim::Network& net) {
+  const int32_t size = comm_->size();
+  if (size > 1) {
+    if (net.qos().lossless_mask() != 0) {
+      return InvalidArgument(
+          "network.qos: a lossless class (PFC) is not supported across processes yet (run it in "
+          "one process)");
+    }
+    if (spec_->transport().opcode() == "send") {
+      return InvalidArgument(
+          "transport.opcode: send is not supported across processes yet (the receives are "
+          "posted at the far end); run it in one process");
+    }
+    for (int i = 0; i < spec_->faults_size(); ++i) {
+      if (!spec_->faults(i).reroute_via().empty()) {
+        return InvalidArgument("faults[" + std::to_string(i) +
+                               "].reroute_via: re-routing is not supported across processes yet");
+      }
+    }
+  }
+  FATHOM_ASSIGN_OR_RETURN(partition_, PartitionFabric(*topology_, size));
+  const sim::Port* any_host_port = nullptr;
+  for (int32_t h : topology_->hosts()) {
+    if (topology_->PortCount(h) > 0) {
+      any_host_port = &net.port(h, 0);
+      break;
+    }
+  }
+  // The NIC pipelines Network folds into host links: the least of the two
+  // directions of a host link, over its configured latency.
+  Picoseconds extra(0);
+  if (any_host_port != nullptr) {
+    const topo::Link& l = topology_->link(any_host_port->config().link);
+    const Picoseconds up = any_host_port->config().latency - l.latency;
+    const Picoseconds down = any_host_port->peer()->config().latency - l.latency;
+    extra = std::min(up, down);
+  }
+  FATHOM_ASSIGN_OR_RETURN(window_, SyncWindow(*topology_, partition_, extra));
+  outbox_.assign(static_cast<size_t>(size), std::string());
+  const int32_t me = comm_->rank();
+  for (sim::Port* p : net.ports()) {
+    const int32_t tx = p->config().node;
+    const int32_t rx = p->peer()->config().node;
+    const bool owns_tx = partition_.Owns(me, tx);
+    const bool owns_rx = partition_.Owns(me, rx);
+    if (owns_tx && !owns_rx) {
+      p->set_remote(&link_);
+      remote_ports_.push_back(p);
+    } else if (!owns_tx && owns_rx) {
+      p->set_mirror(true);
+    }
+  }
+  return Status::Ok();
+}
+
+Status DistributedRun::OnWorkload(sim::Network& net, sim::FlowDriver& driver) {
+  // The run stops when every process agrees every flow finished (Run).
+  driver.set_stop_when_done(false);
+  for (int32_t h = 0; h < net.host_count(); ++h) {
+    net.nic(h).ForEachFlow([&](sim::QpFlow& f) {
+      flow_ids_.emplace(&f, static_cast<uint32_t>(flows_.size()));
+      flows_.push_back(&f);
+    });
+  }
+  // Keep the events of what this process owns: a flow starts where its
+  // requester is (the responder of a READ is its source), a fault event
+  // (port transitions and crashes of a host) and a NIC's where its node is.
+  const bool read = spec_->transport().opcode() == "read";
+  const int32_t me = comm_->rank();
+  const std::vector<sim::Flow>& flows = driver.flows();
+  net.engine().RetainEvents([&](const sim::Event& e) {
+    switch (e.kind) {
+      case sim::EventKind::kFlowStart: {
+        if (e.component >= flows.size()) return true;
+        const sim::Flow& f = flows[e.component];
+        const int32_t requester = read ? f.dst : f.src;
+        return partition_.Owns(me, topology_->hosts()[static_cast<size_t>(requester)]);
+      }
+      case sim::EventKind::kFault:
+      case sim::EventKind::kNicPump:  // a NIC's events: its host's node
+        return e.component < partition_.owner.size() &&
+               partition_.Owns(me, static_cast<int32_t>(e.component));
+      case sim::EventKind::kQpTimer:  // host node * 65536 + QPN
+        return e.component / 65536u < partition_.owner.size() &&
+               partition_.Owns(me, static_cast<int32_t>(e.component / 65536u));
+      default:
+        return true;
+    }
+  });
+  return Status::Ok();
+}
+
+void DistributedRun::Ship(void* ctx, const sim::Port& port, uint64_t w0, uint64_t w1, bool alone) {
+  auto* self = static_cast<DistributedRun*>(ctx);
+  const int32_t to = self->partition_.owner[static_cast<size_t>(port.peer()->config().node)];
+  std::string& out = self->outbox_[static_cast<size_t>(to)];
+  const sim::Packet* p = nullptr;
+  uint8_t form;
+  const sim::QpFlow* flow;
+  if (alone) {
+    form = kAlonePacket;
+    p = reinterpret_cast<const sim::Packet*>(w1);
+    flow = p->flow;
+  } else if ((w0 & sim::Port::kHeldPooled) == 0) {
+    form = kCompact;
+    flow = sim::Port::CompactFlow(w1);
+  } else {
+    const uint64_t tag = w1 & sim::Port::kHeldTags;
+    p = reinterpret_cast<const sim::Packet*>(w1 & ~uint64_t{sim::Port::kHeldTags});
+    flow = p->flow;
+    form = tag == 0 ? kPooled : tag == 1 ? kLostEntry : kAloneEntry;
+    if (form == kAloneEntry) p = nullptr;  // the far end has the packet already
+  }
+  Put(&out, port.config().node);
+  Put(&out, port.config().index);
+  Put(&out, self->flow_ids_.at(flow));
+  Put(&out, form);
+  Put(&out, w0);
+  Put(&out, w1);
+  if (p != nullptr) {
+    out.append(reinterpret_cast<const char*>(p), sizeof(sim::Packet));
+    out.append(reinterpret_cast<const char*>(&p->ext()), sizeof(sim::PacketExt));
+  }
+  ++self->stats_.shipped;
+}
+
+void DistributedRun::Deliver(sim::Network& net, const std::string& batch) {
+  const char* at = batch.data();
+  const char* end = at + batch.size();
+  while (at < end) {
+    Header h;
+    h.node = Get<int32_t>(at);
+    h.index = Get<int32_t>(at);
+    h.flow = Get<uint32_t>(at);
+    h.form = Get<uint8_t>(at);
+    h.w0 = Get<uint64_t>(at);
+    h.w1 = Get<uint64_t>(at);
+    sim::Port& port = net.port(h.node, h.index);
+    const sim::QpFlow* flow = flows_[h.flow];
+    if (h.form == kCompact) {
+      net.pool().AddCompact();  // as the sending NIC counted it
+      port.ReceiveShipped(h.w0, sim::Port::CompactWithFlow(h.w1, flow), false);
+      continue;
+    }
+    if (h.form == kAloneEntry) {
+      port.ReceiveShipped(h.w0, reinterpret_cast<uint64_t>(last_alone_) | 2, false);
+      continue;
+    }
+    sim::Packet* p = net.pool().Alloc();
+    std::memcpy(static_cast<void*>(p), at, sizeof(sim::Packet));
+    at += sizeof(sim::Packet);
+    std::memcpy(static_cast<void*>(&p->ext()), at, sizeof(sim::PacketExt));
+    at += sizeof(sim::PacketExt);
+    // This process's addresses: the flow, its route, no payload bytes
+    // (modelled flows only).
+    p->flow = flow;
+    p->next_out = sim::NextHop(*flow, p->hops);
+    p->has_data = 0;
+    p->ext().data = nullptr;
+    switch (h.form) {
+      case kPooled:
+        port.ReceiveShipped(h.w0, reinterpret_cast<uint64_t>(p), false);
+        break;
+      case kLostEntry:
+        port.ReceiveShipped(h.w0, reinterpret_cast<uint64_t>(p) | 1, false);
+        break;
+      default:  // kAlonePacket
+        last_alone_ = p;
+        port.ReceiveShipped(h.w0, reinterpret_cast<uint64_t>(p), true);
+        break;
+    }
+  }
+  static_assert(kHeaderBytes == sizeof(int32_t) * 2 + sizeof(uint32_t) + 1 + 16);
+}
+
+bool DistributedRun::AllDecided(const sim::FlowDriver& driver) {
+  const std::vector<sim::FlowResult>& results = driver.results();
+  if (results.empty()) return false;  // nothing to finish: run to the end
+  uint64_t decided = 0;
+  for (const sim::FlowResult& r : results) decided += r.state != sim::FlowState::kPending;
+  std::vector<uint64_t> sum{decided};
+  comm_->AllSum(&sum);
+  if (sum[0] < results.size()) return false;
+  // Enough decisions in all: are they of every flow (a flow may be decided
+  // on both of its ends)?
+  std::vector<uint64_t> bits((results.size() + 63) / 64, 0);
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].state != sim::FlowState::kPending) bits[i / 64] |= uint64_t{1} << (i % 64);
+  }
+  comm_->AllOr(&bits);
+  size_t n = 0;
+  for (uint64_t b : bits) n += static_cast<size_t>(__builtin_popcountll(b));
+  return n == results.size();
+}
+
+void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds end) {
+  sim::Engine& engine = net.engine();
+  const int64_t q = window_.ps();
+  bool stopped = false;
+  using Clock = std::chrono::steady_clock;
+  for (;;) {
+    const auto sync_start = Clock::now();
+    // The window of the earliest event anywhere, on the grid of q.
+    std::vector<int64_t> next{engine.NextEventTime().ps()};
+    comm_->AllMin(&next);
+    if (AllDecided(driver)) stopped = true;
+    stats_.sync_wall_s += std::chrono::duration<double>(Clock::now() - sync_start).count();
+    if (stopped || next[0] == Picoseconds::Max().ps() || next[0] > end.ps()) break;
+    const int64_t from = next[0] - next[0] % q;
+    const int64_t until = std::min(from + q - 1, end.ps());
+    engine.Run(Picoseconds(until));
+    const auto exchange_start = Clock::now();
+    for (const std::string& b : outbox_) stats_.shipped_bytes += b.size();
+    const std::vector<std::string> in = comm_->Exchange(outbox_);
+    for (std::string& b : outbox_) b.clear();
+    for (const std::string& b : in) Deliver(net, b);
+    stats_.sync_wall_s += std::chrono::duration<double>(Clock::now() - exchange_start).count();
+    ++stats_.windows;
+  }
+  // Where the run ended, the same for every partition: the last event
+  // anywhere when the flows stopped it (as Engine::Stop leaves the clock),
+  // else the end time.
+  std::vector<int64_t> last{engine.last_event_time().ps()};
+  comm_->AllMax(&last);
+  engine.SetClock(stopped ? Picoseconds(last[0]) : end);
+  for (sim::Port* p : remote_ports_) p->SettleShipped();
+  stats_.digest_sum = engine.digest_sum();
+  stats_.events = engine.events_dispatched();
+}
+
+}  // namespace fathom::parallel

@@ -1,0 +1,76 @@
+// A scenario run split across processes (issue 30): each process builds
+// the whole fabric and workload (the same setup everywhere, so QPs, flows
+// and random streams agree) but simulates only the nodes its partition
+// owns (partition.h). A port whose far end another process owns ships each
+// packet it puts on the cable there, with its arrival time; the far end's
+// copy of the port delivers it. Conservative synchronization in windows of
+// the least link latency (SyncWindow): what is sent in a window arrives in
+// a later one, so after each window the processes exchange the window's
+// packets in one batch and agree on the next event time and on whether
+// every flow has finished. The engine runs in the canonical order, which
+// the partition does not change (docs/PARALLEL.md), and so neither do the
+// digest, the counters or the flow table.
+//
+// Ownership: holds the Comm (not owned) and the partition; RunScenario
+// calls the hooks on one thread. Supported: flow workloads with WRITE or
+// READ, drop-tail (lossy) fabrics, ECN/DCQCN, port faults (loss, FEC,
+// corruption, delay, black holes, flaps, link down), host crashes. Refused
+// with more than one process (InvalidArgument): PFC/lossless classes,
+// SEND flows (receives posted at the far end), reroute_via.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fabric/parallel/comm.h"
+#include "fabric/parallel/partition.h"
+#include "fabric/scenario/scenario.h"
+#include "fabric/sim/network.h"
+
+namespace fathom::parallel {
+
+// What one process measured of the run, for the merge and the figures.
+struct RunStats {
+  uint64_t digest_sum = 0;     // Engine::digest_sum
+  uint64_t windows = 0;        // synchronization rounds
+  uint64_t shipped = 0;        // packets (entries) sent to other processes
+  uint64_t shipped_bytes = 0;  // bytes of those batches
+  uint64_t events = 0;
+  double sync_wall_s = 0;  // wall time in exchanges and reductions
+};
+
+class DistributedRun final : public sim::RunHooks {
+ public:
+  DistributedRun(Comm* comm, const topo::Topology* topology, const proto::Scenario* spec);
+  Status OnNetwork(sim::Network& net) override;
+  Status OnWorkload(sim::Network& net, sim::FlowDriver& driver) override;
+  void Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds end) override;
+
+  const Partition& partition() const { return partition_; }
+  Picoseconds window() const { return window_; }
+  const RunStats& stats() const { return stats_; }
+
+ private:
+  static void Ship(void* ctx, const sim::Port& port, uint64_t w0, uint64_t w1, bool alone);
+  void Deliver(sim::Network& net, const std::string& batch);
+  bool AllDecided(const sim::FlowDriver& driver);
+
+  Comm* comm_;
+  const topo::Topology* topology_;
+  const proto::Scenario* spec_;
+  Partition partition_;
+  Picoseconds window_;
+  sim::RemoteLink link_{&DistributedRun::Ship, this};
+  std::vector<std::string> outbox_;  // by destination process
+  // Flows (QpFlow) by number, the same in every process: NIC by NIC in
+  // host-rank order, each NIC's QPs in order.
+  std::vector<const sim::QpFlow*> flows_;
+  std::unordered_map<const sim::QpFlow*, uint32_t> flow_ids_;
+  std::vector<sim::Port*> remote_ports_;
+  sim::Packet* last_alone_ = nullptr;  // the packet an alone-entry refers to
+  RunStats stats_;
+};
+
+}  // namespace fathom::parallel

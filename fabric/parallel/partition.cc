@@ -1,0 +1,104 @@
+#include "fabric/parallel/partition.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace fathom::parallel {
+
+StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t processes) {
+  const auto& nodes = topology.nodes();
+  if (processes < 1)
+    return InvalidArgument("PartitionFabric: processes " + std::to_string(processes));
+  // The unit of each node: a switch is its own; a host joins the switch its
+  // first port reaches, or (back-to-back cables) the lowest host it reaches.
+  std::vector<int32_t> unit(nodes.size(), -1);
+  for (const topo::Node& n : nodes) {
+    if (n.kind == topo::NodeKind::kSwitch) unit[static_cast<size_t>(n.id)] = n.id;
+  }
+  for (const topo::Node& n : nodes) {
+    if (n.kind == topo::NodeKind::kSwitch) continue;
+    int32_t u = n.id;
+    for (int32_t p = 0; p < topology.PortCount(n.id); ++p) {
+      const int32_t peer = topology.Peer(n.id, p).node;
+      if (nodes[static_cast<size_t>(peer)].kind == topo::NodeKind::kSwitch) {
+        u = peer;
+        break;
+      }
+      u = std::min(u, peer);
+    }
+    unit[static_cast<size_t>(n.id)] = u;
+  }
+  // A host-host chain: follow to the lowest id.
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    int32_t u = unit[n];
+    while (unit[static_cast<size_t>(u)] != u) u = unit[static_cast<size_t>(u)];
+    unit[n] = u;
+  }
+  std::vector<int64_t> unit_weight(nodes.size(), 0);
+  std::vector<int32_t> units;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    unit_weight[static_cast<size_t>(unit[n])] += topology.PortCount(static_cast<int32_t>(n));
+    if (unit[n] == static_cast<int32_t>(n)) units.push_back(static_cast<int32_t>(n));
+  }
+  Partition part;
+  part.processes = processes;
+  part.units = static_cast<int32_t>(units.size());
+  if (processes > part.units) {
+    return InvalidArgument("more processes (" + std::to_string(processes) + ") than partitions (" +
+                           std::to_string(part.units) + " switches with their hosts) in topology " +
+                           topology.name());
+  }
+  int64_t total = 0;
+  for (int32_t u : units) total += unit_weight[static_cast<size_t>(u)];
+  // Contiguous runs: process r takes units until its share of the ports
+  // is reached, leaving at least one unit for each process after it.
+  std::vector<int32_t> process_of_unit(nodes.size(), 0);
+  part.weight.assign(static_cast<size_t>(processes), 0);
+  std::vector<int32_t> count(static_cast<size_t>(processes), 0);
+  int32_t r = 0;
+  int64_t sum = 0;
+  for (size_t i = 0; i < units.size(); ++i) {
+    // Move on when this process has its share, or when the units left are
+    // only enough for one each of the processes after it.
+    if (r + 1 < processes && count[static_cast<size_t>(r)] > 0) {
+      const size_t left_units = units.size() - i;
+      const size_t procs_after = static_cast<size_t>(processes - r - 1);
+      if (left_units <= procs_after || sum * processes >= total * (r + 1)) ++r;
+    }
+    const int64_t w = unit_weight[static_cast<size_t>(units[i])];
+    process_of_unit[static_cast<size_t>(units[i])] = r;
+    part.weight[static_cast<size_t>(r)] += w;
+    ++count[static_cast<size_t>(r)];
+    sum += w;
+  }
+  part.owner.resize(nodes.size());
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    part.owner[n] = process_of_unit[static_cast<size_t>(unit[n])];
+  }
+  return part;
+}
+
+StatusOr<Picoseconds> SyncWindow(const topo::Topology& topology, const Partition& partition,
+                                 Picoseconds host_extra) {
+  int64_t window = std::numeric_limits<int64_t>::max();
+  for (const topo::Link& l : topology.links()) {
+    const bool host_end = topology.node(l.a).kind == topo::NodeKind::kHost ||
+                          topology.node(l.b).kind == topo::NodeKind::kHost;
+    const int64_t latency = l.latency.ps() + (host_end ? host_extra.ps() : 0);
+    const bool crosses =
+        partition.owner[static_cast<size_t>(l.a)] != partition.owner[static_cast<size_t>(l.b)];
+    if (crosses && latency <= 0) {
+      return InvalidArgument("link " + l.name + " crosses between processes " +
+                             std::to_string(partition.owner[static_cast<size_t>(l.a)]) + " and " +
+                             std::to_string(partition.owner[static_cast<size_t>(l.b)]) +
+                             " with zero latency: no lookahead to synchronize on (give it a "
+                             "latency, or run fewer processes)");
+    }
+    if (latency > 0) window = std::min(window, latency);
+  }
+  // No link with a latency: one process, one window per nanosecond.
+  if (window == std::numeric_limits<int64_t>::max()) window = 1000;
+  return Picoseconds(window);
+}
+
+}  // namespace fathom::parallel

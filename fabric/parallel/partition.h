@@ -1,0 +1,45 @@
+// How a distributed run splits a fabric between processes: which process
+// owns each node (a switch with the hosts cabled to it is one unit, never
+// split), balanced by ports, and the lookahead that conservative
+// synchronization gets from the links that cross between processes.
+//
+// Pure functions of the topology and the process count, so every process
+// computes the same plan without talking to the others.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/units.h"
+#include "topologies/topology.h"
+
+namespace fathom::parallel {
+
+struct Partition {
+  int32_t processes = 1;
+  int32_t units = 0;            // switches (with their hosts), or switchless host groups
+  std::vector<int32_t> owner;   // by node id: the process that simulates it
+  std::vector<int64_t> weight;  // by process: ports it simulates
+  bool Owns(int32_t process, int32_t node) const {
+    return owner[static_cast<size_t>(node)] == process;
+  }
+};
+
+// Splits `topology` into `processes` parts: units in node-id order (builders
+// number a pod's switches together), cut into contiguous runs of about equal
+// ports. InvalidArgument when there are more processes than units (naming
+// both), or none.
+StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t processes);
+
+// The synchronization window: the least latency of any port direction,
+// counting the NIC pipelines Network folds into host links (`host_extra`:
+// the lesser of the tx and rx pipelines). A partition-independent grid (the run's stop rule
+// uses it), and a valid lookahead because every cross-process link is at
+// least this slow. InvalidArgument when a link crossing between processes
+// has no latency (zero lookahead): that partition cannot run.
+StatusOr<Picoseconds> SyncWindow(const topo::Topology& topology, const Partition& partition,
+                                 Picoseconds host_extra);
+
+}  // namespace fathom::parallel

@@ -1,0 +1,92 @@
+#include "fabric/parallel/partition.h"
+
+#include <gtest/gtest.h>
+
+#include "topologies/builders.h"
+
+namespace fathom::parallel {
+namespace {
+
+topo::Topology FatTree(int32_t k, Picoseconds latency) {
+  topo::FatTreeOptions o;
+  o.k = k;
+  o.host_link.latency = o.edge_link.latency = o.core_link.latency = latency;
+  auto t = topo::BuildFatTree(o);
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  return *std::move(t);
+}
+
+TEST(PartitionTest, EveryNodeOwnedHostsWithTheirSwitchPortsBalanced) {
+  const topo::Topology t = FatTree(4, Picoseconds::FromNanoseconds(100));
+  for (int32_t n = 1; n <= 4; ++n) {
+    auto p = PartitionFabric(t, n);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    EXPECT_EQ(p->units, 20);  // 8 edge + 8 aggregation + 4 core switches
+    std::vector<int64_t> ports(static_cast<size_t>(n), 0);
+    for (const topo::Node& node : t.nodes()) {
+      const int32_t owner = p->owner[static_cast<size_t>(node.id)];
+      ASSERT_GE(owner, 0);
+      ASSERT_LT(owner, n);
+      ports[static_cast<size_t>(owner)] += t.PortCount(node.id);
+      if (node.kind == topo::NodeKind::kHost) {
+        // A host goes with the switch it is cabled to.
+        EXPECT_EQ(owner, p->owner[static_cast<size_t>(t.Peer(node.id, 0).node)]) << node.name;
+      }
+    }
+    int64_t total = 0;
+    for (int32_t r = 0; r < n; ++r) {
+      EXPECT_EQ(ports[static_cast<size_t>(r)], p->weight[static_cast<size_t>(r)]);
+      EXPECT_GT(ports[static_cast<size_t>(r)], 0) << "process " << r << " of " << n;
+      total += ports[static_cast<size_t>(r)];
+    }
+    // Contiguous cuts at the share: no process over twice its share.
+    for (int32_t r = 0; r < n; ++r) EXPECT_LE(ports[static_cast<size_t>(r)] * n, 2 * total);
+  }
+}
+
+TEST(PartitionTest, MoreProcessesThanUnitsIsRefused) {
+  const topo::Topology t = FatTree(4, Picoseconds::FromNanoseconds(100));
+  auto p = PartitionFabric(t, 21);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("more processes (21) than partitions (20"), std::string::npos)
+      << p.status().message();
+  EXPECT_FALSE(PartitionFabric(t, 0).ok());
+}
+
+TEST(PartitionTest, WindowIsTheLeastLatencyAndZeroLookaheadIsRefused) {
+  topo::FatTreeOptions o;
+  o.k = 4;
+  o.host_link.latency = Picoseconds::FromNanoseconds(300);
+  o.edge_link.latency = Picoseconds::FromNanoseconds(200);
+  o.core_link.latency = Picoseconds::FromNanoseconds(700);
+  auto t = topo::BuildFatTree(o);
+  ASSERT_TRUE(t.ok());
+  auto p = PartitionFabric(*t, 3);
+  ASSERT_TRUE(p.ok());
+  auto w = SyncWindow(*t, *p, Picoseconds(0));
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->ps(), Picoseconds::FromNanoseconds(200).ps());
+  // NIC pipelines lengthen host links only.
+  w = SyncWindow(*t, *p, Picoseconds::FromNanoseconds(50));
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->ps(), Picoseconds::FromNanoseconds(200).ps());
+
+  // Zero-latency switch links: some cross between two processes (both
+  // own switches of one connected fabric), and give no lookahead.
+  o.edge_link.latency = Picoseconds(0);
+  o.core_link.latency = Picoseconds(0);
+  auto z = topo::BuildFatTree(o);
+  ASSERT_TRUE(z.ok());
+  auto pz = PartitionFabric(*z, 2);
+  ASSERT_TRUE(pz.ok());
+  auto wz = SyncWindow(*z, *pz, Picoseconds(0));
+  ASSERT_FALSE(wz.ok());
+  EXPECT_NE(wz.status().message().find("zero latency"), std::string::npos) << wz.status().message();
+  // One process: nothing crosses, the zero-latency links are fine.
+  auto one = PartitionFabric(*z, 1);
+  ASSERT_TRUE(one.ok());
+  EXPECT_TRUE(SyncWindow(*z, *one, Picoseconds(0)).ok());
+}
+
+}  // namespace
+}  // namespace fathom::parallel
