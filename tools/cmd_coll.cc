@@ -162,6 +162,7 @@ int RunTrainingLoop(const CollOptions& o, const sim::LoadedScenario& sc, SimWorl
     }
     j["events"] = r.events;
     j["wall_s"] = wall;
+    j["idle_wall_s"] = r.idle_wall_s;
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("# fathom coll train: %d ranks on %s, scenario %s\n", world->nranks(),
@@ -184,8 +185,8 @@ int RunTrainingLoop(const CollOptions& o, const sim::LoadedScenario& sc, SimWorl
           r.hung ? "no progress (the watchdog's report is on stderr)" : r.error_status.c_str(),
           r.failed_at.us());
     }
-    std::printf("# wall %.3f s, %llu events, %.0f events/s\n", wall,
-                static_cast<unsigned long long>(r.events), events_per_s);
+    std::printf("# wall %.3f s (compute/checkpoint gaps %.3f s), %llu events, %.0f events/s\n",
+                wall, r.idle_wall_s, static_cast<unsigned long long>(r.events), events_per_s);
   }
   if (r.failed) std::fprintf(stderr, "%s", r.report.c_str());
   if (expect != nullptr) return ExpectVerdict(*expect, f, false, o.json);

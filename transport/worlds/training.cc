@@ -1,6 +1,7 @@
 #include "transport/worlds/training.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <utility>
@@ -224,8 +225,10 @@ TrainingRunner::~TrainingRunner() {
 
 void TrainingRunner::Idle(Picoseconds until) {
   sim::Engine& engine = world_->engine();
+  const auto wall = std::chrono::steady_clock::now();
   // A completion stops the engine (EmulatedFabric::OnCompletion): go on.
   while (engine.Now() < until) engine.Run(until);
+  idle_wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
 }
 
 TrainingResult TrainingRunner::Run() {
@@ -289,6 +292,7 @@ TrainingResult TrainingRunner::Run() {
   }
   res.end = clock.Now();
   res.events = engine.events_dispatched() - events_before;
+  res.idle_wall_s = idle_wall_s_;
   return res;
 }
 

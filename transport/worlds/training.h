@@ -74,6 +74,9 @@ struct TrainingResult {
   std::vector<int> stalled_ranks;  // world ranks, hung only
   std::string report;              // the driver's report, group ranks named
   uint64_t events = 0;             // engine events the loop dispatched
+  // Wall time spent letting compute and checkpoint time pass (the rest of
+  // the loop's wall time is the collectives'), seconds.
+  double idle_wall_s = 0;
 };
 
 class TrainingRunner {
@@ -90,6 +93,7 @@ class TrainingRunner {
   // Lets virtual time pass to `until` with no new traffic (events due in
   // between, a fault's or a late completion's, still run).
   void Idle(Picoseconds until);
+  double idle_wall_s_ = 0;
 
   SimWorld* world_ = nullptr;
   TrainingPlan plan_;
