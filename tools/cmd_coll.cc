@@ -26,7 +26,9 @@
 // computes (transport/collectives/cost_model.h); --profile sets the NIC/host
 // profile (transport/worlds/coll_profile.h: the host's reduction time);
 // --scenario honours the scenario's sections or refuses them
-// (SimWorld::CreateFromScenario); --json rows carry the fabric's counters.
+// (SimWorld::CreateFromScenario) and checks its expect block
+// (transport/worlds/coll_expect.h); `train` runs its training loop
+// (transport/worlds/training.h); --json rows carry the fabric's counters.
 // --trace writes one Chrome trace of every rank's steps; with verbs rank 0
 // gathers the ranks' steps through the bootstrap after the run, or, after a
 // failure, from the reports the ranks sent (VerbsBackend::WriteTrace).
