@@ -26,15 +26,21 @@
 // computes (transport/collectives/cost_model.h); --profile sets the NIC/host
 // profile (transport/worlds/coll_profile.h: the host's reduction time);
 // --scenario honours the scenario's sections or refuses them
-// (SimWorld::CreateFromScenario); --json rows carry the fabric's counters.
+// (SimWorld::CreateFromScenario) and checks its expect block
+// (transport/worlds/coll_expect.h); `train` runs its training loop
+// (transport/worlds/training.h); --json rows carry the fabric's counters.
 // --trace writes one Chrome trace of every rank's steps; with verbs rank 0
 // gathers the ranks' steps through the bootstrap after the run, or, after a
 // failure, from the reports the ranks sent (VerbsBackend::WriteTrace).
 // This file declares the flags (tools/coll_flags.h checks them) and builds
 // the world and the sweep they ask for (transport/worlds).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -50,8 +56,10 @@
 #include "transport/collectives/launcher_env.h"
 #include "transport/collectives/nccl_tests.h"
 #include "transport/verbs/verbs_device.h"
+#include "transport/worlds/coll_expect.h"
 #include "transport/worlds/sim_backend.h"
 #include "transport/worlds/sweep.h"
+#include "transport/worlds/training.h"
 #include "transport/worlds/verbs_backend.h"
 
 namespace fathom::tools {
@@ -70,6 +78,121 @@ int ExitCode(SweepResult r) {
       return kExitUsage;
   }
   return kExitFailure;
+}
+
+// The expectations' verdict on a run (coll_expect.h): prints each unmet
+// item on stderr; exit 1 when one is unmet, when the run failed and the
+// block does not say it should, or on a #wrong.
+int ExpectVerdict(const proto::ExpectSpec& e, const CollFacts& f, bool wrong, bool json) {
+  const std::vector<std::string> misses = CheckCollExpect(e, f);
+  for (const std::string& m : misses) std::fprintf(stderr, "fathom coll: %s\n", m.c_str());
+  if (!misses.empty() || wrong) return kExitFailure;
+  if (f.failed && !ExpectsFailure(e)) return kExitFailure;
+  if (!json) std::printf("# expectations met\n");
+  return kExitOk;
+}
+
+double Nearest(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  size_t idx = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  idx = idx == 0 ? 0 : idx - 1;
+  return sorted[std::min(idx, sorted.size() - 1)];
+}
+
+// `fathom coll train --scenario FILE`: the scenario's training loop
+// (transport/worlds/training.h) on `world`; the iteration times, the first
+// failure and the wall time, then the expectations.
+int RunTrainingLoop(const CollOptions& o, const sim::LoadedScenario& sc, SimWorld* world,
+                    const proto::ExpectSpec* expect) {
+  auto plan = TrainingPlanFromScenario(sc, world->nranks());
+  if (!plan.ok()) {
+    std::fprintf(stderr, "fathom coll: %s\n", plan.status().message().c_str());
+    return kExitUsage;
+  }
+  const std::vector<std::string> lines = DescribePlan(plan.value());
+  const TrainingPlan copy = plan.value();
+  auto runner = TrainingRunner::Create(world, std::move(plan).value());
+  if (!runner.ok()) {
+    std::fprintf(stderr, "fathom coll: %s\n", runner.status().message().c_str());
+    return kExitFailure;
+  }
+  const auto wall_start = std::chrono::steady_clock::now();
+  const TrainingResult r = runner.value()->Run();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  std::vector<double> us;
+  us.reserve(r.iteration_times.size());
+  for (Picoseconds t : r.iteration_times) us.push_back(t.us());
+  std::sort(us.begin(), us.end());
+  CollFacts f;
+  f.training = true;
+  f.failed = r.failed;
+  f.hung = r.hung;
+  f.error_status = r.error_status;
+  f.error_time_us = r.failed ? r.failed_at.us() : -1;
+  f.stalled_ranks = r.stalled_ranks;
+  f.first_failed_iteration = r.failed_iteration;
+  f.iterations_completed = r.completed;
+  f.iteration_p50_us = Nearest(us, 0.5);
+  f.iteration_p99_us = Nearest(us, 0.99);
+  f.iteration_max_us = us.empty() ? 0 : us.back();
+  const double virtual_s = (r.end - r.start).seconds();
+  const double events_per_s = wall > 0 ? static_cast<double>(r.events) / wall : 0;
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["op"] = "train";
+    j["backend"] = "sim";
+    j["nranks"] = world->nranks();
+    j["topology"] = world->topology().name();
+    j["scenario"] = sc.path;
+    j["collectives"] = lines;
+    j["iterations_completed"] = r.completed;
+    j["virtual_time_s"] = virtual_s;
+    j["iteration_p50_us"] = f.iteration_p50_us;
+    j["iteration_p99_us"] = f.iteration_p99_us;
+    j["iteration_max_us"] = f.iteration_max_us;
+    j["status"] = r.failed ? (r.hung ? "hung" : "failed") : "ok";
+    if (r.failed) {
+      j["first_failed_iteration"] = r.failed_iteration;
+      j["failed_iteration_start_us"] = r.failed_iteration_start.us();
+      j["failed_collective"] = r.failed_collective;
+      j["failed_group"] = r.failed_group;
+      j["error_status"] = r.error_status;
+      j["error_time_us"] = r.failed_at.us();
+      j["stalled_ranks"] = r.stalled_ranks;
+      j["report"] = r.report;
+    }
+    j["events"] = r.events;
+    j["wall_s"] = wall;
+    j["idle_wall_s"] = r.idle_wall_s;
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("# fathom coll train: %d ranks on %s, scenario %s\n", world->nranks(),
+                world->topology().name().c_str(), sc.path.c_str());
+    std::printf("# iteration: compute %.3f us", copy.compute.us());
+    for (const std::string& l : lines) std::printf("; %s", l.c_str());
+    if (copy.checkpoint_every > 0) {
+      std::printf("; checkpoint %.3f us every %d", copy.checkpoint.us(), copy.checkpoint_every);
+    }
+    std::printf("\n# iterations completed %lld, virtual time %.6f s\n",
+                static_cast<long long>(r.completed), virtual_s);
+    std::printf("# iteration time (us): p50 %.3f  p99 %.3f  max %.3f\n", f.iteration_p50_us,
+                f.iteration_p99_us, f.iteration_max_us);
+    if (r.failed) {
+      std::printf(
+          "# FAILED: iteration %lld (started t=%.3f us), collective '%s' group %d: %s at t=%.3f "
+          "us (virtual)\n",
+          static_cast<long long>(r.failed_iteration), r.failed_iteration_start.us(),
+          r.failed_collective.c_str(), r.failed_group,
+          r.hung ? "no progress (the watchdog's report is on stderr)" : r.error_status.c_str(),
+          r.failed_at.us());
+    }
+    std::printf("# wall %.3f s (compute/checkpoint gaps %.3f s), %llu events, %.0f events/s\n",
+                wall, r.idle_wall_s, static_cast<unsigned long long>(r.events), events_per_s);
+  }
+  if (r.failed) std::fprintf(stderr, "%s", r.report.c_str());
+  if (expect != nullptr) return ExpectVerdict(*expect, f, false, o.json);
+  return r.failed ? kExitFailure : kExitOk;
 }
 
 int RunSim(const CollOptions& o, const CollParsed& p) {
@@ -136,8 +259,41 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
     if (!w.ok()) return usage(w.status());
     world = std::move(w).value();
   }
+  const proto::ExpectSpec* expect = nullptr;
+  if (scenario) {
+    if (Status s = CheckCollExpectFields(*scenario, world->nranks()); !s.ok()) return usage(s);
+    if (scenario->spec.has_expect()) expect = &scenario->spec.expect();
+    const bool training =
+        scenario->spec.workload().pattern() == proto::WorkloadSpec::PATTERN_TRAINING;
+    if (training && o.op != "train") {
+      return usage(scenario->map.Error(
+          "workload.pattern",
+          "training: run its loop with fathom coll train --scenario " + o.scenario));
+    }
+    if (!training && o.op == "train") {
+      return usage(InvalidArgument("train: the scenario " + o.scenario +
+                                   " has no training workload (workload.pattern: training)"));
+    }
+    if (training) return RunTrainingLoop(o, *scenario, world.get(), expect);
+  }
   SimBackend backend(world.get());
-  return ExitCode(RunSweep(SweepFromFlags(o, p), backend, world->comm_options()));
+  SweepOptions sweep = SweepFromFlags(o, p);
+  SweepOutcome outcome;
+  sweep.outcome = &outcome;
+  const SweepResult result = RunSweep(sweep, backend, world->comm_options());
+  if (expect == nullptr || result == SweepResult::kUsage) return ExitCode(result);
+  CollFacts f;
+  f.rows = outcome.rows;
+  f.failed = outcome.failed;
+  f.hung = outcome.hung;
+  f.error_status = outcome.error_status;
+  f.error_time_us = outcome.error_time_us;
+  f.stalled_ranks = outcome.stuck_ranks;
+  bool wrong = false;
+  for (const ReportRow& row : outcome.rows) {
+    wrong = wrong || row.out_of_place.wrong > 0 || row.in_place.wrong > 0;
+  }
+  return ExpectVerdict(*expect, f, wrong, o.json);
 }
 
 int RunVerbs(const CollOptions& o, const CollParsed& p) {
@@ -223,8 +379,18 @@ int Run(CollOptions o) {
     std::fprintf(stderr, "fathom coll: %s\n", s.message().c_str());
     return kExitUsage;
   }
+  if (o.op == "train" && (o.scenario.empty() || o.backend != "sim")) {
+    std::fprintf(stderr,
+                 "fathom coll: train runs a scenario's training loop: --scenario FILE.yaml "
+                 "(workload.pattern: training), --backend sim\n");
+    return kExitUsage;
+  }
   std::vector<std::string> notes;
-  auto parsed = ParseCollFlags(o, &notes);
+  // train: the other flags are checked as for a sweep (the collectives'
+  // sizes and groups are the scenario's).
+  CollOptions checked = o;
+  if (o.op == "train") checked.op = "allreduce";
+  auto parsed = ParseCollFlags(checked, &notes);
   if (!parsed.ok()) {
     std::fprintf(stderr, "fathom coll: %s\n", parsed.status().message().c_str());
     return kExitUsage;
@@ -259,15 +425,26 @@ FATHOM_REGISTER_COMMAND(
               "NCCL_IB_QPS_PER_CONNECTION, NCCL_IB_GID_INDEX, NCCL_IB_HCA, NCCL_IB_TC and "
               "NCCL_ALGO set --ib-timeout, --retry-cnt, --channels, --gid-index, --ib-dev/"
               "--ib-port, --tc and --algo; flags win.");
-          sub->add_option("op", o->op, "allreduce|allgather|reduce_scatter|broadcast|barrier")
+          sub->add_option("op", o->op,
+                          "allreduce|allgather|reduce_scatter|broadcast|barrier, or train: the "
+                          "--scenario's training loop (workload.pattern: training; iterations of "
+                          "compute, collectives over rank groups and checkpoints, timing only; "
+                          "prints the iteration times p50/p99/max, the first failing iteration "
+                          "and the wall time)")
               ->required();
           sub->add_option("--backend", o->backend, "sim (default) or verbs");
           sub->add_option("--topology", o->topology,
                           "sim: PRESET or topology FILE.yaml (default small)");
           sub->add_option("--scenario", o->scenario,
                           "sim: scenario FILE.yaml: its topology, network block, transport "
-                          "block (message_bytes = the chunk) and faults; an expect block or a "
-                          "send/read opcode is an error; its workload is replaced by OP");
+                          "block (message_bytes = the chunk), faults and verbs_faults; a "
+                          "send/read opcode is an error; its workload is replaced by OP (train: "
+                          "its training loop runs). Its expect block is checked (coll_sizes "
+                          "busbw/time bounds, stalled_ranks, coll_error, coll_hang, "
+                          "first_error_us, no_error_surfaced; training: first_failed_iteration, "
+                          "iterations_completed, iteration_p50_us, iteration_p99/max_at_most_us): "
+                          "each miss prints expected vs got and exits 1; a failed run exits 0 "
+                          "when the block expects it; fathom sim's items are refused");
           sub->add_option("--ranks", o->ranks,
                           "sim: ranks (>= 1), on hosts that all reach each other (default: all "
                           "such hosts, or -t x -g)");

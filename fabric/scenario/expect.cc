@@ -529,3 +529,18 @@ Status CheckExpectReferences(const LoadedScenario& sc, const RunReport& r) {
 }
 
 }  // namespace fathom::sim
+
+namespace fathom::sim {
+
+Status ValidateTimeExpect(const config::SourceMap& m, const std::string& path,
+                          const proto::TimeExpect& t) {
+  return CheckTime(m, path, t);
+}
+
+std::string MissTimeUs(const proto::TimeExpect& t, double got_us) {
+  return MissTime(t, got_us < 0 ? -1 : got_us * 1e3);
+}
+
+std::string UsText(double us) { return Num(us); }
+
+}  // namespace fathom::sim

@@ -66,3 +66,17 @@ void CheckSignature(const proto::ExpectSpec& e, const RunReport& r, std::vector<
 Status CheckExpectReferences(const LoadedScenario& sc, const RunReport& r);
 
 }  // namespace fathom::sim
+
+namespace fathom::sim {
+
+// The checks and messages above for other runners of a scenario's `expect`
+// (`fathom coll --scenario`, transport/worlds/coll_expect.h): a TimeExpect
+// against the file (finite, >= 0, a tolerance needs a value); an unmet time
+// ("expected 12 us +- 1 us, got 15 us"; got_us < 0: none), empty when met;
+// a microsecond figure as the messages print it.
+Status ValidateTimeExpect(const config::SourceMap& m, const std::string& path,
+                          const proto::TimeExpect& t);
+std::string MissTimeUs(const proto::TimeExpect& t, double got_us);
+std::string UsText(double us);
+
+}  // namespace fathom::sim

@@ -19,6 +19,7 @@
 #include "fabric/scenario/pfc_field.h"
 #include "fabric/scenario/qos.h"
 #include "fabric/scenario/receive.h"
+#include "fabric/scenario/training_spec.h"
 #include "fabric/scenario/workload.h"
 #include "fabric/sim/engine.h"
 #include "fabric/sim/network.h"
@@ -216,8 +217,14 @@ Status Validate(const LoadedScenario& sc) {
   const proto::WorkloadSpec& w = s.workload();
   const int32_t hosts = static_cast<int32_t>(sc.topology.hosts().size());
   if (w.pattern() == proto::WorkloadSpec::PATTERN_UNSPECIFIED) {
-    return m.Error("workload.pattern", "must be permutation, all_to_all, incast or flows");
+    return m.Error("workload.pattern",
+                   "must be permutation, all_to_all, incast, flows or training");
   }
+  // A training loop (issue 27) is fathom coll's: its own checks, then the
+  // rest of the file's.
+  const bool training = w.pattern() == proto::WorkloadSpec::PATTERN_TRAINING;
+  if (training) FATHOM_RETURN_IF_ERROR(ValidateTraining(sc));
+  FATHOM_RETURN_IF_ERROR(ValidateCollExpect(sc));
   if (hosts < 2) return m.Error("topology", "needs at least 2 hosts for a workload");
   FATHOM_RETURN_IF_ERROR(CheckTimeUs(m, "workload.start_us", w.start_us()));
   FATHOM_RETURN_IF_ERROR(CheckTimeUs(m, "workload.start_jitter_us", w.start_jitter_us()));
@@ -246,7 +253,7 @@ Status Validate(const LoadedScenario& sc) {
       }
       FATHOM_RETURN_IF_ERROR(CheckFlowBytes(m, p + ".bytes", f.bytes()));
     }
-  } else {
+  } else if (!training) {
     if (w.flows_size() > 0) return m.Error("workload.flows", "only with pattern: flows");
     if (w.flow_bytes() == 0) return m.Error("workload.flow_bytes", "must be > 0");
   }
@@ -429,6 +436,15 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
     own_captures.push_back(std::move(cap));
   }
   FATHOM_RETURN_IF_ERROR(CheckDisjoint(captures, sc.topology));
+  // What only fathom coll runs or checks (training_spec.h).
+  if (s.workload().pattern() == proto::WorkloadSpec::PATTERN_TRAINING) {
+    return sc.map.Error(
+        "workload.pattern",
+        "training runs on the collectives: fathom coll train --scenario " + sc.path);
+  }
+  if (const std::string f = CollOnlyExpectField(s.expect()); !f.empty()) {
+    return sc.map.Error(f, "is checked by fathom coll --scenario, not fathom sim");
+  }
   const uint64_t seed = options.seed.value_or(s.seed() == 0 ? 1 : s.seed());
   Engine engine(seed);
   if (options.hooks != nullptr) engine.set_canonical_order(true);

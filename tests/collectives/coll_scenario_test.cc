@@ -83,8 +83,7 @@ TEST(CollScenarioTest, WhatCollCannotHonourIsAnErrorNamingTheField) {
   };
   for (const Case& k :
        {Case{"transport:\n  opcode: read\n", "coll.yaml:10:11: transport.opcode"},
-        Case{"transport:\n  message_bytes: 4\n", "coll.yaml:10:18: transport.message_bytes"},
-        Case{"expect:\n  flows_completed: 8\n", "coll.yaml:10:3: expect"}}) {
+        Case{"transport:\n  message_bytes: 4\n", "coll.yaml:10:18: transport.message_bytes"}}) {
     SCOPED_TRACE(k.extra);
     auto w = World(std::string(kBase) + k.extra);
     ASSERT_FALSE(w.ok());

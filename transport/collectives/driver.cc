@@ -154,6 +154,10 @@ RunOutcome Driver::Run(const std::vector<RankCollective*>& colls) {
     if (nothing_left || (clock_->Now() >= deadline && ready_.empty() && !options_.poll_all) ||
         (options_.poll_all && clock_->Now() >= deadline)) {
       out.hung = true;
+      for (size_t i = 0; i < colls.size(); ++i) {
+        if (!colls[i]->done()) out.stuck_ranks.push_back(comms_[i]->rank());
+      }
+      std::sort(out.stuck_ranks.begin(), out.stuck_ranks.end());
       out.report =
           WatchdogReport(colls, clock_->Now() - last_progress, nothing_left, &out.stuck_qps);
       out.status = DeadlineExceeded(out.report);

@@ -63,6 +63,9 @@ struct RunOutcome {
   std::string report;         // the watchdog's report (empty when OK)
   std::vector<StuckQp> stuck_qps;
   Picoseconds start, end;  // on the clock
+  // hung: the ranks (Communicator::rank) whose collective had not finished
+  // when the watchdog fired, ascending (`expect.stalled_ranks`).
+  std::vector<int> stuck_ranks;
 };
 
 class Driver {

@@ -221,6 +221,7 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
     // to the ranks, so the watchdog says it (CASES.md 20).
     return culprit + fabric->Evidence(refs) + (injector ? injector->Report() : std::string());
   };
+  w->driver_options_ = dopt;
   w->driver_ = std::make_unique<Driver>(&w->fabric_->clock(), comms, dopt);
   w->comm_options_ = options.comm;
   w->network_config_ = options.network;
@@ -251,12 +252,6 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::CreateFromScenario(
                    std::to_string(t.message_bytes()) +
                        ": fathom coll posts writes of this size (its chunk); 8 to 64 MiB");
   }
-  if (spec.has_expect()) {
-    return m.Error("expect",
-                   "fathom coll does not check a scenario's expectations (flow and completion "
-                   "status counts are fathom sim's); remove the block, or run the scenario with "
-                   "fathom sim");
-  }
   if (t.has_ib_timeout()) options.comm.qp.timeout = t.ib_timeout();
   if (t.has_retry_cnt()) options.comm.qp.retry_cnt = t.retry_cnt();
   if (t.has_rnr_retry()) options.comm.qp.rnr_retry = t.rnr_retry();
@@ -269,7 +264,7 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::CreateFromScenario(
   if (t.rxe_infinite_retry()) options.emulated.rxe_infinite_retry = true;
   if (spec.seed() != 0) options.seed = spec.seed();
   FATHOM_ASSIGN_OR_RETURN(options.network, sim::ScenarioNetworkConfig(spec, options.network));
-  if (notes != nullptr) {
+  if (notes != nullptr && spec.workload().pattern() != proto::WorkloadSpec::PATTERN_TRAINING) {
     notes->push_back(scenario.path +
                      ": workload and end_time_us not used: the collective and its size sweep "
                      "are the workload");

@@ -83,10 +83,10 @@ class SimWorld {
   //    message_bytes as the chunk (the largest write a collective posts);
   //  - refused (INVALID_ARGUMENT naming file:line and the field): opcode
   //    send/read (collectives write with immediate), message_bytes below 8
-  //    or above 64 MiB (it sizes the staging slots), an `expect` block (its
-  //    flow and status counts are `fathom sim`'s);
+  //    or above 64 MiB (it sizes the staging slots);
   //  - workload and end_time_us (the collective and its sweep replace them):
-  //    a line in *notes says so.
+  //    a line in *notes says so; a training workload is the caller's
+  //    (training.h); `expect` too (coll_expect.h).
   static StatusOr<std::unique_ptr<SimWorld>> CreateFromScenario(
       const sim::LoadedScenario& scenario, SimWorldOptions options,
       std::vector<std::string>* notes = nullptr);
@@ -111,6 +111,13 @@ class SimWorld {
   const coll::AlphaBeta& alpha_beta() const { return alpha_beta_; }
   const std::string& profile() const { return profile_; }
   bool lossless() const { return lossless_; }
+  // Rank `rank`'s device (wrapped by the verbs-fault injector when there
+  // are verbs faults): other communicators on the same hosts (training.h).
+  Device& device(int rank) { return *devices_[static_cast<size_t>(rank)]; }
+  // The watchdog timeout and fabric evidence the world's driver runs with,
+  // for drivers of such communicators. The evidence callback takes the
+  // world's ranks.
+  const coll::DriverOptions& driver_options() const { return driver_options_; }
   // The verbs-level fault injector (null without verbs faults).
   const faulty::FaultInjector* verbs_faults() const { return injector_.get(); }
 
@@ -130,6 +137,7 @@ class SimWorld {
   std::vector<std::unique_ptr<Device>> devices_;
   std::vector<std::unique_ptr<coll::Communicator>> comms_;
   std::unique_ptr<coll::Driver> driver_;
+  coll::DriverOptions driver_options_;
   coll::CommOptions comm_options_;
   sim::NetworkConfig network_config_;
   coll::AlphaBeta alpha_beta_;

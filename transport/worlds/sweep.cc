@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <memory>
 
@@ -57,6 +58,20 @@ std::string ErrorJson(double time_us, const Backend::Counters& c) {
 double GiB(uint64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(1u << 30); }
 
 }  // namespace
+
+std::string ErrorStatusIn(const std::string& message) {
+  // Communicator::Poll names the status as verbs spells it; the driver puts
+  // a non-flush error first when a rank saw one (driver.cc).
+  const size_t at = message.find("IBV_WC_");
+  if (at == std::string::npos) return "";
+  size_t end = at;
+  while (end < message.size() &&
+         (std::isupper(static_cast<unsigned char>(message[end])) ||
+          std::isdigit(static_cast<unsigned char>(message[end])) || message[end] == '_')) {
+    ++end;
+  }
+  return message.substr(at, end - at);
+}
 
 SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOptions& comm) {
   const int n = backend.nranks();
@@ -217,6 +232,13 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
             if (!res.status.ok()) {
               failure = res.report.empty() ? res.status.message() + "\n" : res.report;
               if (std::string(backend.name()) == "sim") error_time_us = res.end.us();
+              if (opt.outcome != nullptr) {
+                opt.outcome->failed = true;
+                opt.outcome->hung = res.hung;
+                opt.outcome->stuck_ranks = res.stuck_ranks;
+                opt.outcome->error_status = res.hung ? "" : ErrorStatusIn(res.status.message());
+                opt.outcome->error_time_us = error_time_us;
+              }
               break;
             }
             if (it >= opt.warmup && !checking) total_us += (res.end - res.start).us();
@@ -252,6 +274,7 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
   }
   backend.WatchProgress(nullptr);
   progress.Clear();
+  if (opt.outcome != nullptr) opt.outcome->rows = rows;
   if (!failure.empty()) result = SweepResult::kFailure;
   if (!opt.trace_path.empty()) {
     if (!backend.WriteTrace(opt.trace_path, trace, !failure.empty())) return SweepResult::kUsage;

@@ -15,10 +15,21 @@
 
 #include "transport/collectives/communicator.h"
 #include "transport/collectives/reduce.h"
+#include "transport/collectives/report.h"
 #include "transport/collectives/schedule.h"
 #include "transport/worlds/backend.h"
 
 namespace fathom::transport::worlds {
+
+// What a sweep ended with, for a scenario's `expect` (coll_expect.h).
+struct SweepOutcome {
+  std::vector<coll::ReportRow> rows;  // the sizes that completed
+  bool failed = false;                // stopped on a completion error or a hang
+  bool hung = false;                  // the watchdog stopped it
+  std::string error_status;           // the IBV_WC_* it stopped on; empty: none
+  double error_time_us = -1;          // virtual time it stopped (sim), -1: did not
+  std::vector<int> stuck_ranks;       // hung: the ranks that had not finished
+};
 
 // A sweep, validated (by `fathom coll`'s flag parsing): nccl-tests' flags
 // with their meanings.
@@ -41,7 +52,8 @@ struct SweepOptions {
   // A "#  counters:" line after each row with the fabric's counters that
   // moved (Backend::FabricCounters); --json always has them.
   bool counters = false;
-  std::string trace_path;  // --trace FILE; empty: none
+  std::string trace_path;           // --trace FILE; empty: none
+  SweepOutcome* outcome = nullptr;  // filled when set
 };
 
 enum class SweepResult {
@@ -49,6 +61,10 @@ enum class SweepResult {
   kFailure,  // a #wrong, a completion error or a hang (the report is on stderr)
   kUsage,    // cannot run as asked: buffers over the memory, --trace file unwritable
 };
+
+// The IBV_WC_* status a failed collective's message names (the first one:
+// the driver puts the cause before flushed WRs), or "" when none.
+std::string ErrorStatusIn(const std::string& message);
 
 // Runs the sweep on `backend`; `comm` names the channels and chunk in the
 // report's header. Every process of a verbs run calls it with the same

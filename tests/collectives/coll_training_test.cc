@@ -1,0 +1,253 @@
+// `fathom coll train --scenario` (issue 27): a training loop of compute,
+// collectives over rank groups and checkpoints; a fault hours into the run
+// hits the iteration running then; the scenario's expect block pins the
+// signature (the failing iteration, the error or the stalled ranks, the
+// iteration times) and a miss exits 1. Mutation checks: each example with
+// its fault deleted fails its own expectations. Bad input exits 2 naming
+// file:line and the field.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "fabric/scenario/scenario.h"
+#include "tests/cli_run.h"
+#include "transport/worlds/sim_world.h"
+#include "transport/worlds/training.h"
+
+namespace fathom::transport::worlds {
+namespace {
+
+const std::string kFathom = std::string(FATHOM_BINARY_DIR) + "/tools/fathom";
+const std::string kScenarios = std::string(FATHOM_SOURCE_DIR) + "/scenarios/";
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string WriteFile(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// The scenario without its top-level `key:` block (the key's line and the
+// indented or list lines under it).
+std::string WithoutBlock(const std::string& text, const std::string& key) {
+  std::stringstream in(text);
+  std::string line, out;
+  bool skipping = false;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) == 0) {
+      skipping = true;
+      continue;
+    }
+    if (skipping && !line.empty() && line[0] != ' ' && line[0] != '-' && line[0] != '#') {
+      skipping = false;
+    }
+    if (!skipping) out += line + "\n";
+  }
+  return out;
+}
+
+// Link down at hour 7: iteration 839 (30 s of compute each) fails with
+// error 12 one retry budget after its allreduce starts; every earlier
+// iteration took the same time.
+TEST(CollTrainingTest, LinkDownAtHourSevenHitsIteration839) {
+  auto r = test_util::RunCommand(kFathom + " coll train --scenario " + kScenarios +
+                                 "coll/training_link_down_hour7.yaml");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("# iterations completed 839, virtual time 25200.544558 s"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("# FAILED: iteration 839"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("IBV_WC_RETRY_EXC_ERR at t=25200544557.830 us"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# expectations met"), std::string::npos) << r.out;
+}
+
+// A data/tensor-parallel job with rxe's infinite retry: the lost link
+// stalls the tensor-parallel allgather of group {2,3}; no error surfaces;
+// the watchdog's report names the world ranks of the group's QPs and the
+// fault that dropped their frames.
+TEST(CollTrainingTest, StallInOneGroupIsFoundByTheWatchdog) {
+  auto r = test_util::RunCommand(kFathom + " coll train --json --scenario " + kScenarios +
+                                 "coll/training_dp_stall.yaml");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"status\":\"hung\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"first_failed_iteration\":839"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"failed_collective\":\"tp\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"stalled_ranks\":[2,3]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fabric: the culprit's QP runs from host h2 (rank 2) to host h3 (rank 3)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("fault link_down#0"), std::string::npos) << r.out;
+}
+
+// Mutation: without the fault neither example shows its signature, and
+// its expectations fail the run (exit 1, expected vs got).
+TEST(CollTrainingTest, WithoutTheFaultTheExpectationsFail) {
+  for (const char* name : {"training_link_down_hour7.yaml", "training_dp_stall.yaml"}) {
+    SCOPED_TRACE(name);
+    const std::string path = WriteFile(std::string("nofault_") + name,
+                                       WithoutBlock(Read(kScenarios + "coll/" + name), "faults"));
+    auto r = test_util::RunCommand(kFathom + " coll train --scenario " + path);
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.out.find("expectation not met: first_failed_iteration: expected 839, got -1"),
+              std::string::npos)
+        << r.out;
+  }
+}
+
+// Compute gaps cost no events: a loop of 50 iterations with 1 h of compute
+// each dispatches exactly as many events as one with 1 s (either gap is
+// longer than anything a collective leaves behind: its QPs' last local ACK
+// timers, 4.096 us x 2^14 = 67 ms, fire once in the gap and find nothing).
+TEST(CollTrainingTest, IdleComputeCostsNoEvents) {
+  auto events = [](double compute_us) {
+    const std::string yaml = R"(name: idle
+end_time_us: 1
+topology:
+  preset: "leaf-spine:leaves=2,spines=1,hosts=2,gpus=1"
+workload:
+  pattern: training
+  training:
+    iterations: 50
+    compute_us: )" + std::to_string(compute_us) +
+                             R"(
+    collectives:
+      - {op: allreduce, bytes: 65536}
+)";
+    auto sc = sim::LoadScenarioString(yaml, "idle.yaml");
+    EXPECT_TRUE(sc.ok()) << sc.status().ToString();
+    auto world = SimWorld::CreateFromScenario(sc.value(), SimWorldOptions{});
+    EXPECT_TRUE(world.ok()) << world.status().ToString();
+    auto plan = TrainingPlanFromScenario(sc.value(), world.value()->nranks());
+    auto runner = TrainingRunner::Create(world.value().get(), plan.value());
+    EXPECT_TRUE(runner.ok()) << runner.status().ToString();
+    const TrainingResult r = runner.value()->Run();
+    EXPECT_EQ(r.completed, 50);
+    EXPECT_FALSE(r.failed);
+    return std::pair{r.events, (r.end - r.start).seconds()};
+  };
+  const auto [busy_events, busy_s] = events(1e6);
+  const auto [idle_events, idle_s] = events(3600e6);
+  EXPECT_EQ(idle_events, busy_events);
+  EXPECT_NEAR(idle_s - busy_s, 50 * (3600.0 - 1.0), 1e-6);
+}
+
+// `fathom coll --scenario` checks a sweep's expect block: busbw and time
+// bounds per size, printed expected vs got, exit 1 on a miss.
+TEST(CollTrainingTest, SweepExpectationsBoundBusbwAndTime) {
+  const std::string base = R"(name: sweep
+end_time_us: 1
+topology:
+  preset: "leaf-spine:leaves=2,spines=1,hosts=2,gpus=1"
+workload:
+  pattern: permutation
+  flow_bytes: 4096
+expect:
+  no_error_surfaced: true
+  coll_hang: false
+  coll_sizes:
+)";
+  const std::string args = " -b 1M -e 1M -n 2 -w 1";
+  const std::string ok =
+      WriteFile("sweep_ok.yaml",
+                base + "    - {bytes: 1048576, busbw_at_least_gbs: 1, time_at_most_us: 10000}\n");
+  auto r = test_util::RunCommand(kFathom + " coll allreduce --scenario " + ok + args);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("# expectations met"), std::string::npos) << r.out;
+  const std::string miss =
+      WriteFile("sweep_miss.yaml", base + "    - {bytes: 1048576, busbw_at_least_gbs: 1000}\n");
+  r = test_util::RunCommand(kFathom + " coll allreduce --scenario " + miss + args);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("expectation not met: coll_sizes 1048576 B out-of-place busbw: expected at "
+                       "least 1000.00 GB/s, got "),
+            std::string::npos)
+      << r.out;
+  // An expected error that does not come is a miss too.
+  const std::string err =
+      WriteFile("sweep_err.yaml", base + "    - {bytes: 1048576, busbw_at_least_gbs: 1}\n" +
+                                      "  coll_error: IBV_WC_RETRY_EXC_ERR\n");
+  r = test_util::RunCommand(kFathom + " coll allreduce --scenario " + err + args);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("expectation not met: coll_error: expected IBV_WC_RETRY_EXC_ERR, got none"),
+            std::string::npos)
+      << r.out;
+}
+
+// The hang of CASES.md 20 passes its pinned signature; without the
+// swallow the error surfaces and the same block fails.
+TEST(CollTrainingTest, SwallowedErrorSignatureAndItsMutation) {
+  const std::string path = kScenarios + "coll/swallowed_error_hang.yaml";
+  const std::string args = " -b 1M -e 1M -n 1 -w 0";
+  auto r = test_util::RunCommand(kFathom + " coll allreduce --scenario " + path + args);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("# expectations met"), std::string::npos) << r.out;
+  const std::string mutated = WriteFile("noswallow.yaml", WithoutBlock(Read(path), "verbs_faults"));
+  r = test_util::RunCommand(kFathom + " coll allreduce --scenario " + mutated + args);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("expectation not met: coll_hang: expected true, got false"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("expectation not met: no_error_surfaced: expected true, got false "
+                       "(IBV_WC_RETRY_EXC_ERR)"),
+            std::string::npos)
+      << r.out;
+}
+
+// Bad input: file:line and the field, exit 2.
+TEST(CollTrainingTest, BadInputNamesFileLineAndField) {
+  const std::string head = R"(name: bad
+end_time_us: 1
+topology:
+  preset: "leaf-spine:leaves=2,spines=1,hosts=2,gpus=1"
+workload:
+  pattern: training
+  training:
+    iterations: 5
+    collectives:
+)";
+  struct Case {
+    std::string body;
+    std::string want;
+  };
+  for (const Case& k : {
+           Case{
+               "      - {op: allreduce, bytes: 4096, groups: [{ranks: [0, 1]}, {ranks: [1, 2]}]}\n",
+               "collectives[0].groups[1].ranks[0]: rank 1 is in an earlier group"},
+           Case{"      - {op: allreduce, bytes: 4096, groups: [{ranks: [0, 7]}]}\n",
+                "collectives[0].groups[0].ranks[1]: rank 7 does not exist"},
+           Case{"      - {op: alltoall, bytes: 4096}\n", "collectives[0].op: 'alltoall'"},
+           Case{"      - {op: allreduce, bytes: 4096}\nexpect:\n  flows_completed: 3\n",
+                "expect.flows_completed: is checked by fathom sim"},
+           Case{"      - {op: allreduce, bytes: 4096}\nexpect:\n  stalled_ranks: [9]\n",
+                "expect.stalled_ranks[0]: rank 9 does not exist"},
+           Case{"      - {op: allreduce, bytes: 4096}\nexpect:\n  iteration_p50_us: {value: -1}\n",
+                "expect.iteration_p50_us.value"},
+       }) {
+    SCOPED_TRACE(k.body);
+    const std::string path = WriteFile("bad_training.yaml", head + k.body);
+    auto r = test_util::RunCommand(kFathom + " coll train --scenario " + path);
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_NE(r.out.find("bad_training.yaml:"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(k.want), std::string::npos) << r.out;
+  }
+  // fathom sim refuses the loop; coll refuses a sweep op on it.
+  const std::string path =
+      WriteFile("training_sim.yaml", head + "      - {op: allreduce, bytes: 4096}\n");
+  auto r = test_util::RunCommand(kFathom + " sim " + path);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("workload.pattern: training runs on the collectives"), std::string::npos)
+      << r.out;
+  r = test_util::RunCommand(kFathom + " coll allreduce --scenario " + path);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("fathom coll train --scenario"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace fathom::transport::worlds

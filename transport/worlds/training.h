@@ -1,0 +1,103 @@
+// Training loops on the sim world (issue 27): `fathom coll train --scenario`
+// runs a scenario's workload.training — N iterations (or a duration) of
+// compute, then collectives over rank groups (data, tensor or pipeline
+// parallel), then an optional checkpoint — on the emulated NIC, with the
+// scenario's faults on their virtual-time timeline. A fault hours into the
+// run hits the iteration running then: the loop stops at the first
+// collective that fails (a completion error) or stalls (the watchdog), and
+// says which iteration, which collective and group, and the watchdog's
+// report.
+//
+// Long runs are cheap: compute and checkpoints move no traffic, and the
+// event-driven engine jumps over them (Engine::Run to a time with no event
+// before it costs nothing per picosecond), so wall time follows the
+// collectives' events. Collectives are modelled (no bytes move, nothing is
+// reduced: CommOptions::modelled); their timing is the sweep's.
+//
+// Ownership: a TrainingRunner borrows the SimWorld (which must outlive it)
+// and owns the communicators and drivers of its groups, on the world's
+// devices (so verbs faults and scenario faults apply to them).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/units.h"
+#include "fabric/scenario/scenario.h"
+#include "transport/collectives/communicator.h"
+#include "transport/collectives/driver.h"
+#include "transport/collectives/schedule.h"
+#include "transport/worlds/sim_world.h"
+
+namespace fathom::transport::worlds {
+
+struct TrainingCollective {
+  std::string name;  // "dp", or "<op>#<index>"
+  coll::CollKind kind = coll::CollKind::kAllReduce;
+  coll::Algorithm algo = coll::Algorithm::kAuto;  // kAuto: by size (allreduce)
+  uint64_t bytes = 0;                             // per rank, nccl-tests' size
+  std::vector<std::vector<int>> groups;           // world ranks; run at once
+};
+
+struct TrainingPlan {
+  int64_t iterations = -1;  // -1: until `duration`
+  Picoseconds duration;     // zero: `iterations` only
+  Picoseconds compute;
+  std::vector<TrainingCollective> collectives;
+  int checkpoint_every = 0;  // 0: no checkpoint
+  Picoseconds checkpoint;
+};
+
+// The scenario's workload.training for a run of `nranks` ranks: groups
+// naming ranks at or above nranks are INVALID_ARGUMENT with file:line and
+// field (the rest was checked when the scenario loaded).
+StatusOr<TrainingPlan> TrainingPlanFromScenario(const sim::LoadedScenario& scenario, int nranks);
+
+// One line per collective, e.g. "allreduce 'dp' 64M x 2 groups of 4 ranks".
+std::vector<std::string> DescribePlan(const TrainingPlan& plan);
+
+struct TrainingResult {
+  int64_t completed = 0;                     // iterations that finished
+  std::vector<Picoseconds> iteration_times;  // each completed iteration's
+  Picoseconds start, end;                    // virtual
+  // The first failure, when there is one.
+  bool failed = false;
+  bool hung = false;              // the watchdog stopped it (else a completion error)
+  int64_t failed_iteration = -1;  // 0-based
+  Picoseconds failed_iteration_start;
+  std::string failed_collective;   // its name
+  int failed_group = -1;           // index in its groups
+  Picoseconds failed_at;           // when the collective stopped
+  std::string error_status;        // IBV_WC_*; empty for a hang
+  std::vector<int> stalled_ranks;  // world ranks, hung only
+  std::string report;              // the driver's report, group ranks named
+  uint64_t events = 0;             // engine events the loop dispatched
+  // Wall time spent letting compute and checkpoint time pass (the rest of
+  // the loop's wall time is the collectives'), seconds.
+  double idle_wall_s = 0;
+};
+
+class TrainingRunner {
+ public:
+  static StatusOr<std::unique_ptr<TrainingRunner>> Create(SimWorld* world, TrainingPlan plan);
+  ~TrainingRunner();
+
+  // Runs the loop to its end or its first failure.
+  TrainingResult Run();
+
+ private:
+  struct Entry;
+  TrainingRunner() = default;
+  // Lets virtual time pass to `until` with no new traffic (events due in
+  // between, a fault's or a late completion's, still run).
+  void Idle(Picoseconds until);
+  double idle_wall_s_ = 0;
+
+  SimWorld* world_ = nullptr;
+  TrainingPlan plan_;
+  std::vector<std::unique_ptr<Entry>> entries_;
+};
+
+}  // namespace fathom::transport::worlds
