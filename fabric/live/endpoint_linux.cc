@@ -1,0 +1,165 @@
+// The non-DPDK endpoints: TAP (/dev/net/tun), AF_PACKET raw sockets and the
+// testbed's UDP sockets. All three are non-blocking descriptors read and
+// written one frame per system call.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <string_view>
+
+#include "fabric/live/endpoint.h"
+
+namespace fathom::live {
+namespace {
+
+std::string Errno(const std::string& call) { return call + ": " + std::strerror(errno); }
+
+// A non-blocking descriptor that carries one Ethernet frame per read/write.
+class FdEndpoint : public Endpoint {
+ public:
+  FdEndpoint(std::string spec, int fd) : spec_(std::move(spec)), fd_(fd) {}
+  ~FdEndpoint() override {
+    if (fd_ >= 0) close(fd_);
+  }
+  const std::string& spec() const override { return spec_; }
+  int fd() const override { return fd_; }
+  int Receive(FramePool& pool, Frame** out, int max) override {
+    int n = 0;
+    while (n < max) {
+      Frame* f = pool.Alloc();
+      if (f == nullptr) break;
+      const ssize_t got = ReadOne(f->data, FramePool::kFrameBytes);
+      if (got <= 0) {
+        pool.Unref(f);
+        break;
+      }
+      f->len = static_cast<uint32_t>(got);
+      out[n++] = f;
+    }
+    return n;
+  }
+  int Transmit(Frame* const* frames, int n) override {
+    int sent = 0;
+    for (int i = 0; i < n; ++i) {
+      if (WriteOne(frames[i]->data, frames[i]->len) == static_cast<ssize_t>(frames[i]->len)) {
+        ++sent;
+      }
+    }
+    return sent;
+  }
+
+ protected:
+  virtual ssize_t ReadOne(uint8_t* buf, size_t cap) { return read(fd_, buf, cap); }
+  virtual ssize_t WriteOne(const uint8_t* buf, size_t len) { return write(fd_, buf, len); }
+  std::string spec_;
+  int fd_;
+};
+
+StatusOr<std::unique_ptr<Endpoint>> OpenTap(const std::string& spec, const std::string& name) {
+  if (name.empty() || name.size() >= IFNAMSIZ) {
+    return InvalidArgument("endpoint " + spec + ": interface name must be 1.." +
+                           std::to_string(IFNAMSIZ - 1) + " characters");
+  }
+  const int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return IoError("endpoint " + spec + ": " + Errno("open(/dev/net/tun)"));
+  ifreq ifr{};
+  // IFF_NO_PI: plain Ethernet frames, no packet-information prefix. Not
+  // persistent: the device goes away when the descriptor closes, whatever
+  // namespace it was moved to, so an exit leaves no TAP behind.
+  ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+  std::strncpy(ifr.ifr_name, name.c_str(), IFNAMSIZ - 1);
+  if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+    const std::string e = Errno("ioctl(TUNSETIFF, " + name + ")");
+    close(fd);
+    return IoError("endpoint " + spec + ": " + e);
+  }
+  return std::unique_ptr<Endpoint>(new FdEndpoint(spec, fd));
+}
+
+StatusOr<std::unique_ptr<Endpoint>> OpenRaw(const std::string& spec, const std::string& name) {
+  const unsigned index = if_nametoindex(name.c_str());
+  if (index == 0) return IoError("endpoint " + spec + ": " + Errno("if_nametoindex(" + name + ")"));
+  const int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ALL));
+  if (fd < 0) return IoError("endpoint " + spec + ": " + Errno("socket(AF_PACKET)"));
+  sockaddr_ll sll{};
+  sll.sll_family = AF_PACKET;
+  sll.sll_protocol = htons(ETH_P_ALL);
+  sll.sll_ifindex = static_cast<int>(index);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sll), sizeof(sll)) < 0) {
+    const std::string e = Errno("bind(AF_PACKET, " + name + ")");
+    close(fd);
+    return IoError("endpoint " + spec + ": " + e);
+  }
+  // The socket also sees what it sends itself (PACKET_OUTGOING): ReadOne
+  // skips those, or every frame would loop back into the fabric.
+  class Raw : public FdEndpoint {
+   public:
+    using FdEndpoint::FdEndpoint;
+    ssize_t ReadOne(uint8_t* buf, size_t cap) override {
+      for (;;) {
+        sockaddr_ll from{};
+        socklen_t len = sizeof(from);
+        const ssize_t got = recvfrom(fd_, buf, cap, 0, reinterpret_cast<sockaddr*>(&from), &len);
+        if (got <= 0 || from.sll_pkttype != PACKET_OUTGOING) return got;
+      }
+    }
+  };
+  return std::unique_ptr<Endpoint>(new Raw(spec, fd));
+}
+
+StatusOr<std::unique_ptr<Endpoint>> OpenUdp(const std::string& spec, std::string_view args) {
+  const size_t colon = args.find(':');
+  uint16_t ports[2] = {0, 0};
+  std::string_view parts[2] = {args.substr(0, colon),
+                               colon == std::string_view::npos ? "" : args.substr(colon + 1)};
+  for (int i = 0; i < 2; ++i) {
+    const auto [end, ec] =
+        std::from_chars(parts[i].data(), parts[i].data() + parts[i].size(), ports[i]);
+    if (ec != std::errc() || end != parts[i].data() + parts[i].size() || ports[i] == 0) {
+      return InvalidArgument("endpoint " + spec +
+                             ": expected udp:LISTEN_PORT:PEER_PORT (1..65535)");
+    }
+  }
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return IoError("endpoint " + spec + ": " + Errno("socket(AF_INET)"));
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  local.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  local.sin_port = htons(ports[0]);
+  sockaddr_in peer = local;
+  peer.sin_port = htons(ports[1]);
+  // Connected: the socket sends to the VM's port and receives only from it.
+  if (bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) < 0 ||
+      connect(fd, reinterpret_cast<sockaddr*>(&peer), sizeof(peer)) < 0) {
+    const std::string e = Errno("bind/connect(127.0.0.1:" + std::to_string(ports[0]) + ")");
+    close(fd);
+    return IoError("endpoint " + spec + ": " + e);
+  }
+  return std::unique_ptr<Endpoint>(new FdEndpoint(spec, fd));
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Endpoint>> OpenEndpoint(const std::string& spec) {
+  const size_t colon = spec.find(':');
+  const std::string kind = spec.substr(0, colon);
+  const std::string args = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (kind == "tap") return OpenTap(spec, args);
+  if (kind == "raw") return OpenRaw(spec, args);
+  if (kind == "udp") return OpenUdp(spec, args);
+  if (kind == "dpdk") return OpenDpdkEndpoint(spec, args);
+  return InvalidArgument("endpoint " + spec + ": unknown kind '" + kind +
+                         "' (tap:IFNAME, raw:IFNAME, udp:LISTEN:PEER, dpdk:VDEV)");
+}
+
+}  // namespace fathom::live
