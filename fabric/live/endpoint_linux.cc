@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,6 +24,63 @@ namespace fathom::live {
 namespace {
 
 std::string Errno(const std::string& call) { return call + ": " + std::strerror(errno); }
+
+// Writes the full TCP or UDP checksum (RFC 768, RFC 793, RFC 8200 section
+// 8.1: over the pseudo-header and the segment) of an IPv4 or IPv6 frame
+// whose sender left it to offload. Frames of other kinds are left alone.
+void CompleteL4Checksum(uint8_t* f, size_t len) {
+  if (len < 14) return;
+  size_t l3 = 14;
+  uint16_t type = static_cast<uint16_t>(f[12] << 8 | f[13]);
+  if (type == 0x8100 && len >= 18) {
+    type = static_cast<uint16_t>(f[16] << 8 | f[17]);
+    l3 = 18;
+  }
+  uint64_t sum = 0;
+  auto add = [&sum](const uint8_t* p, size_t n) {
+    for (size_t i = 0; i + 1 < n; i += 2) sum += static_cast<uint32_t>(p[i] << 8 | p[i + 1]);
+    if (n & 1) sum += static_cast<uint32_t>(p[n - 1] << 8);
+  };
+  const uint8_t* ip = f + l3;
+  size_t l4 = 0, l4_len = 0;
+  uint8_t proto = 0;
+  if (type == 0x0800 && len >= l3 + 20) {
+    const size_t ihl = (ip[0] & 0xFu) * 4;
+    const size_t total = static_cast<size_t>(ip[2] << 8 | ip[3]);
+    if (ihl < 20 || total < ihl || l3 + total > len) return;
+    proto = ip[9];
+    l4 = l3 + ihl;
+    l4_len = total - ihl;
+    add(ip + 12, 8);  // source and destination addresses
+  } else if (type == 0x86DD && len >= l3 + 40) {
+    const size_t payload = static_cast<size_t>(ip[4] << 8 | ip[5]);
+    if (l3 + 40 + payload > len) return;
+    proto = ip[6];
+    l4 = l3 + 40;
+    l4_len = payload;
+    add(ip + 8, 32);
+  } else {
+    return;
+  }
+  size_t at;  // the checksum field's offset in the segment
+  if (proto == 17 && l4_len >= 8) {
+    at = 6;
+  } else if (proto == 6 && l4_len >= 20) {
+    at = 16;
+  } else {
+    return;
+  }
+  sum += proto;
+  sum += l4_len;
+  f[l4 + at] = 0;
+  f[l4 + at + 1] = 0;
+  add(f + l4, l4_len);
+  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  uint16_t c = static_cast<uint16_t>(~sum);
+  if (c == 0 && proto == 17) c = 0xFFFF;  // UDP: 0 means "no checksum"
+  f[l4 + at] = static_cast<uint8_t>(c >> 8);
+  f[l4 + at + 1] = static_cast<uint8_t>(c);
+}
 
 // A non-blocking descriptor that carries one Ethernet frame per read/write.
 class FdEndpoint : public Endpoint {
@@ -100,6 +158,17 @@ StatusOr<std::unique_ptr<Endpoint>> OpenRaw(const std::string& spec, const std::
     close(fd);
     return IoError("endpoint " + spec + ": " + e);
   }
+  // The kernel says, per frame, when a local sender left its L4 checksum to
+  // offload (a veth does): the frame then holds only the partial sum, which
+  // its receiver would reject, so the endpoint completes it (packet(7)
+  // PACKET_AUXDATA, TP_STATUS_CSUMNOTREADY).
+  const int one = 1;
+  setsockopt(fd, SOL_PACKET, PACKET_AUXDATA, &one, sizeof(one));
+  // A deep receive queue, as for the UDP endpoints.
+  const int bytes = 4 << 20;
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)) != 0) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+  }
   // The socket also sees what it sends itself (PACKET_OUTGOING): ReadOne
   // skips those, or every frame would loop back into the fabric.
   class Raw : public FdEndpoint {
@@ -108,9 +177,27 @@ StatusOr<std::unique_ptr<Endpoint>> OpenRaw(const std::string& spec, const std::
     ssize_t ReadOne(uint8_t* buf, size_t cap) override {
       for (;;) {
         sockaddr_ll from{};
-        socklen_t len = sizeof(from);
-        const ssize_t got = recvfrom(fd_, buf, cap, 0, reinterpret_cast<sockaddr*>(&from), &len);
-        if (got <= 0 || from.sll_pkttype != PACKET_OUTGOING) return got;
+        iovec iov{buf, cap};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(tpacket_auxdata))];
+        msghdr msg{};
+        msg.msg_name = &from;
+        msg.msg_namelen = sizeof(from);
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof(control);
+        const ssize_t got = recvmsg(fd_, &msg, 0);
+        if (got <= 0) return got;
+        if (from.sll_pkttype == PACKET_OUTGOING) continue;
+        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+          if (c->cmsg_level != SOL_PACKET || c->cmsg_type != PACKET_AUXDATA) continue;
+          tpacket_auxdata aux;
+          std::memcpy(&aux, CMSG_DATA(c), sizeof(aux));
+          if ((aux.tp_status & TP_STATUS_CSUMNOTREADY) != 0) {
+            CompleteL4Checksum(buf, static_cast<size_t>(got));
+          }
+        }
+        return got;
       }
     }
   };
