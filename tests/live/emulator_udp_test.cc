@@ -184,6 +184,17 @@ TEST_F(EmulatorUdp, MtuFaultAtRunTime) {
   EXPECT_EQ(b_.Count(900), 5);
   const std::string m = Ctl("GET", "/metrics").body;
   EXPECT_EQ(Metric(m, "fathom_fault_xmit_discards_total{fault=\"mtu#1\""), 5) << m;
+  // Changed at run time (PUT replaces it under its name): 1400-byte frames
+  // fit a 1500-byte MTU, 1600-byte ones do not.
+  r = Ctl("PUT", "/faults/mtu%231", "{kind: mtu, link: leaf1-spine*, mtu_bytes: 1500}");
+  ASSERT_EQ(r.status, 200) << r.body;
+  for (int i = 0; i < 3; ++i) a_.Send(b_.mac, 1400);
+  for (int i = 0; i < 3; ++i) a_.Send(b_.mac, 1600);
+  EXPECT_EQ(b_.Count(1400), 3);
+  // The changed fault counts from its change.
+  EXPECT_EQ(Metric(Ctl("GET", "/metrics").body, "fathom_fault_xmit_discards_total{fault=\"mtu#1\""),
+            3);
+  EXPECT_NE(Ctl("GET", "/faults").body.find("fault changed"), std::string::npos);
   r = Ctl("DELETE", "/faults/mtu%231");
   ASSERT_EQ(r.status, 200) << r.body;
   for (int i = 0; i < 5; ++i) a_.Send(b_.mac, 1400);
