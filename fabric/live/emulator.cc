@@ -805,6 +805,8 @@ std::string Emulator::Metrics() {
     o << "fathom_endpoint_drops_total" << l << "runt\"} " << h->rx_runt << '\n';
     o << "fathom_endpoint_drops_total" << l << "same_segment\"} " << h->same_segment << '\n';
     o << "fathom_endpoint_drops_total" << l << "tx_device\"} " << h->tx_device << '\n';
+    o << "fathom_endpoint_drops_total" << l << "rx_overflow\"} " << h->endpoint->rx_overflows()
+      << '\n';
   }
   // The emulator itself.
   family("fathom_emulator_model_time_seconds", "gauge", "The model's clock.");

@@ -40,6 +40,11 @@ class Endpoint {
   // A descriptor that becomes readable when frames wait (poll), or -1 when
   // the endpoint must be polled (DPDK).
   virtual int fd() const { return -1; }
+  // Frames lost before the emulator read them, as the device or kernel
+  // counts them (a socket's receive queue overflowing: SO_RXQ_OVFL; a DPDK
+  // port's imissed + rx_nombuf): the endpoint's "cannot keep up" drops. A
+  // TAP device counts its own (ip -s link); 0 here.
+  virtual uint64_t rx_overflows() const { return 0; }
 };
 
 // Options the DPDK endpoints share (one EAL per process).

@@ -70,6 +70,11 @@ class DpdkEndpoint : public Endpoint {
     }
     return n;
   }
+  uint64_t rx_overflows() const override {
+    rte_eth_stats st{};
+    if (rte_eth_stats_get(port_, &st) != 0) return 0;
+    return st.imissed + st.rx_nombuf;
+  }
   int Transmit(Frame* const* frames, int n) override {
     rte_mbuf* bufs[kBurst];
     int sent = 0;

@@ -119,8 +119,21 @@ class FdEndpoint : public Endpoint {
  protected:
   virtual ssize_t ReadOne(uint8_t* buf, size_t cap) { return read(fd_, buf, cap); }
   virtual ssize_t WriteOne(const uint8_t* buf, size_t len) { return write(fd_, buf, len); }
+  // Reads the kernel's count of frames this socket's queue dropped, which
+  // rides on every datagram (SO_RXQ_OVFL, socket(7)).
+  void NoteOverflow(msghdr& msg) {
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
+        uint32_t dropped;
+        std::memcpy(&dropped, CMSG_DATA(c), sizeof(dropped));
+        overflows_ = dropped;
+      }
+    }
+  }
+  uint64_t rx_overflows() const override { return overflows_; }
   std::string spec_;
   int fd_;
+  uint64_t overflows_ = 0;
 };
 
 StatusOr<std::unique_ptr<Endpoint>> OpenTap(const std::string& spec, const std::string& name) {
@@ -164,6 +177,7 @@ StatusOr<std::unique_ptr<Endpoint>> OpenRaw(const std::string& spec, const std::
   // PACKET_AUXDATA, TP_STATUS_CSUMNOTREADY).
   const int one = 1;
   setsockopt(fd, SOL_PACKET, PACKET_AUXDATA, &one, sizeof(one));
+  setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
   // A deep receive queue, as for the UDP endpoints.
   const int bytes = 4 << 20;
   if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)) != 0) {
@@ -178,7 +192,8 @@ StatusOr<std::unique_ptr<Endpoint>> OpenRaw(const std::string& spec, const std::
       for (;;) {
         sockaddr_ll from{};
         iovec iov{buf, cap};
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(tpacket_auxdata))];
+        alignas(cmsghdr) char
+            control[CMSG_SPACE(sizeof(tpacket_auxdata)) + CMSG_SPACE(sizeof(uint32_t))];
         msghdr msg{};
         msg.msg_name = &from;
         msg.msg_namelen = sizeof(from);
@@ -188,6 +203,7 @@ StatusOr<std::unique_ptr<Endpoint>> OpenRaw(const std::string& spec, const std::
         msg.msg_controllen = sizeof(control);
         const ssize_t got = recvmsg(fd_, &msg, 0);
         if (got <= 0) return got;
+        NoteOverflow(msg);
         if (from.sll_pkttype == PACKET_OUTGOING) continue;
         for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
           if (c->cmsg_level != SOL_PACKET || c->cmsg_type != PACKET_AUXDATA) continue;
@@ -238,7 +254,25 @@ StatusOr<std::unique_ptr<Endpoint>> OpenUdp(const std::string& spec, std::string
     close(fd);
     return IoError("endpoint " + spec + ": " + e);
   }
-  return std::unique_ptr<Endpoint>(new FdEndpoint(spec, fd));
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
+  class Udp : public FdEndpoint {
+   public:
+    using FdEndpoint::FdEndpoint;
+    ssize_t ReadOne(uint8_t* buf, size_t cap) override {
+      iovec iov{buf, cap};
+      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint32_t))];
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof(control);
+      const ssize_t got = recvmsg(fd_, &msg, 0);
+      if (got > 0) NoteOverflow(msg);
+      return got;
+    }
+  };
+  return std::unique_ptr<Endpoint>(new Udp(spec, fd));
 }
 
 }  // namespace
