@@ -13,9 +13,10 @@ PKGS=(
   libboost-dev libprotobuf-dev protobuf-compiler libgtest-dev libgmock-dev
   libbenchmark-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libpcap-dev zlib1g-dev
   nlohmann-json3-dev
-  # live emulation's DPDK data path (dpdk-testpmd for its benchmark) and
+  # live emulation's DPDK data path (Debian 12 ships dpdk-testpmd, which its
+  # benchmark runs, in dpdk-dev) and
   # distributed simulation on MPI (issues 29, 30)
-  libdpdk-dev dpdk libopenmpi-dev openmpi-bin
+  libdpdk-dev dpdk dpdk-dev libopenmpi-dev openmpi-bin
   # replay's HTML report, rendered in a real headless browser in tests
   chromium chromium-driver
   # capture dissection in tests

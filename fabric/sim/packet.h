@@ -216,6 +216,11 @@ class PacketPool {
     return p;
   }
   void Free(Packet* p) {
+    // A packet carrying a live frame (fabric/live) gives the frame back,
+    // whatever ended it (delivered, dropped, lost): one predictable branch
+    // when no hook is set.
+    if (on_free_data_ != nullptr && p->has_data) [[unlikely]]
+      on_free_data_(on_free_ctx_, p);
     p->next = free_;
     free_ = p;
     --in_use_;
@@ -244,9 +249,18 @@ class PacketPool {
   }
   size_t in_use() const { return in_use_; }
   size_t peak_in_use() const { return peak_in_use_; }
+  // Calls fn(ctx, p) for each packet with data (has_data) that Free takes,
+  // before it goes back: the live emulator's frames (fabric/live/frame.h)
+  // follow their packets this way. Null: none (the simulator).
+  void set_on_free_data(void (*fn)(void* ctx, Packet* p), void* ctx) {
+    on_free_data_ = fn;
+    on_free_ctx_ = ctx;
+  }
 
  private:
   void Grow();
+  void (*on_free_data_)(void* ctx, Packet* p) = nullptr;
+  void* on_free_ctx_ = nullptr;
   HugePageArena arena_;
   Packet* free_ = nullptr;
   size_t in_use_ = 0;
