@@ -333,7 +333,8 @@ Status WriteBundle(const sim::LoadedScenario& sc, const sim::RunReport& report,
     s = WriteFile(root / "hosts" / h.name / "ethtool_S.txt", eth);
     if (!s.ok()) return s;
 
-    s = WriteFile(root / "hosts" / h.name / "ip_link.txt",
+    // `ip -d addr`: `ip -d link`'s lines plus the addresses.
+    s = WriteFile(root / "hosts" / h.name / "ip_addr.txt",
                   Fmt("1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN mode "
                       "DEFAULT group default qlen 1000\n"
                       "    link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00 promiscuity 0\n"
@@ -341,7 +342,8 @@ Status WriteBundle(const sim::LoadedScenario& sc, const sim::RunReport& report,
                       "DEFAULT group default qlen 1000\n"
                       "    link/ether 52:54:00:%02x:%02x:%02x brd ff:ff:ff:ff:ff:ff promiscuity 0 "
                       "minmtu 68 maxmtu 9978\n"
-                      "    inet %s/16 brd 10.255.255.255 scope global eth0\n",
+                      "    inet %s/16 brd 10.255.255.255 scope global eth0\n"
+                      "       valid_lft forever preferred_lft forever\n",
                       h.netdev_mtu, (h.index >> 16) & 255, (h.index >> 8) & 255, h.index & 255,
                       h.addr.c_str()));
     if (!s.ok()) return s;

@@ -11,7 +11,7 @@
 //   hosts/HOST/nccl.log                 NCCL_DEBUG=INFO with timestamps on every level
 //   hosts/HOST/rdma_statistic.txt       `rdma statistic show` (mlx5 or rxe names)
 //   hosts/HOST/ethtool_S.txt            `ethtool -S` (packets, pause, FEC when moved)
-//   hosts/HOST/ip_link.txt              `ip -d link`
+//   hosts/HOST/ip_addr.txt              `ip -d addr` (`ip -d link` plus addresses)
 //   hosts/HOST/ibv_devinfo.txt          `ibv_devinfo -v` (port 1, GID table)
 //   hosts/HOST/show_gids.txt            show_gids table
 // Wall-clock times are `epoch_s` + the run's virtual time, so the bundle's

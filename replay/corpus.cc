@@ -152,7 +152,12 @@ CorpusTruth CorpusScenario(const std::string& preset, uint64_t seed, int index) 
   y += "transport:\n  ib_timeout: 14\n  retry_cnt: 7\n  opcode: send\n  traffic_class: 104\n"
        "  message_bytes: 262144\n";
   y += network;
-  y += "workload:\n  pattern: flows\n  flow_bytes: 1048576\n  flows:\n" + flows + receive;
+  // The collective is running when the fault strikes: the flows start 10 us
+  // after it (a 1 MiB flow takes ~21 us at 400 Gb/s, so flows that started
+  // earlier would be done before any fault).
+  y += Fmt("workload:\n  pattern: flows\n  flow_bytes: 1048576\n  start_us: %.1f\n  flows:\n",
+           start_us + 10) +
+       flows + receive;
   if (!fault.empty()) y += "faults:\n" + fault;
   t.scenario_yaml = y;
   return t;
