@@ -294,7 +294,8 @@ std::string Classify(const FileInput& f) {
       Contains(head, "NCCL INFO NCCL version") || Contains(t, " NCCL WARN ")) {
     return "nccl_log";
   }
-  if (Contains(head, "watchdog: no progress") || Contains(head, "watchdog: culprit")) {
+  if (Contains(head, "watchdog: no progress") || Contains(head, "watchdog: culprit") ||
+      Contains(head, "# fathom coll ")) {
     return "fathom_watchdog";
   }
   if (Contains(head, "\"trace_digest\"") || Contains(head, "\"flows_total\"") ||
@@ -303,6 +304,9 @@ std::string Classify(const FileInput& f) {
     return "fathom_report";
   }
   if (StartsWith(head, "link ") && Contains(head, "/")) return "rdma_statistic";
+  if ((StartsWith(head, "start ") || StartsWith(head, "end ")) && SplitLines(head).size() <= 4) {
+    return "job_times";
+  }
   if (Contains(head, "hca_id:") && Contains(head, "port:")) return "ibv_devinfo";
   if (StartsWith(Trim(head), "NIC statistics:")) return "ethtool";
   if (Contains(head, "DEV") && Contains(head, "INDEX") && Contains(head, "GID") &&
@@ -393,6 +397,7 @@ Parser ParserFor(const std::string& kind) {
       {"nccl_log", ParseNcclLog},
       {"fathom_watchdog", ParseFathomWatchdog},
       {"fathom_report", ParseFathomReport},
+      {"job_times", ParseJobTimes},
       {"rdma_statistic", ParseRdmaStatistic},
       {"hw_counters", ParseHwCounters},
       {"ibv_devinfo", ParseIbvDevinfo},

@@ -37,6 +37,7 @@ std::string Classify(const FileInput& file);
 // use, reason, line counts). None fails: what they cannot read they report.
 void ParseNcclLog(const FileInput& file, Evidence* ev, SourceReport* src);
 void ParseFathomWatchdog(const FileInput& file, Evidence* ev, SourceReport* src);
+void ParseJobTimes(const FileInput& file, Evidence* ev, SourceReport* src);
 void ParseFathomReport(const FileInput& file, Evidence* ev, SourceReport* src);
 void ParseRdmaStatistic(const FileInput& file, Evidence* ev, SourceReport* src);
 void ParseHwCounters(const FileInput& file, Evidence* ev, SourceReport* src);

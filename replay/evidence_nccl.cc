@@ -21,6 +21,7 @@
 //     vendor err 129                                      (older, CASES.md 5)
 //   NET/IB : [mlx5_0:1 ]Got async event : port error
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -243,7 +244,8 @@ void ParseNcclLog(const FileInput& file, Evidence* ev, SourceReport* src) {
 }
 
 void ParseFathomWatchdog(const FileInput& file, Evidence* ev, SourceReport* src) {
-  // transport/collectives/driver.cc's report lines.
+  // `fathom coll`'s output: its header, result rows, exit status and the
+  // watchdog's report (transport/collectives/driver.cc's lines).
   src->kind = "fathom_watchdog";
   if (ev->library.library.empty()) ev->library.library = "fathom";
   static const std::regex kStuck(
@@ -252,7 +254,17 @@ void ParseFathomWatchdog(const FileInput& file, Evidence* ev, SourceReport* src)
       R"(^watchdog: culprit rank (\d+) -> rank (\d+) qpn (0x[0-9a-fA-F]+))");
   static const std::regex kNoProgress(R"(^watchdog: no progress .*for ([0-9.]+) s)");
   static const std::regex kAsync(R"(^rank (\d+): async event (\S+)(?: \((.*)\))?$)");
+  // `fathom coll`'s header: "# fathom coll allreduce: backend verbs, 2 ranks
+  // (one per process), rank 0 on rxe0 (...)" and nccl-tests' "#  Rank  0
+  // Group  0 Pid 166 on HOST device rxe0 port 1 (...)".
+  static const std::regex kHeader(
+      R"(^# fathom coll (\w+): backend (\w+), (\d+) ranks(?: \(one per process\), rank (\d+) on (\S+))?)");
+  static const std::regex kWaiting(R"(^rank (\d+): .*waiting for .* from rank (\d+))");
+  static const std::regex kRc(R"(^rc=(\d+)$)");
+  static const std::regex kOwn(
+      R"(^watchdog: no progress on rank (\d+) \(of (\d+), one per process\))");
   int n = 0;
+  int own_rank = -1;  // the rank whose output this is (its header says)
   for (std::string_view raw : SplitLines(file.text)) {
     ++n;
     const std::string line(Trim(raw));
@@ -260,7 +272,49 @@ void ParseFathomWatchdog(const FileInput& file, Evidence* ev, SourceReport* src)
     std::smatch m;
     RankEvent e;
     e.host = file.host;
-    if (std::regex_match(line, m, kStuck)) {
+    // A rank's own watchdog line (not indented: rank 0 indents what it
+    // gathered from the others) says whose output this is.
+    if (own_rank < 0 && !std::isspace(static_cast<unsigned char>(raw[0])) &&
+        std::regex_search(line, m, kOwn)) {
+      own_rank = std::stoi(m[1].str());
+      ev->library.nranks = std::stoi(m[2].str());
+      bool known = false;
+      for (RankInfo& ri : ev->ranks) known = known || ri.rank == own_rank;
+      if (!known && !file.host.empty()) ev->ranks.push_back({own_rank, file.host, "", ""});
+    }
+    if (std::regex_search(line, m, kHeader)) {
+      ev->library.algorithm = ev->library.algorithm.empty() ? "ring" : ev->library.algorithm;
+      ev->library.nranks = std::stoi(m[3].str());
+      if (m[4].matched) own_rank = std::stoi(m[4].str());
+      if (m[4].matched && !file.host.empty()) {
+        const int r = own_rank;
+        bool known = false;
+        for (RankInfo& ri : ev->ranks) known = known || ri.rank == r;
+        if (!known) ev->ranks.push_back({r, file.host, m[5].str(), ""});
+        HostState& h = Host(ev, file.host);
+        if (h.device.empty()) h.device = m[5].str();
+        const std::string drv = DriverFromDevice(m[5].str());
+        if (!drv.empty() && h.driver == "unknown") h.driver = drv;
+      }
+      ++src->lines_recognised;
+      continue;
+    }
+    if (std::regex_match(line, m, kRc)) {
+      // The run's exit status: not 0 means it failed or hung.
+      if (m[1].str() != "0") {
+        e.kind = "abort";
+        e.detail = "fathom coll exited with " + line;
+        ev->rank_events.push_back(e);
+      }
+      ++src->lines_recognised;
+      continue;
+    }
+    if (std::regex_search(line, m, kWaiting)) {
+      e.rank = std::stoi(m[1].str());
+      e.peer = "rank " + m[2].str();
+      e.kind = "stall";
+      e.detail = line;
+    } else if (std::regex_match(line, m, kStuck)) {
       e.rank = std::stoi(m[1].str());
       e.peer = "rank " + m[2].str();
       e.kind = "stall";
@@ -281,6 +335,9 @@ void ParseFathomWatchdog(const FileInput& file, Evidence* ev, SourceReport* src)
       ++src->lines_ignored;
       continue;
     }
+    // Rank 0 gathers every rank's report: another rank's lines are that
+    // rank's, whose host the rank table gives (LinkRanksAndPeers).
+    if (e.rank >= 0 && own_rank >= 0 && e.rank != own_rank) e.host.clear();
     ev->rank_events.push_back(e);
     ++src->lines_recognised;
   }
@@ -369,6 +426,26 @@ void ParseFathomReport(const FileInput& file, Evidence* ev, SourceReport* src) {
                  ? f["first_error_ns"].get<double>()
                  : -1,
              qpn);
+  }
+}
+
+void ParseJobTimes(const FileInput& file, Evidence* ev, SourceReport* src) {
+  // "start UNIX" / "end UNIX" (testbed/collect_evidence.sh's times.txt):
+  // the job's wall-clock span, which sets the time origin and last_s.
+  src->kind = "job_times";
+  int n = 0;
+  for (std::string_view raw : SplitLines(file.text)) {
+    ++n;
+    const auto w = SplitWords(raw);
+    if (w.empty()) continue;
+    const double t = w.size() == 2 ? ParseDouble(w[1]).value_or(0) : 0;
+    if ((w[0] != "start" && w[0] != "end") || t < kWallClockS) {
+      NoteProblem(src, n, "'start|end UNIX-TIME' expected");
+      ++src->lines_ignored;
+      continue;
+    }
+    SeeWallTime(ev, t);
+    ++src->lines_recognised;
   }
 }
 
