@@ -56,7 +56,6 @@ constexpr std::string_view kMlx5[] = {"rx_write_requests",
                                       "np_ecn_marked_roce_packets",
                                       "np_cnp_sent",
                                       "rx_icrc_encapsulated",
-                                      "lifespan",
                                       "resp_rnr_nak",
                                       "rx_dct_connect"};
 
@@ -78,6 +77,9 @@ constexpr std::string_view kPort[] = {"symbol_error",
                                       "port_rcv_data",
                                       "port_xmit_packets",
                                       "port_rcv_packets",
+                                      // The hw_counters directory's own attribute (ms the
+                                      // counts are cached for), every driver's.
+                                      "lifespan",
                                       "unicast_xmit_packets",
                                       "unicast_rcv_packets",
                                       "multicast_xmit_packets",
