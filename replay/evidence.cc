@@ -173,11 +173,17 @@ std::optional<double> ParseTimeField(std::string_view s) {
 }
 
 std::string HostFromPath(std::string_view rel) {
-  // A directory "hosts/h3/..." or "h3/...": the innermost directory that is
-  // not a tool's name; else a file name "h3.ibv_devinfo.txt" / "h3_ethtool".
+  // A file name "h3.ibv_devinfo.txt" / "h3_ethtool.txt" (a host, then a
+  // tool's name); else a directory "hosts/h3/..." or "h3/...": the innermost
+  // one that is not a tool's or a collection's name.
   static const char* kNotHosts[] = {
-      "hosts", "logs",  "nccl",       "rdma",     "fabric", "switch",   "hw_counters", "ports",
-      "sys",   "class", "infiniband", "captures", "bundle", "evidence", "counters",    "net"};
+      "hosts",    "logs", "nccl",  "rdma",       "fabric",   "switch", "hw_counters",
+      "ports",    "sys",  "class", "infiniband", "captures", "bundle", "evidence",
+      "counters", "net",  "dumps", "sim",        "node",     "nodes",  "collect"};
+  static const char* kTools[] = {"nccl", "ibv",      "ip",        "rdma",       "ethtool", "show",
+                                 "gids", "topology", "neighbors", "neighbours", "switch",  "link",
+                                 "hw",   "capture",  "fathom",    "watchdog",   "flows",   "sim",
+                                 "coll", "times",    "devinfo",   "statistic"};
   auto not_host = [](std::string_view n) {
     for (const char* k : kNotHosts) {
       if (n == k) return true;
@@ -187,6 +193,19 @@ std::string HostFromPath(std::string_view rel) {
            });
   };
   const fs::path p(rel);
+  const std::string name = p.filename().string();
+  for (const char sep : {'.', '_'}) {
+    const size_t cut = name.find(sep);
+    if (cut == std::string::npos || cut == 0) continue;
+    const std::string stem = name.substr(0, cut);
+    const std::string rest = name.substr(cut + 1);
+    bool stem_is_tool = false, names_tool = false;
+    for (const char* t : kTools) {
+      stem_is_tool = stem_is_tool || stem == t;
+      names_tool = names_tool || Contains(rest, t);
+    }
+    if (!stem_is_tool && names_tool && !not_host(stem)) return stem;
+  }
   std::vector<std::string> parts;
   for (const auto& part : p.parent_path()) parts.push_back(part.string());
   // Per-counter files under /sys/class/infiniband/DEV/ports/N/hw_counters:
@@ -201,18 +220,6 @@ std::string HostFromPath(std::string_view rel) {
   }
   for (size_t k = parts.size(); k-- > 0;) {
     if (!not_host(parts[k])) return parts[k];
-  }
-  const std::string name = p.filename().string();
-  const size_t dot = name.find_first_of("._");
-  if (dot != std::string::npos && dot > 0) {
-    const std::string stem = name.substr(0, dot);
-    static const char* kTools[] = {"nccl", "ibv",      "ip",        "rdma",       "ethtool", "show",
-                                   "gids", "topology", "neighbors", "neighbours", "switch",  "link",
-                                   "hw",   "capture",  "fathom",    "watchdog",   "flows",   "sim"};
-    for (const char* t : kTools) {
-      if (stem == t) return "";
-    }
-    return stem;
   }
   return "";
 }

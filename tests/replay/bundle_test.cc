@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -116,6 +117,36 @@ TEST(Bundle, RoundTripGivesTheRunsFigures) {
   // Neighbours agree with the topology written.
   EXPECT_EQ(ev->neighbors.size(), 4u);
   EXPECT_FALSE(ev->topology.empty());
+}
+
+TEST(Bundle, SimReportsAreEvidence) {
+  // `fathom sim --json` and `--flows-out` (CSV) in a bundle: failed flows
+  // are completion errors at their virtual first-error time.
+  SimRun run = RunIt(kScenario);
+  for (const bool csv : {false, true}) {
+    TempBundle b;
+    b.Write(csv ? "sim/flows.csv" : "sim/report.json",
+            csv ? sim::FormatFlowsCsv(run.report) : sim::FormatJson(run.report));
+    auto ev = ReadEvidence(b.dir());
+    ASSERT_TRUE(ev.ok()) << ev.status().ToString();
+    ASSERT_EQ(ev->sources.size(), 1u);
+    EXPECT_EQ(ev->sources[0].kind, "fathom_report");
+    EXPECT_EQ(ev->sources[0].use, SourceReport::Use::kUsed) << ev->sources[0].reason;
+    EXPECT_EQ(ev->sources[0].lines_recognised, run.report.flows_total);
+    int failed = 0;
+    for (const sim::FlowReport& f : run.report.flow_table) {
+      if (f.first_error.empty()) continue;
+      ++failed;
+      bool found = false;
+      for (const CompletionError& e : ev->errors) {
+        found = found || (e.host == f.src && e.peer_host == f.dst && e.status == f.first_error &&
+                          std::abs(e.time_s - f.first_error_ns / 1e9) < 1e-6);
+      }
+      EXPECT_TRUE(found) << f.src << " -> " << f.dst << (csv ? " (csv)" : " (json)");
+    }
+    EXPECT_EQ(static_cast<int>(ev->errors.size()), failed);
+    EXPECT_GT(failed, 0);
+  }
 }
 
 TEST(Bundle, RxeProfileWritesRxeNames) {

@@ -224,6 +224,22 @@ TEST_F(FieldBundle, EveryFileHasAReport) {
   }
 }
 
+TEST(ReadEvidence, HostFromTheFileName) {
+  TempBundle b;
+  b.Write("dumps/gpu-node-07.ibv_devinfo.txt",
+          "hca_id:\tmlx5_1\n\tphys_port_cnt:\t\t\t1\n\t\tport:\t1\n"
+          "\t\t\tstate:\t\t\tPORT_DOWN (1)\n\t\t\tactive_mtu:\t\t4096 (5)\n");
+  b.Write("dumps/gpu-node-07_ethtool.txt", "NIC statistics:\n     tx_prio3_pause: 12\n");
+  auto ev = ReadEvidence(b.dir());
+  ASSERT_TRUE(ev.ok()) << ev.status().ToString();
+  ASSERT_EQ(ev->hosts.size(), 1u);
+  const HostState& h = ev->hosts.at("gpu-node-07");
+  EXPECT_EQ(h.port_state, "PORT_DOWN");
+  EXPECT_EQ(h.device, "mlx5_1");
+  EXPECT_EQ(h.driver, "mlx5");
+  EXPECT_EQ(h.ethtool.at("tx_prio3_pause"), 12u);
+}
+
 TEST(ReadEvidence, TarballGivesWhatTheDirectoryGives) {
   TempBundle b;
   b.CopyFixture();
