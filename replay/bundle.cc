@@ -76,8 +76,10 @@ struct HostOut {
 
 }  // namespace
 
+// The simulator's own addresses (fabric/scenario/capture.cc FrameFor):
+// 10.<rank bits 16-23>.<8-15>.<0-7>, so captures and logs agree.
 std::string BundleHostAddress(int i) {
-  return Fmt("10.%d.%d.%d", 1 + i / 62500, (i / 250) % 250, 1 + i % 250);
+  return Fmt("10.%d.%d.%d", (i >> 16) & 255, (i >> 8) & 255, i & 255);
 }
 
 Status WriteBundle(const sim::LoadedScenario& sc, const sim::RunReport& report,

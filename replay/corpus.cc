@@ -173,10 +173,16 @@ StatusOr<std::vector<CorpusTruth>> MakeCorpus(const CorpusOptions& opt) {
     const std::string name = Fmt("corpus-%s-%03d", opt.preset.c_str(), i);
     auto sc = sim::LoadScenarioString(t.scenario_yaml, name + ".yaml");
     if (!sc.ok()) return sc.status().WithContext("MakeCorpus " + name);
-    auto rep = sim::RunScenario(*sc, {});
-    if (!rep.ok()) return rep.status().WithContext("MakeCorpus " + name);
     const std::string dir = (fs::path(opt.dir) / Fmt("%03d", i)).string();
     fs::remove_all(dir, ec);
+    fs::create_directories(fs::path(dir) / "fabric", ec);
+    // A capture on the first host's NIC link, as the host switch's port
+    // mirror would give (not on the fault's link: that would name it).
+    sim::RunOptions run;
+    run.captures.push_back({sc->topology.node(sc->topology.hosts()[0]).name,
+                            (fs::path(dir) / "fabric" / "port-mirror.pcap").string()});
+    auto rep = sim::RunScenario(*sc, run);
+    if (!rep.ok()) return rep.status().WithContext("MakeCorpus " + name);
     Status s = WriteBundle(*sc, *rep, dir);
     if (!s.ok()) return s;
     nlohmann::json j;

@@ -6,7 +6,8 @@
 //
 // Traffic: NCCL's inter-node ring on each rail — host g of server s sends to
 // host g of server s+1 (mod servers), one flow per host.
-// Layout: DIR/NNN/ is the bundle; DIR/NNN/.truth.json holds {"kind",
+// Layout: DIR/NNN/ is the bundle (bundle.h, plus fabric/port-mirror.pcap:
+// the first host's NIC link captured both ways); DIR/NNN/.truth.json holds {"kind",
 // "target", "params", "scenario"} and is never read by ReadEvidence (hidden
 // files are skipped).
 #pragma once

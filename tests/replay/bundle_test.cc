@@ -210,6 +210,13 @@ TEST(Corpus, BundlesHideTheirTruth) {
       EXPECT_EQ(s.use, SourceReport::Use::kUsed) << s.path << ": " << s.reason;
     }
     EXPECT_EQ(ev->ranks.size(), 16u);
+    // The port mirror's conversations are between the hosts' addresses.
+    ASSERT_FALSE(ev->captures.empty());
+    for (const CaptureFinding& c : ev->captures) {
+      EXPECT_EQ(c.path, "fabric/port-mirror.pcap");
+      EXPECT_TRUE(c.src == BundleHostAddress(0) || c.dst == BundleHostAddress(0))
+          << c.src << " -> " << c.dst;
+    }
   }
   // The MTU fault shows as the victim's NIC MTU.
   auto ev = ReadEvidence(out.dir() + "/000");
