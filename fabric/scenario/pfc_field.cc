@@ -76,12 +76,13 @@ void PfcField::Mitigate(void* ctx, Port* port, int tc, PfcWdAction action, bool 
     return;
   }
   if (action == PfcWdAction::kDrop) {
-    // Discard every frame that comes for the queue from now on. The frames
-    // already waiting go on when PAUSE stops being honoured (below): SONiC
-    // discards them too, but Port::DropWaiting leaves the upstream's
-    // ingress account in XOFF for good (found with scenarios/faults/
-    // pfc_storm.yaml; the PFC mechanics' to fix), so they are sent.
+    // Discard every frame that comes for the queue from now on, and the
+    // frames waiting in it (as SONiC's drop action does); their bytes leave
+    // the switch's ingress accounts, so the XOFF it asserted upstream is
+    // released. Before PAUSE stops being honoured (below), which would send
+    // the waiting frames on.
     port->WatchdogDrop(tc, true);
+    port->DropWaiting(tc);
   }
   port->IgnorePause(tc, Picoseconds::Max());
 }

@@ -153,6 +153,20 @@ std::string FormatSummary(const RunReport& r) {
              "  np_cnp_sent %" PRIu64 "  rp_cnp_handled %" PRIu64 "  rp_cnp_ignored %" PRIu64 "\n",
              r.ecn_marked_packets, r.dcqcn.np_ecn_marked_roce_packets, r.dcqcn.np_cnp_sent,
              r.dcqcn.rp_cnp_handled, r.dcqcn.rp_cnp_ignored);
+    // The rate limiters the CNPs drove, first few (all: --json / --flows-out).
+    const size_t kMaxQps = 8;
+    size_t limited = 0;
+    for (const FlowReport& f : r.flow_table) {
+      for (const QpReport& q : f.qps) {
+        if (!q.dcqcn || ++limited > kMaxQps) continue;
+        s +=
+            Fmt("  dcqcn rate flow %d qp %d %s -> %s: now %.2f Gb/s, min %.2f, mean %.2f, "
+                "%" PRIu64 " cuts\n",
+                f.index, q.qp, q.host.c_str(), q.peer_host.c_str(), q.dcqcn_rate_gbps,
+                q.dcqcn_min_gbps, q.dcqcn_mean_gbps, q.dcqcn_cuts);
+      }
+    }
+    if (limited > kMaxQps) s += Fmt("  ... and %zu more rate-limited QPs\n", limited - kMaxQps);
   }
   if (!r.faults_summary.empty()) s += "faults\n" + r.faults_summary;
   if (!r.port_pfc.empty()) s += FormatPfc(r.port_pfc);
@@ -213,6 +227,11 @@ Json FlowRowJson(const FlowReport& f) {
     jq["first_error_ns"] = TimeOrNull(q.first_error_ns);
     jq["requester_counters"] = QpCountersJson(q.requester);
     jq["responder_counters"] = QpCountersJson(q.responder);
+    jq["dcqcn"] = q.dcqcn ? Json{{"rate_gbps", q.dcqcn_rate_gbps},
+                                 {"min_gbps", q.dcqcn_min_gbps},
+                                 {"mean_gbps", q.dcqcn_mean_gbps},
+                                 {"cuts", q.dcqcn_cuts}}
+                          : Json(nullptr);
     qps.push_back(std::move(jq));
   }
   row["qps"] = std::move(qps);

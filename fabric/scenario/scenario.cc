@@ -350,6 +350,13 @@ void FillFlowTable(const LoadedScenario& sc, Network& net, const FlowDriver& dri
     if (auto st = req.GetQpState(q.req_qpn); st.ok()) qr.state = std::string(QpStateName(*st));
     if (auto c = req.GetQpCounters(q.req_qpn); c.ok()) qr.requester = *c;
     if (auto c = net.nic(q.responder).GetQpCounters(q.resp_qpn); c.ok()) qr.responder = *c;
+    if (auto d = req.GetQpDcqcnStats(q.req_qpn); d.ok() && d->cnp_seen) {
+      qr.dcqcn = true;
+      qr.dcqcn_rate_gbps = d->rate_bps / 1e9;
+      qr.dcqcn_min_gbps = d->min_bps / 1e9;
+      qr.dcqcn_mean_gbps = d->mean_bps / 1e9;
+      qr.dcqcn_cuts = d->cuts;
+    }
     if (q.errored) {
       qr.first_error = std::string(WcStatusName(q.first_error));
       qr.first_error_ns = q.first_error_time.ns();

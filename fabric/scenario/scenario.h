@@ -92,6 +92,12 @@ struct QpReport {
   std::string first_error;      // an IBV_WC_* name, empty when none
   double first_error_ns = -1;   // -1: none
   QpCounters requester, responder;
+  // The requester's DCQCN rate limiter (transport.dcqcn) at the end of the
+  // run: rate now, lowest, time-weighted mean from its first CNP (Gb/s),
+  // and its cuts; dcqcn false when no CNP reached it.
+  bool dcqcn = false;
+  double dcqcn_rate_gbps = 0, dcqcn_min_gbps = 0, dcqcn_mean_gbps = 0;
+  uint64_t dcqcn_cuts = 0;
 };
 
 // One flow's outcome: a row of `fathom sim --flows-out`.

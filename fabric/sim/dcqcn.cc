@@ -48,8 +48,33 @@ int32_t DcqcnRate::alpha(const DcqcnConfig& c, int64_t now_ps) {
   return alpha_;
 }
 
+void DcqcnRate::Account(int64_t now_ps) {
+  if (first_cnp_ps_ < 0) return;
+  rate_ps_sum_ += rate_bps() * static_cast<double>(now_ps - accounted_ps_);
+  accounted_ps_ = now_ps;
+}
+
+DcqcnRateStats DcqcnRate::Stats(int64_t now_ps) const {
+  DcqcnRateStats s;
+  if (first_cnp_ps_ < 0) return s;
+  s.cnp_seen = true;
+  s.rate_bps = rate_bps();
+  s.min_bps = min_bps_;
+  s.cuts = cuts_;
+  const double sum = rate_ps_sum_ + rate_bps() * static_cast<double>(now_ps - accounted_ps_);
+  const int64_t span = now_ps - first_cnp_ps_;
+  s.mean_bps = span > 0 ? sum / static_cast<double>(span) : rate_bps();
+  return s;
+}
+
 void DcqcnRate::OnCnp(const DcqcnConfig& c, int64_t line_bps, int64_t now_ps) {
   if (!limited_) {
+    if (first_cnp_ps_ < 0) {
+      first_cnp_ps_ = accounted_ps_ = now_ps;
+      min_bps_ = static_cast<double>(line_bps);
+    } else {
+      Account(now_ps);  // released until now: at line rate
+    }
     // The first CNP of a flow: the limiter starts at the current rate (line
     // rate) or RATE_TO_SET_ON_FIRST_CNP, alpha at INITIAL_ALPHA_VALUE.
     line_bps_ = static_cast<double>(line_bps);
@@ -81,6 +106,7 @@ void DcqcnRate::OnCnp(const DcqcnConfig& c, int64_t line_bps, int64_t now_ps) {
 }
 
 void DcqcnRate::Cut(const DcqcnConfig& c, int64_t now_ps) {
+  Account(now_ps);
   AdvanceAlpha(c, now_ps);
   const bool clamp =
       c.clamp_tgt_rate ||
@@ -94,6 +120,7 @@ void DcqcnRate::Cut(const DcqcnConfig& c, int64_t now_ps) {
   next = std::max(next, rate_bps_ * c.rpg_min_dec_fac_percent / 100.0);
   next = std::max(next, static_cast<double>(c.rpg_min_rate_mbps) * kBpsPerMbps);
   rate_bps_ = std::min(next, max_bps(c));
+  min_bps_ = std::min(min_bps_, rate_bps_);
   t_stage_ = b_stage_ = 0;
   bytes_ = 0;
   cut_pending_ = false;
@@ -150,6 +177,7 @@ void DcqcnRate::OnSent(const DcqcnConfig& c, uint32_t bytes, int64_t now_ps) {
   last_bytes_ = bytes;
   bytes_ += bytes;
   const uint32_t reset = static_cast<uint32_t>(std::max<int64_t>(c.rpg_byte_reset_bytes, 1));
+  if (bytes_ >= reset) Account(now_ps);
   while (limited_ && bytes_ >= reset) {
     bytes_ -= reset;
     Increase(c, /*by_timer=*/false);
@@ -158,6 +186,7 @@ void DcqcnRate::OnSent(const DcqcnConfig& c, uint32_t bytes, int64_t now_ps) {
 
 void DcqcnRate::OnTimer(const DcqcnConfig& c, int64_t now_ps) {
   if (!limited_) return;
+  Account(now_ps);
   const int64_t monitor = c.rate_reduce_monitor_period_us * kPsPerUs;
   if (cut_pending_ && now_ps >= last_cut_ps_ + monitor) Cut(c, now_ps);
   if (limited_ && now_ps >= increase_at_ps_) {

@@ -41,8 +41,25 @@ struct DcqcnConfig {
   bool np_enabled = true;
   bool rp_enabled = true;
   // Reaction point.
-  int64_t rpg_time_reset_us = 300;            // RPG_TIME_RESET: rate-increase timer
-  int64_t rpg_byte_reset_bytes = 32767;       // RPG_BYTE_RESET: rate-increase byte counter
+  int64_t rpg_time_reset_us = 300;  // RPG_TIME_RESET: rate-increase timer
+  // RPG_BYTE_RESET: the rate-increase byte counter, in bytes here; the
+  // firmware's default 32767 counts 64-byte units: 32767 x 64 = 2,097,088
+  // bytes (2 MiB). The unit, settled: NVIDIA's texts call the field "Given in
+  // Bytes" (mstflint tools_open_roce_cc_ecn; mlxconfig's RPG_BYTE_RESET
+  // description), but the field is 15 bits (bits 8.0-8.14 there), so 32767
+  // is its maximum, and read as bytes it is 2.6 us of a 100 Gb/s flow: each
+  // event then halves the gap to the target faster than CNPs can cut (with
+  // the DCQCN paper's Kmin/Kmax/Pmax two flows held the 1 MiB buffer full at
+  // 0.579 share, measured here). Spirent's RoCEv2 DCQCN emulation
+  // (Rocev2DcqcnProfile: ByteResetInMb, default 2, with RPG_AI_RATE's 5 Mb/s)
+  // defaults to the 2 MB that 64-byte units give; ns-3 HPCC's DCQCN of the
+  // ConnectX (rdma-hw.cc) leaves the byte counter out (alibaba-edu/High-
+  // Precision-Congestion-Control issue 66), and the DCQCN paper uses B =
+  // 10 MB (section 5): both put it far from 32 KB. With 64-byte units and
+  // the paper's Kmin/Kmax/Pmax the mlx5 defaults share fairly (0.476) but
+  // hold the queue above Kmax (p90 259 KB, some tail drops): see
+  // DcqcnNetworkTest.TwoFlowsConvergeToFairShareAndTheQueueSettles.
+  int64_t rpg_byte_reset_bytes = int64_t{32767} * 64;
   int32_t rpg_threshold = 1;                  // RPG_THRESHOLD: fast-recovery events
   int64_t rpg_ai_rate_mbps = 5;               // RPG_AI_RATE: additive increase
   int64_t rpg_hai_rate_mbps = 50;             // RPG_HAI_RATE: hyper increase
@@ -78,6 +95,18 @@ struct DcqcnCounters {
   }
 };
 
+// What a QP's rate limiter did, for the run report: its rate now, the
+// lowest it was cut to, and its time-weighted mean from its first CNP to
+// now (line rate while released). `cnp_seen` false: the QP
+// never got a CNP (every field 0).
+struct DcqcnRateStats {
+  bool cnp_seen = false;
+  double rate_bps = 0;
+  double min_bps = 0;
+  double mean_bps = 0;
+  uint64_t cuts = 0;
+};
+
 // One QP's reaction point. Times are virtual picoseconds; rates bits/s.
 // Unlimited until the first CNP; limited (rate() below line rate, timer
 // running) until the rate climbs back to line rate.
@@ -106,6 +135,8 @@ class DcqcnRate {
   int32_t timer_stage() const { return t_stage_; }
   int32_t byte_stage() const { return b_stage_; }
   uint64_t cuts() const { return cuts_; }
+  // The report's figures at `now_ps` (dcqcn.cc).
+  DcqcnRateStats Stats(int64_t now_ps) const;
 
  private:
   void AdvanceAlpha(const DcqcnConfig& c, int64_t now_ps);
@@ -115,6 +146,9 @@ class DcqcnRate {
   // packet set at the old one).
   void Repace();
   double max_bps(const DcqcnConfig& c) const;
+  // Folds the rate in force since the last change into the mean; called
+  // before every change of rate_bps() (a cut, an increase, the release).
+  void Account(int64_t now_ps);
 
   double line_bps_ = 0;
   double rate_bps_ = 0;    // RC
@@ -133,6 +167,11 @@ class DcqcnRate {
   bool limited_ = false;
   bool cnp_in_period_ = false;  // a CNP came in the alpha period in progress
   bool cut_pending_ = false;    // a CNP came since the last cut, within its period
+  // Report statistics (Stats): from the first CNP; rate x time in bit-ps.
+  int64_t first_cnp_ps_ = -1;
+  int64_t accounted_ps_ = 0;
+  double rate_ps_sum_ = 0;
+  double min_bps_ = 0;
 };
 
 }  // namespace fathom::sim

@@ -127,6 +127,9 @@ class Nic {
   // a QP's current rate (its line rate when no CNP limits it).
   const DcqcnCounters& dcqcn_counters() const { return dcqcn_counters_; }
   StatusOr<double> GetQpRateBps(uint32_t qpn) const;
+  // A QP's rate limiter for the run report (dcqcn.h DcqcnRateStats): not
+  // cnp_seen when DCQCN is off or no CNP reached the QP.
+  StatusOr<DcqcnRateStats> GetQpDcqcnStats(uint32_t qpn) const;
 
  private:
   struct SendWqe {

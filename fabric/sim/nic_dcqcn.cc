@@ -23,6 +23,13 @@ StatusOr<double> Nic::GetQpRateBps(uint32_t qpn) const {
   return r.limited() ? r.rate_bps() : line;
 }
 
+StatusOr<DcqcnRateStats> Nic::GetQpDcqcnStats(uint32_t qpn) const {
+  const Qp* qp = FindQp(qpn);
+  if (qp == nullptr) return NotFound("dcqcn stats qpn=" + Hex(qpn) + ": no such QP");
+  if (!dcqcn_) return DcqcnRateStats{};
+  return dcqcn_qps_[qpn - kFirstQpn].rate.Stats(engine_->Now().ps());
+}
+
 bool Nic::PaceFront() {
   const int64_t now = engine_->Now().ps();
   int64_t earliest = INT64_MAX;

@@ -67,11 +67,23 @@ StatusOr<NicProfile> NicProfileNamed(std::string_view name) {
     return p;
   }
   if (name == "rxe") {
-    // rxe_comp.c: a retry_cnt of 7 is never decremented (retry forever), and
-    // rxe has no adaptive retransmission: the timer is 4.096 us * 2^T.
-    // rxe's software latencies: no published or measured figure was found
-    // (TESTBED.md's rxe VMs have not been measured for latency), so its
-    // timing stays 0 until one is.
+    // Retransmission, from the kernel's rxe code paths:
+    // - rxe_comp.c rxe_completer(), COMPST_ERROR_RETRY: "if
+    //   (qp->comp.retry_cnt != 7) qp->comp.retry_cnt--", so a retry_cnt of
+    //   7 is never used up (retry forever): infinite_retry7;
+    // - rxe_qp.c rxe_qp_from_attr(): the retransmit timer is
+    //   nsecs_to_jiffies(4096 << timeout), the IBTA's 4.096 us x 2^T
+    //   with no floor and no multiplier (timeout_floor 0,
+    //   timeout_multiplier 1), and rxe has no adaptive retransmission
+    //   (nothing in rxe_comp.c/rxe_req.c retransmits before that timer).
+    //   (Jiffy rounding, 1-4 ms per tick, is not modelled.)
+    // Timing: every delay stays 0, for want of a source. No published
+    // ib_*_lat figure for rxe on real hardware was found, and the
+    // testbed's own measurement (perftest ib_write_lat between two rxe VMs,
+    // bench/perf_vs_perftest.sh; 340-668 us typical in the issue notes, not
+    // in the repository) is of 1-vCPU TCG guests, where emulating the CPU
+    // costs about 100 times rxe's own work: not rxe's latency. There is no
+    // PCIe for rxe (it copies in the kernel), so pcie_rate stays 0 too.
     p.infinite_retry7 = true;
     return p;
   }
@@ -80,9 +92,15 @@ StatusOr<NicProfile> NicProfileNamed(std::string_view name) {
     SetConnectXTiming(p);
     // ConnectX-7's host interface is PCIe Gen 5.0 x16 (NVIDIA ConnectX-7
     // OCP 3.0 user manual, Introduction: "PCIe Gen 5.0 x16 host
-    // connectivity"): 32 GT/s x 16 lanes x 128/130 = 504 Gb/s. No
-    // ConnectX-7 latency or retransmission figure was found: its other parts
-    // are ConnectX-6's (an assumption, to replace when one is measured).
+    // connectivity"): 32 GT/s x 16 lanes x 128/130 = 504 Gb/s. Every other
+    // number is ConnectX-6's, without a source of its own: NVIDIA's
+    // ConnectX-7 user manuals (PCIe stand-up and OCP 3.0, Introduction and
+    // Specifications) state no latency, and no published ConnectX-7
+    // ib_*_lat or retransmission-timing measurement was found; the
+    // doorbell, WQE fetch, pipelines, DMA and CQE parts (cx6's split of
+    // its 0.8 us), the adaptive schedule, the timeout floor of 16 and the
+    // doubled interval (CASES.md 21, measured on ConnectX-6) are assumed
+    // the same until one is measured.
     if (name == "cx7") p.pcie_rate = BitsPerSecond(504123076923);
     return p;
   }

@@ -45,7 +45,8 @@
 //     `emitting` (classes this port asserts XOFF for) and its counters;
 //     Port::paused_classes(), Port::waiting_bytes(c), Port::pfc_counters().
 // (c) Watchdog: Port::DropWaiting(c) drops the class's waiting frames
-//     (DropReason::kPfcWatchdog, counted), Port::ForwardWaiting(c) sends
+//     (DropReason::kPfcWatchdog, counted; their bytes leave the ingress
+//     accounts, which may send XON upstream), Port::ForwardWaiting(c) sends
 //     them despite the pause, Port::IgnorePause(c, until) ends a pause in
 //     force and counts but ignores PAUSE frames for c until `until`.
 // (d) Cycles: a port U whose far end is a switch is paused by the switch's

@@ -10,9 +10,8 @@
 //   the packets waiting in the queue and every packet of the class sent to
 //   it, and ignores PAUSE (so the queue drains and pauses nothing
 //   upstream); `forward` ignores PAUSE and keeps sending. (SONiC's drop also
-//   discards what the stormed port receives on the class, and the frames
-//   already queued; not modelled here: a storming NIC sends no data, and
-//   the queued frames go on (fabric/scenario/pfc_field.cc says why).)
+//   discards what the stormed port receives on the class; not modelled
+//   here: a storming NIC sends no data.)
 // - restoration: no PAUSE frame has arrived for the restoration time (as
 //   SONiC's restoration checks the PFC rx counter), counted from the last
 //   poll that saw a new one, so within one poll interval of the last frame

@@ -351,6 +351,10 @@ class Port {
   void Requeue(const std::vector<std::array<uint64_t, 2>>& pulled);
   void Resume(int c);
   void ReleaseLossless(const Held& h, uint32_t bytes, uint8_t tc);
+  // Takes `bytes` of class `tc` out of the ingress account `up` holds at
+  // its far-end switch (a frame left, or was dropped there), and schedules
+  // the XON check when the account is XOFF and fell to its XON level.
+  void ReleaseAccount(Port* up, uint8_t tc, uint32_t bytes);
   static void OnPauseExpiry(void* obj, uint64_t arg);
   static void OnXonCheck(void* obj, uint64_t arg);
   static void OnRefresh(void* obj, uint64_t arg);

@@ -202,13 +202,18 @@ void Port::ReleaseLossless(const Held& h, uint32_t bytes, uint8_t tc) {
   // Held entries have crossed this link too: the upstream is two back.
   Port* up = hops >= 2 ? NextHop(*flow, hops - 2) : nullptr;
   if (up == nullptr || !up->pfc_ || up->pfc_->far_switch == nullptr) return;
+  ReleaseAccount(up, tc, bytes);
+}
+
+void Port::ReleaseAccount(Port* up, uint8_t tc, uint32_t bytes) {
   PortPfc& u = *up->pfc_;
   u.held[tc] -= bytes;
   u.far_switch->Add(-static_cast<int64_t>(bytes));
   if (!u.xon_pending && ((u.account_xoff >> tc) & 1) &&
       u.held[tc] <= u.far_switch->XonLevel(tc, u.xoff_level[tc])) {
     // XON, from an event of its own: this runs inside a send or an arrival
-    // of another port, which a PAUSE frame's send must not cut into.
+    // of another port (or the watchdog's poll), which a PAUSE frame's send
+    // must not cut into.
     u.xon_pending = true;
     engine_->Schedule<&Port::OnXonCheck>(engine_->Now(), EventKind::kUser, up->component_, up, 0);
   }
@@ -494,9 +499,11 @@ void Port::DropWaiting(int c) {
       uint32_t hops;
       FlowAndHops(h.w0, h.w1, h.pooled(), &flow, &hops, kHopsShift, kHopsMax, Held::kTags);
       Port* up = hops >= 1 ? NextHop(*flow, hops - 1) : nullptr;
+      // Released as a frame that left: the account may fall to XON, and
+      // the upstream's pause must then end (else it waits for good on
+      // frames that are gone).
       if (up != nullptr && up->pfc_ && up->pfc_->far_switch != nullptr) {
-        up->pfc_->held[tc] -= bytes;
-        up->pfc_->far_switch->Add(-static_cast<int64_t>(bytes));
+        ReleaseAccount(up, tc, bytes);
       }
     }
     ++pfc_->counters.watchdog_dropped[i];
@@ -507,6 +514,7 @@ void Port::DropWaiting(int c) {
       CountDrop(static_cast<uint32_t>(h.w1 & kPsnMask), DropReason::kPfcWatchdog);
     }
   }
+  KeepStorage(&waiting, &pfc_->waiting[i]);
 }
 
 void Port::ForwardWaiting(int c) {

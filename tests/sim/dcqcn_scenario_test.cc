@@ -114,6 +114,21 @@ TEST(DcqcnScenarioTest, ExampleMeetsItsExpectationsWithoutDrops) {
   EXPECT_EQ(r->dcqcn.rp_cnp_handled, r->dcqcn.np_cnp_sent);
   EXPECT_THAT(FormatJson(*r), HasSubstr("\"np_cnp_sent\": "));
   EXPECT_THAT(FormatSummary(*r), HasSubstr("rp_cnp_handled"));
+  // Each sender's rate limiter, per QP, in the text and the JSON.
+  ASSERT_EQ(r->flow_table.size(), 2u);
+  for (const FlowReport& f : r->flow_table) {
+    ASSERT_EQ(f.qps.size(), 1u);
+    const QpReport& q = f.qps[0];
+    EXPECT_TRUE(q.dcqcn) << f.index;
+    EXPECT_GT(q.dcqcn_cuts, 0u) << f.index;
+    EXPECT_GT(q.dcqcn_min_gbps, 0) << f.index;
+    EXPECT_LE(q.dcqcn_min_gbps, q.dcqcn_mean_gbps) << f.index;
+    EXPECT_LE(q.dcqcn_mean_gbps, 100.0) << f.index;
+    EXPECT_LE(q.dcqcn_rate_gbps, 100.0) << f.index;
+  }
+  EXPECT_THAT(FormatSummary(*r), HasSubstr("dcqcn rate flow 0 qp 0 h1 -> h0: now "));
+  EXPECT_THAT(FormatSummary(*r), HasSubstr("dcqcn rate flow 1 qp 0 h2 -> h0: now "));
+  EXPECT_THAT(FormatJson(*r), HasSubstr("\"mean_gbps\": "));
 }
 
 // The leaf's port to h0 marks (every packet above 10 KB of queue); h0's

@@ -111,6 +111,59 @@ TEST(PfcStormTest, StallsUnrelatedFlowsUntilTheWatchdogActs) {
   EXPECT_FALSE(run.pfc->deadlock()->deadlocked());
 }
 
+// The watchdog's drop action on a stormed queue: its waiting frames are
+// dropped, and with them go the ingress accounts they held at the switch,
+// so the XOFF the switch asserted upstream is released and pause unwinds
+// hop by hop back to the sender. (Port::DropWaiting once left the
+// upstream's account in XOFF: the spine's port into leaf0 stayed paused for
+// good.)
+TEST(PfcWatchdogDropTest, DroppingTheWaitingFramesReleasesThePauseUpstream) {
+  // h4 (leaf1) writes to h0 (leaf0), which storms from the start.
+  std::vector<Flow> flows = {{4, 0, 4 << 20, Us(0)}};
+  PfcFieldOptions f;
+  f.detect_deadlock = false;
+  Fabric run(flows, f);
+  run.pfc->Storm(0, 3, Us(0), Picoseconds::Max());
+  run.pfc->Start();
+  run.engine.Run(Ms(2));
+  const int32_t leaf0 = run.topo.FindNode("leaf0").value();
+  Port& stormed = run.net->port(leaf0, 0);
+  ASSERT_EQ(run.topo.node(stormed.peer()->config().node).name, "h0");
+  ASSERT_EQ(stormed.paused_classes(), 1u << 3);
+  ASSERT_GT(stormed.waiting_bytes(3), 0);
+  // Pause spread: some port into leaf0 (a spine's) is held XOFF by leaf0's
+  // ingress account, and the sender's NIC is paused.
+  auto paused_ports = [&] {
+    std::vector<std::string> out;
+    for (Port* p : run.net->ports()) {
+      if (p == &stormed || (p->paused_classes() & (1u << 3)) == 0) continue;
+      out.push_back(run.topo.node(p->config().node).name + ":" + std::to_string(p->config().index));
+    }
+    return out;
+  };
+  ASSERT_FALSE(paused_ports().empty());
+  // The watchdog's drop action, as PfcField applies it.
+  const uint64_t waiting_frames_dropped_before =
+      run.net->drops().by_reason[static_cast<size_t>(DropReason::kPfcWatchdog)];
+  stormed.WatchdogDrop(3, true);
+  stormed.DropWaiting(3);
+  stormed.IgnorePause(3, Picoseconds::Max());
+  EXPECT_EQ(stormed.waiting_bytes(3), 0);
+  EXPECT_GT(run.net->drops().by_reason[static_cast<size_t>(DropReason::kPfcWatchdog)],
+            waiting_frames_dropped_before);
+  run.engine.Run(Ms(3));
+  // Nothing in the fabric is paused any more: every account into leaf0 went
+  // back below XON (its XOFF released) and the spines' and leaf1's queues
+  // drained into the drop.
+  EXPECT_EQ(paused_ports(), std::vector<std::string>{});
+  for (Port* p : run.net->ports()) {
+    const PortPfc* pfc = p->pfc();
+    if (pfc == nullptr) continue;
+    EXPECT_EQ(pfc->account_xoff & (1u << 3), 0)
+        << run.topo.node(p->config().node).name << ":" << p->config().index;
+  }
+}
+
 TEST(PfcIncastTest, AnIncastPausesButIsNoDeadlock) {
   // 8 senders on leaf1 and leaf2 into h0: pause trees toward the senders,
   // no cycle.
