@@ -44,6 +44,9 @@ struct CommOptions {
   // 0: reductions take no time (the ideal profile). Over verbs the host
   // reduces for real and this is not used.
   double host_reduce_bytes_per_s = 0;
+  // > 1: ranks are GPUs of servers this large, and the collectives run
+  // NCCL's hierarchical rings and trees (schedule.h); 0: flat.
+  int gpus_per_server = 0;
 };
 
 // One direction's connection record, sent by `rank` to `peer`.
@@ -77,7 +80,8 @@ struct Conn {
 
 // The (peer, channel) connections a rank needs for ring collectives on
 // `channels` channels and the double binary tree (channels 0 and 1).
-std::vector<std::pair<int, int>> NeededConnections(int nranks, int rank, int channels);
+std::vector<std::pair<int, int>> NeededConnections(int nranks, int rank, int channels,
+                                                   int gpus_per_server = 0);
 
 class Communicator {
  public:

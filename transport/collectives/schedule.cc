@@ -45,8 +45,13 @@ class CopyStream final : public Stream {
 // Ring allreduce over `range` of both buffers, in loops of n chunks.
 class RingAllreduceStream final : public Stream {
  public:
-  RingAllreduceStream(int channel, int n, int rank, Range range, uint64_t chunk)
-      : Stream(channel), n_(n), rank_(rank), range_(range), loop_(chunk * n) {}
+  RingAllreduceStream(int channel, const RingOrder& order, int rank, Range range, uint64_t chunk)
+      : Stream(channel),
+        n_(order.nranks()),
+        rank_(order.PosOf(rank)),
+        order_(order),
+        range_(range),
+        loop_(chunk * static_cast<uint64_t>(order.nranks())) {}
   uint64_t size() const override {
     return CeilDiv(range_.count, loop_) * static_cast<uint64_t>(2 * n_ - 1);
   }
@@ -56,7 +61,8 @@ class RingAllreduceStream final : public Stream {
     const int j = static_cast<int>(i % per_loop);
     const uint64_t lo = range_.offset + loop * loop_;
     const Range loop_range{lo, std::min(loop_, range_.offset + range_.count - lo)};
-    const int prev = Mod(rank_ - 1, n_), next = Mod(rank_ + 1, n_);
+    // rank_ is the ring position: segments go by position.
+    const int prev = order_.RankAt(rank_ - 1), next = order_.RankAt(rank_ + 1);
     Step s;
     int seg;
     if (j == 0) {
@@ -82,6 +88,7 @@ class RingAllreduceStream final : public Stream {
 
  private:
   int n_, rank_;
+  RingOrder order_;
   Range range_;
   uint64_t loop_;
 };
@@ -90,8 +97,15 @@ class RingAllreduceStream final : public Stream {
 // is this channel's share of a block.
 class RingReduceScatterStream final : public Stream {
  public:
-  RingReduceScatterStream(int channel, int n, int rank, uint64_t count, Range part, uint64_t chunk)
-      : Stream(channel), n_(n), rank_(rank), count_(count), part_(part), chunk_(chunk) {}
+  RingReduceScatterStream(int channel, const RingOrder& order, int rank, uint64_t count, Range part,
+                          uint64_t chunk)
+      : Stream(channel),
+        n_(order.nranks()),
+        pos_(order.PosOf(rank)),
+        order_(order),
+        count_(count),
+        part_(part),
+        chunk_(chunk) {}
   uint64_t size() const override { return CeilDiv(part_.count, chunk_) * n_; }
   Step At(uint64_t i) const override {
     const uint64_t loop = i / static_cast<uint64_t>(n_);
@@ -99,11 +113,12 @@ class RingReduceScatterStream final : public Stream {
     const uint64_t lo = part_.offset + loop * chunk_;
     Step s;
     s.count = std::min(chunk_, part_.offset + part_.count - lo);
-    const int block = Mod(rank_ - 1 - j, n_);
+    // The block of the rank j + 1 positions back: at j = n - 1 our own.
+    const int block = order_.RankAt(pos_ - 1 - j);
     s.in_offset = static_cast<int64_t>(static_cast<uint64_t>(block) * count_ + lo);
-    if (j > 0) s.recv[0] = Mod(rank_ - 1, n_);
+    if (j > 0) s.recv[0] = order_.RankAt(pos_ - 1);
     if (j < n_ - 1) {
-      s.send[0] = Mod(rank_ + 1, n_);
+      s.send[0] = order_.RankAt(pos_ + 1);
     } else {
       s.out_offset = static_cast<int64_t>(lo);
       s.final_sum = j > 0;
@@ -112,7 +127,8 @@ class RingReduceScatterStream final : public Stream {
   }
 
  private:
-  int n_, rank_;
+  int n_, pos_;
+  RingOrder order_;
   uint64_t count_;
   Range part_;
   uint64_t chunk_;
@@ -121,8 +137,15 @@ class RingReduceScatterStream final : public Stream {
 // Ring allgather: in = `count`, out = n blocks of `count`.
 class RingAllgatherStream final : public Stream {
  public:
-  RingAllgatherStream(int channel, int n, int rank, uint64_t count, Range part, uint64_t chunk)
-      : Stream(channel), n_(n), rank_(rank), count_(count), part_(part), chunk_(chunk) {}
+  RingAllgatherStream(int channel, const RingOrder& order, int rank, uint64_t count, Range part,
+                      uint64_t chunk)
+      : Stream(channel),
+        n_(order.nranks()),
+        pos_(order.PosOf(rank)),
+        order_(order),
+        count_(count),
+        part_(part),
+        chunk_(chunk) {}
   uint64_t size() const override { return CeilDiv(part_.count, chunk_) * n_; }
   Step At(uint64_t i) const override {
     const uint64_t loop = i / static_cast<uint64_t>(n_);
@@ -130,19 +153,20 @@ class RingAllgatherStream final : public Stream {
     const uint64_t lo = part_.offset + loop * chunk_;
     Step s;
     s.count = std::min(chunk_, part_.offset + part_.count - lo);
-    const int block = Mod(rank_ - j, n_);
+    const int block = order_.RankAt(pos_ - j);
     s.out_offset = static_cast<int64_t>(static_cast<uint64_t>(block) * count_ + lo);
     if (j == 0) {
       s.in_offset = static_cast<int64_t>(lo);
     } else {
-      s.recv[0] = Mod(rank_ - 1, n_);
+      s.recv[0] = order_.RankAt(pos_ - 1);
     }
-    if (j < n_ - 1) s.send[0] = Mod(rank_ + 1, n_);
+    if (j < n_ - 1) s.send[0] = order_.RankAt(pos_ + 1);
     return s;
   }
 
  private:
-  int n_, rank_;
+  int n_, pos_;
+  RingOrder order_;
   uint64_t count_;
   Range part_;
   uint64_t chunk_;
@@ -151,29 +175,47 @@ class RingAllgatherStream final : public Stream {
 // Pipelined chain broadcast root -> root+1 -> ... -> root-1.
 class ChainBroadcastStream final : public Stream {
  public:
-  ChainBroadcastStream(int channel, int n, int rank, int root, Range part, uint64_t chunk)
-      : Stream(channel), n_(n), rank_(rank), root_(root), part_(part), chunk_(chunk) {}
+  ChainBroadcastStream(int channel, const RingOrder& order, int rank, int root, Range part,
+                       uint64_t chunk)
+      : Stream(channel),
+        n_(order.nranks()),
+        pos_(order.PosOf(rank)),
+        root_pos_(order.PosOf(root)),
+        order_(order),
+        part_(part),
+        chunk_(chunk) {}
   uint64_t size() const override { return CeilDiv(part_.count, chunk_); }
   Step At(uint64_t i) const override {
     const uint64_t lo = part_.offset + i * chunk_;
-    const int pos = Mod(rank_ - root_, n_);
+    const int pos = Mod(pos_ - root_pos_, n_);
     Step s;
     s.count = std::min(chunk_, part_.offset + part_.count - lo);
     s.out_offset = static_cast<int64_t>(lo);
     if (pos == 0) {
       s.in_offset = static_cast<int64_t>(lo);
     } else {
-      s.recv[0] = Mod(rank_ - 1, n_);
+      s.recv[0] = order_.RankAt(pos_ - 1);
     }
-    if (pos < n_ - 1) s.send[0] = Mod(rank_ + 1, n_);
+    if (pos < n_ - 1) s.send[0] = order_.RankAt(pos_ + 1);
     return s;
   }
 
  private:
-  int n_, rank_, root_;
+  int n_, pos_, root_pos_;
+  RingOrder order_;
   Range part_;
   uint64_t chunk_;
 };
+
+// The peers first, the -1s after.
+std::array<int32_t, kMaxPeers> Compact(const std::array<int, kMaxPeers>& peers) {
+  std::array<int32_t, kMaxPeers> out{-1, -1, -1};
+  int k = 0;
+  for (int p : peers) {
+    if (p >= 0) out[static_cast<size_t>(k++)] = p;
+  }
+  return out;
+}
 
 // Tree reduce toward the root (up) or broadcast from it (down), chunked.
 class TreeStream final : public Stream {
@@ -192,8 +234,7 @@ class TreeStream final : public Stream {
     s.count = std::min(chunk_, part_.offset + part_.count - lo);
     const bool root = links_.parent < 0;
     if (up_) {
-      s.recv = links_.children;
-      if (s.recv[0] < 0) std::swap(s.recv[0], s.recv[1]);
+      s.recv = Compact(links_.children);
       s.in_offset = static_cast<int64_t>(lo);
       // A leaf sends straight from its input; anyone else keeps the partial
       // result in `out` (overwritten later by the broadcast down).
@@ -208,8 +249,7 @@ class TreeStream final : public Stream {
       } else {
         s.recv[0] = links_.parent;
       }
-      s.send = links_.children;
-      if (s.send[0] < 0) std::swap(s.send[0], s.send[1]);
+      s.send = Compact(links_.children);
     }
     return s;
   }
@@ -317,6 +357,63 @@ TreeLinks DoubleTreeLinks(int nranks, int tree, int rank) {
   return links;
 }
 
+bool Hierarchical(int nranks, int gpus_per_server) {
+  return gpus_per_server > 1 && nranks > 1 &&
+         (nranks <= gpus_per_server || nranks % gpus_per_server == 0);
+}
+
+RingOrder::RingOrder(int nranks, int gpus_per_server, int channel)
+    : n_(std::max(1, nranks)),
+      g_(Hierarchical(nranks, gpus_per_server) ? std::min(gpus_per_server, nranks) : 1),
+      c_(channel),
+      snake_(Hierarchical(nranks, gpus_per_server) && nranks > gpus_per_server) {}
+
+int RingOrder::RankAt(int64_t pos) const {
+  const int p = Mod(pos, n_);
+  if (snake_) {
+    const int s = p / g_, i = p % g_;
+    const int gpu = s % 2 == 0 ? Mod(c_ + i, g_) : Mod(c_ - 1 - i, g_);
+    return s * g_ + gpu;
+  }
+  if (g_ > 1) return Mod(p + c_, n_);  // one server: rotated by the channel
+  return p;
+}
+
+int RingOrder::PosOf(int rank) const {
+  if (snake_) {
+    const int s = rank / g_, gpu = rank % g_;
+    const int i = s % 2 == 0 ? Mod(gpu - c_, g_) : Mod(c_ - 1 - gpu, g_);
+    return s * g_ + i;
+  }
+  if (g_ > 1) return Mod(rank - c_, n_);
+  return rank;
+}
+
+TreeLinks HierTreeLinks(int nranks, int gpus_per_server, int channel, int rank) {
+  if (!Hierarchical(nranks, gpus_per_server)) return DoubleTreeLinks(nranks, channel % 2, rank);
+  const int g = std::min(gpus_per_server, nranks);
+  const int servers = nranks / g;
+  const int server = rank / g, gpu = rank % g, head = channel % g;
+  const int i = Mod(gpu - head, g);
+  auto at = [g](int s, int64_t x) { return s * g + Mod(x, g); };
+  TreeLinks l;
+  if (i == 0) {
+    // The server's head: the chain below it and the servers' tree, on the
+    // head's rail.
+    const TreeLinks up = servers > 1 ? DoubleTreeLinks(servers, channel % 2, server) : TreeLinks{};
+    if (up.parent >= 0) l.parent = at(up.parent, head);
+    int k = 0;
+    if (g > 1) l.children[static_cast<size_t>(k++)] = at(server, head + 1);
+    for (int c : up.children) {
+      if (c >= 0 && k < kMaxPeers) l.children[static_cast<size_t>(k++)] = at(c, head);
+    }
+  } else {
+    l.parent = at(server, head + i - 1);
+    if (i < g - 1) l.children[0] = at(server, head + i + 1);
+  }
+  return l;
+}
+
 namespace {
 
 Status CheckSpec(const CollSpec& spec, int rank) {
@@ -373,11 +470,15 @@ StatusOr<Plan> BuildPlan(const CollSpec& spec_in, int rank) {
         std::make_unique<CopyStream>(0, Range{off, spec.count}, Range{off, spec.count}));
     return plan;
   }
+  const bool hier = Hierarchical(n, spec.gpus_per_server);
   if (spec.kind == CollKind::kAllReduce && spec.algorithm == Algorithm::kTree) {
     const Range all{0, spec.count};
-    for (int t = 0; t < 2; ++t) {
-      const Range half = Part(all, 2, t);
-      const TreeLinks links = DoubleTreeLinks(n, t, rank);
+    // Flat: NCCL's two trees; hierarchical: one tree per channel (at least
+    // the two of the double binary tree over the servers).
+    const int trees = hier ? std::max(2, spec.channels) : 2;
+    for (int t = 0; t < trees; ++t) {
+      const Range half = Part(all, trees, t);
+      const TreeLinks links = HierTreeLinks(n, spec.gpus_per_server, t, rank);
       const int up_index = static_cast<int>(plan.streams.size());
       plan.streams.push_back(
           std::make_unique<TreeStream>(t, true, links, half, spec.chunk_elems, -1));
@@ -388,23 +489,24 @@ StatusOr<Plan> BuildPlan(const CollSpec& spec_in, int rank) {
   }
   for (int c = 0; c < spec.channels; ++c) {
     const Range part = Part(Range{0, spec.count}, spec.channels, c);
+    const RingOrder order(n, spec.gpus_per_server, c);
     switch (spec.kind) {
       case CollKind::kAllReduce:
       case CollKind::kBarrier:
         plan.streams.push_back(
-            std::make_unique<RingAllreduceStream>(c, n, rank, part, spec.chunk_elems));
+            std::make_unique<RingAllreduceStream>(c, order, rank, part, spec.chunk_elems));
         break;
       case CollKind::kAllGather:
-        plan.streams.push_back(
-            std::make_unique<RingAllgatherStream>(c, n, rank, spec.count, part, spec.chunk_elems));
+        plan.streams.push_back(std::make_unique<RingAllgatherStream>(c, order, rank, spec.count,
+                                                                     part, spec.chunk_elems));
         break;
       case CollKind::kReduceScatter:
-        plan.streams.push_back(std::make_unique<RingReduceScatterStream>(c, n, rank, spec.count,
+        plan.streams.push_back(std::make_unique<RingReduceScatterStream>(c, order, rank, spec.count,
                                                                          part, spec.chunk_elems));
         break;
       case CollKind::kBroadcast:
-        plan.streams.push_back(
-            std::make_unique<ChainBroadcastStream>(c, n, rank, spec.root, part, spec.chunk_elems));
+        plan.streams.push_back(std::make_unique<ChainBroadcastStream>(c, order, rank, spec.root,
+                                                                      part, spec.chunk_elems));
         break;
     }
   }
@@ -418,16 +520,19 @@ std::vector<std::pair<int, int>> PlanPeers(const CollSpec& spec, int rank) {
   const bool tree = spec.kind == CollKind::kBarrier ||
                     (spec.kind == CollKind::kAllReduce && spec.algorithm == Algorithm::kTree);
   if (tree) {
-    for (int t = 0; t < 2; ++t) {
-      const TreeLinks l = DoubleTreeLinks(n, t, rank);
-      for (int p : {l.parent, l.children[0], l.children[1]}) {
+    const int trees = Hierarchical(n, spec.gpus_per_server) ? std::max(2, spec.channels) : 2;
+    for (int t = 0; t < trees; ++t) {
+      const TreeLinks l = HierTreeLinks(n, spec.gpus_per_server, t, rank);
+      for (int p : {l.parent, l.children[0], l.children[1], l.children[2]}) {
         if (p >= 0) peers.emplace_back(p, t);
       }
     }
   } else {
     for (int c = 0; c < spec.channels; ++c) {
-      peers.emplace_back(Mod(rank - 1, n), c);
-      peers.emplace_back(Mod(rank + 1, n), c);
+      const RingOrder order(n, spec.gpus_per_server, c);
+      const int pos = order.PosOf(rank);
+      peers.emplace_back(order.RankAt(pos - 1), c);
+      peers.emplace_back(order.RankAt(pos + 1), c);
     }
   }
   std::sort(peers.begin(), peers.end());
