@@ -127,6 +127,8 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
   if (!server.ok()) return usage(server.status());
   wopt.server = *server;
   if (wopt.server && o.given.count("--channels") == 0) wopt.comm.channels = wopt.server->gpus;
+  // alltoall, gather, scatter: every pair of ranks connected.
+  wopt.comm.all_pairs = NeedsAllPairs(p.kind);
   std::unique_ptr<SimWorld> world;
   if (scenario) {
     const sim::LoadedScenario* sc = &*scenario;
@@ -250,7 +252,7 @@ FATHOM_REGISTER_COMMAND(
     Command{
         "coll",
         "Run a collective nccl-tests style (allreduce, allgather, reduce_scatter, "
-        "broadcast, barrier)",
+        "broadcast, barrier, alltoall, sendrecv, reduce, gather, scatter)",
         [](CLI::App* sub) -> std::function<int()> {
           auto o = std::make_shared<CollOptions>();
           sub->footer(
@@ -266,7 +268,9 @@ FATHOM_REGISTER_COMMAND(
               "NCCL_IB_QPS_PER_CONNECTION, NCCL_IB_GID_INDEX, NCCL_IB_HCA, NCCL_IB_TC and "
               "NCCL_ALGO set --ib-timeout, --retry-cnt, --channels, --gid-index, --ib-dev/"
               "--ib-port, --tc and --algo; flags win.");
-          sub->add_option("op", o->op, "allreduce|allgather|reduce_scatter|broadcast|barrier")
+          sub->add_option("op", o->op,
+                          "allreduce|allgather|reduce_scatter|broadcast|barrier|alltoall|"
+                          "sendrecv|reduce|gather|scatter (nccl-tests' *_perf)")
               ->required();
           sub->add_option("--backend", o->backend, "sim (default) or verbs");
           sub->add_option("--topology", o->topology,
@@ -317,7 +321,8 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("-d,--datatype", o->dtype,
                           "int8|uint8|int32|uint32|int64|uint64|half|float|double|bfloat16|all "
                           "(default float)");
-          sub->add_option("-r,--root", o->root, "broadcast root (default 0)");
+          sub->add_option("-r,--root", o->root,
+                          "root of broadcast, reduce, gather, scatter (default 0)");
           sub->add_option("-a,--average", o->average,
                           "verbs: rank 0 reports the ranks' time as 0 rank 0's, 1 their average "
                           "(default), 2 min, 3 max");

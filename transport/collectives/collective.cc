@@ -17,9 +17,11 @@ RankCollective::RankCollective(Communicator* comm, const CollSpec& spec, DataTyp
       trace_(trace),
       elem_(DataTypeSize(type)),
       premul_(op == RedOp::kAvg && IsFloatingType(type) && spec.nranks > 1 &&
-              (spec.kind == CollKind::kAllReduce || spec.kind == CollKind::kReduceScatter)),
+              (spec.kind == CollKind::kAllReduce || spec.kind == CollKind::kReduceScatter ||
+               spec.kind == CollKind::kReduce)),
       postdiv_(op == RedOp::kAvg && !IsFloatingType(type) && spec.nranks > 1 &&
-               (spec.kind == CollKind::kAllReduce || spec.kind == CollKind::kReduceScatter)) {}
+               (spec.kind == CollKind::kAllReduce || spec.kind == CollKind::kReduceScatter ||
+                spec.kind == CollKind::kReduce)) {}
 
 Status RankCollective::Start(Picoseconds now) {
   spec_.chunk_elems = comm_->options().chunk_bytes / elem_;

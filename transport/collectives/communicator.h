@@ -48,6 +48,9 @@ struct CommOptions {
   // > 1: ranks are GPUs of servers this large, and the collectives run
   // NCCL's hierarchical rings and trees (schedule.h); 0: flat.
   int gpus_per_server = 0;
+  // Connect every pair of ranks on channel 0 too (alltoall, gather,
+  // scatter: NeedsAllPairs); off, the rings' and trees' peers only.
+  bool all_pairs = false;
 };
 
 // One direction's connection record, sent by `rank` to `peer`.
@@ -107,7 +110,7 @@ struct Conn {
 // The (peer, channel) connections a rank needs for ring collectives on
 // `channels` channels and the double binary tree (channels 0 and 1).
 std::vector<std::pair<int, int>> NeededConnections(int nranks, int rank, int channels,
-                                                   int gpus_per_server = 0);
+                                                   int gpus_per_server = 0, bool all_pairs = false);
 
 class Communicator {
  public:

@@ -207,6 +207,88 @@ class ChainBroadcastStream final : public Stream {
   uint64_t chunk_;
 };
 
+// Sends `part` of in[in_base..] to `dst`, a chunk per step (nothing to
+// receive: the data go straight from the input).
+class PeerSendStream final : public Stream {
+ public:
+  PeerSendStream(int channel, int dst, uint64_t in_base, Range part, uint64_t chunk)
+      : Stream(channel), dst_(dst), in_base_(in_base), part_(part), chunk_(chunk) {}
+  uint64_t size() const override { return CeilDiv(part_.count, chunk_); }
+  Step At(uint64_t i) const override {
+    const uint64_t lo = part_.offset + i * chunk_;
+    Step s;
+    s.count = std::min(chunk_, part_.offset + part_.count - lo);
+    s.in_offset = static_cast<int64_t>(in_base_ + lo);
+    s.send[0] = dst_;
+    return s;
+  }
+
+ private:
+  int dst_;
+  uint64_t in_base_;
+  Range part_;
+  uint64_t chunk_;
+};
+
+// Receives `part` from `src` into out[out_base..], a chunk per step.
+class PeerRecvStream final : public Stream {
+ public:
+  PeerRecvStream(int channel, int src, uint64_t out_base, Range part, uint64_t chunk)
+      : Stream(channel), src_(src), out_base_(out_base), part_(part), chunk_(chunk) {}
+  uint64_t size() const override { return CeilDiv(part_.count, chunk_); }
+  Step At(uint64_t i) const override {
+    const uint64_t lo = part_.offset + i * chunk_;
+    Step s;
+    s.count = std::min(chunk_, part_.offset + part_.count - lo);
+    s.out_offset = static_cast<int64_t>(out_base_ + lo);
+    s.recv[0] = src_;
+    return s;
+  }
+
+ private:
+  int src_;
+  uint64_t out_base_;
+  Range part_;
+  uint64_t chunk_;
+};
+
+// Pipelined chain reduce along a ring toward `root`: the rank after the
+// root starts, each adds its input and passes on, the root keeps the sum.
+class ChainReduceStream final : public Stream {
+ public:
+  ChainReduceStream(int channel, const RingOrder& order, int rank, int root, Range part,
+                    uint64_t chunk)
+      : Stream(channel),
+        n_(order.nranks()),
+        pos_(order.PosOf(rank)),
+        root_pos_(order.PosOf(root)),
+        order_(order),
+        part_(part),
+        chunk_(chunk) {}
+  uint64_t size() const override { return CeilDiv(part_.count, chunk_); }
+  Step At(uint64_t i) const override {
+    const uint64_t lo = part_.offset + i * chunk_;
+    const int rel = Mod(pos_ - root_pos_, n_);  // 0 root, 1 first, n-1 last before root
+    Step s;
+    s.count = std::min(chunk_, part_.offset + part_.count - lo);
+    s.in_offset = static_cast<int64_t>(lo);
+    if (rel != 1) s.recv[0] = order_.RankAt(pos_ - 1);
+    if (rel == 0) {
+      s.out_offset = static_cast<int64_t>(lo);
+      s.final_sum = true;
+    } else {
+      s.send[0] = order_.RankAt(pos_ + 1);
+    }
+    return s;
+  }
+
+ private:
+  int n_, pos_, root_pos_;
+  RingOrder order_;
+  Range part_;
+  uint64_t chunk_;
+};
+
 // The peers first, the -1s after.
 std::array<int32_t, kMaxPeers> Compact(const std::array<int, kMaxPeers>& peers) {
   std::array<int32_t, kMaxPeers> out{-1, -1, -1};
@@ -299,17 +381,34 @@ std::string_view CollKindName(CollKind k) {
       return "broadcast";
     case CollKind::kBarrier:
       return "barrier";
+    case CollKind::kAllToAll:
+      return "alltoall";
+    case CollKind::kSendRecv:
+      return "sendrecv";
+    case CollKind::kReduce:
+      return "reduce";
+    case CollKind::kGather:
+      return "gather";
+    case CollKind::kScatter:
+      return "scatter";
   }
   return "?";
 }
 
+bool NeedsAllPairs(CollKind k) {
+  return k == CollKind::kAllToAll || k == CollKind::kGather || k == CollKind::kScatter;
+}
+
 StatusOr<CollKind> ParseCollKind(std::string_view name) {
-  for (CollKind k : {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter,
-                     CollKind::kBroadcast, CollKind::kBarrier}) {
+  for (CollKind k :
+       {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter, CollKind::kBroadcast,
+        CollKind::kBarrier, CollKind::kAllToAll, CollKind::kSendRecv, CollKind::kReduce,
+        CollKind::kGather, CollKind::kScatter}) {
     if (name == CollKindName(k)) return k;
   }
   return InvalidArgument("collective '" + std::string(name) +
-                         "': expected allreduce, allgather, reduce_scatter, broadcast or barrier");
+                         "': expected allreduce, allgather, reduce_scatter, broadcast, barrier, "
+                         "alltoall, sendrecv, reduce, gather or scatter");
 }
 
 std::string_view AlgorithmName(Algorithm a) {
@@ -426,9 +525,12 @@ Status CheckSpec(const CollSpec& spec, int rank) {
                            " and chunk_elems " + std::to_string(spec.chunk_elems) +
                            " must be >= 1");
   }
-  if (spec.kind == CollKind::kBroadcast && (spec.root < 0 || spec.root >= spec.nranks)) {
-    return InvalidArgument("BuildPlan: broadcast root " + std::to_string(spec.root) +
-                           " outside 0.." + std::to_string(spec.nranks - 1));
+  const bool rooted = spec.kind == CollKind::kBroadcast || spec.kind == CollKind::kReduce ||
+                      spec.kind == CollKind::kGather || spec.kind == CollKind::kScatter;
+  if (rooted && (spec.root < 0 || spec.root >= spec.nranks)) {
+    return InvalidArgument("BuildPlan: " + std::string(CollKindName(spec.kind)) + " root " +
+                           std::to_string(spec.root) + " outside 0.." +
+                           std::to_string(spec.nranks - 1));
   }
   if (spec.algorithm == Algorithm::kAuto) {
     return InvalidArgument("BuildPlan: algorithm must be resolved (ChooseAlgorithm) first");
@@ -460,8 +562,20 @@ StatusOr<Plan> BuildPlan(const CollSpec& spec_in, int rank) {
       plan.out_count = spec.count * nn;
       break;
     case CollKind::kReduceScatter:
+    case CollKind::kScatter:
       plan.in_count = spec.count * nn;
       plan.out_count = spec.count;
+      break;
+    case CollKind::kAllToAll:
+      plan.in_count = plan.out_count = spec.count * nn;
+      break;
+    case CollKind::kSendRecv:
+    case CollKind::kReduce:
+      plan.in_count = plan.out_count = spec.count;
+      break;
+    case CollKind::kGather:
+      plan.in_count = spec.count;
+      plan.out_count = spec.count * nn;
       break;
   }
   if (n == 1) {
@@ -471,6 +585,71 @@ StatusOr<Plan> BuildPlan(const CollSpec& spec_in, int rank) {
     return plan;
   }
   const bool hier = Hierarchical(n, spec.gpus_per_server);
+  const Range all_elems{0, spec.count};
+  const uint64_t ur = static_cast<uint64_t>(rank);
+  const uint64_t uroot = static_cast<uint64_t>(spec.root);
+  auto copy_block = [&](uint64_t in_base, uint64_t out_base) {
+    plan.streams.push_back(
+        std::make_unique<CopyStream>(0, Range{in_base, spec.count}, Range{out_base, spec.count}));
+  };
+  switch (spec.kind) {
+    case CollKind::kAllToAll:
+      // Block `rank` stays; every other goes straight to its rank (and
+      // comes from it), all pairs at once, as NCCL's grouped send/recv.
+      copy_block(ur * spec.count, ur * spec.count);
+      for (int k = 1; k < n; ++k) {
+        const int dst = Mod(rank + k, n), src = Mod(rank - k, n);
+        plan.streams.push_back(std::make_unique<PeerSendStream>(
+            0, dst, static_cast<uint64_t>(dst) * spec.count, all_elems, spec.chunk_elems));
+        plan.streams.push_back(std::make_unique<PeerRecvStream>(
+            0, src, static_cast<uint64_t>(src) * spec.count, all_elems, spec.chunk_elems));
+      }
+      return plan;
+    case CollKind::kSendRecv: {
+      const RingOrder order(n, spec.gpus_per_server, 0);
+      const int pos = order.PosOf(rank);
+      plan.streams.push_back(std::make_unique<PeerSendStream>(0, order.RankAt(pos + 1), 0,
+                                                              all_elems, spec.chunk_elems));
+      plan.streams.push_back(std::make_unique<PeerRecvStream>(0, order.RankAt(pos - 1), 0,
+                                                              all_elems, spec.chunk_elems));
+      return plan;
+    }
+    case CollKind::kGather:
+      if (rank != spec.root) {
+        plan.streams.push_back(
+            std::make_unique<PeerSendStream>(0, spec.root, 0, all_elems, spec.chunk_elems));
+        return plan;
+      }
+      copy_block(0, uroot * spec.count);
+      for (int src = 0; src < n; ++src) {
+        if (src == spec.root) continue;
+        plan.streams.push_back(std::make_unique<PeerRecvStream>(
+            0, src, static_cast<uint64_t>(src) * spec.count, all_elems, spec.chunk_elems));
+      }
+      return plan;
+    case CollKind::kScatter:
+      if (rank != spec.root) {
+        plan.streams.push_back(
+            std::make_unique<PeerRecvStream>(0, spec.root, 0, all_elems, spec.chunk_elems));
+        return plan;
+      }
+      copy_block(uroot * spec.count, 0);
+      for (int dst = 0; dst < n; ++dst) {
+        if (dst == spec.root) continue;
+        plan.streams.push_back(std::make_unique<PeerSendStream>(
+            0, dst, static_cast<uint64_t>(dst) * spec.count, all_elems, spec.chunk_elems));
+      }
+      return plan;
+    case CollKind::kReduce:
+      for (int c = 0; c < spec.channels; ++c) {
+        plan.streams.push_back(std::make_unique<ChainReduceStream>(
+            c, RingOrder(n, spec.gpus_per_server, c), rank, spec.root,
+            Part(all_elems, spec.channels, c), spec.chunk_elems));
+      }
+      return plan;
+    default:
+      break;
+  }
   if (spec.kind == CollKind::kAllReduce && spec.algorithm == Algorithm::kTree) {
     const Range all{0, spec.count};
     // Flat: NCCL's two trees; hierarchical: one tree per channel (at least
@@ -508,6 +687,8 @@ StatusOr<Plan> BuildPlan(const CollSpec& spec_in, int rank) {
         plan.streams.push_back(std::make_unique<ChainBroadcastStream>(c, order, rank, spec.root,
                                                                       part, spec.chunk_elems));
         break;
+      default:  // the point-to-point and rooted kinds returned above
+        break;
     }
   }
   return plan;
@@ -526,6 +707,10 @@ std::vector<std::pair<int, int>> PlanPeers(const CollSpec& spec, int rank) {
       for (int p : {l.parent, l.children[0], l.children[1], l.children[2]}) {
         if (p >= 0) peers.emplace_back(p, t);
       }
+    }
+  } else if (NeedsAllPairs(spec.kind)) {
+    for (int p = 0; p < n; ++p) {
+      if (p != rank) peers.emplace_back(p, 0);
     }
   } else {
     for (int c = 0; c < spec.channels; ++c) {

@@ -44,7 +44,22 @@
 
 namespace fathom::transport::coll {
 
-enum class CollKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kBarrier };
+// After kBarrier, nccl-tests' point-to-point and rooted collectives
+// (alltoall_perf, sendrecv_perf, reduce_perf, gather_perf, scatter_perf).
+enum class CollKind : uint8_t {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kBarrier,
+  kAllToAll,
+  kSendRecv,
+  kReduce,
+  kGather,
+  kScatter,
+};
+// alltoall, gather and scatter talk to every peer (CommOptions::all_pairs).
+bool NeedsAllPairs(CollKind k);
 enum class Algorithm : uint8_t { kAuto, kRing, kTree };
 
 // The most peers one step receives from or sends to (a hierarchical tree's
@@ -96,11 +111,21 @@ struct CollSpec {
   CollKind kind = CollKind::kAllReduce;
   Algorithm algorithm = Algorithm::kRing;  // resolved (not kAuto)
   int nranks = 1;
-  // Elements: allreduce/broadcast: of each buffer; allgather: of each rank's
-  // input (output is nranks x count); reduce-scatter: of each rank's output
-  // (input is nranks x count). nccl-tests' "count" column.
+  // Elements: allreduce/broadcast/reduce/sendrecv: of each buffer;
+  // allgather and gather: of each rank's input (output, the root's for
+  // gather, is nranks x count); reduce-scatter and scatter: of each rank's
+  // output (input, the root's for scatter, is nranks x count); alltoall: of
+  // each block (input and output are nranks blocks, block j for / from rank
+  // j). nccl-tests' "count" column is this times nranks for the kinds whose
+  // size is a total.
+  //
+  // The new kinds run as NCCL runs them: alltoall, gather and scatter as
+  // direct sends and receives between each pair (channel 0); sendrecv from
+  // each rank to the next on the ring of channel 0 (rank + 1 when flat;
+  // the snake keeps it on a rail); reduce as a pipelined chain along each
+  // channel's ring ending at the root.
   uint64_t count = 0;
-  int root = 0;              // broadcast
+  int root = 0;              // broadcast, reduce, gather, scatter
   int channels = 1;          // QPs per peer used in parallel
   uint64_t chunk_elems = 1;  // largest transfer (one staging slot)
   // > 1: ranks are GPUs of servers of this many (server-major) and rings and

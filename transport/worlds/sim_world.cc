@@ -130,7 +130,7 @@ AlphaBeta ComputeWorldAlphaBeta(const topo::Topology& t, const std::vector<int>&
 // host for the network; every pair of ranks on different servers that a
 // hierarchical ring or tree joins must have a path.
 StatusOr<std::vector<int>> PlaceGpus(const topo::Topology& t, const topo::ServerTier& tier,
-                                     int nranks) {
+                                     int nranks, bool all_pairs) {
   const int gpus = tier.gpu_count();
   const int g = tier.spec.gpus;
   const int n = nranks == 0 ? gpus : nranks;
@@ -151,7 +151,7 @@ StatusOr<std::vector<int>> PlaceGpus(const topo::Topology& t, const topo::Server
   // Channels up to the GPUs per server cover every ring and tree shape the
   // collectives use (channel c and c + G are alike).
   for (int r = 0; r < n; ++r) {
-    for (const auto& [peer, ch] : NeededConnections(n, r, std::min(n, g), g)) {
+    for (const auto& [peer, ch] : NeededConnections(n, r, std::min(n, g), g, all_pairs)) {
       const topo::GpuPlace& a = tier.gpus[static_cast<size_t>(r)];
       const topo::GpuPlace& b = tier.gpus[static_cast<size_t>(peer)];
       if (a.server == b.server) continue;
@@ -163,8 +163,9 @@ StatusOr<std::vector<int>> PlaceGpus(const topo::Topology& t, const topo::Server
                                ", NIC " + t.node(ha).name + ") and rank " + std::to_string(peer) +
                                " (NIC " + t.node(hb).name + ") are joined by channel " +
                                std::to_string(ch) + " but " + t.name() +
-                               " has no path between their NICs (the snake ring needs an even "
-                               "number of servers on rail-only wiring)");
+                               " has no path between their NICs (rail-only wiring joins only "
+                               "same-rail NICs: the snake ring needs an even number of servers, "
+                               "and alltoall, gather and scatter need a switched fabric)");
       }
     }
   }
@@ -243,7 +244,8 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
   std::vector<int> placement;
   if (options.server) {
     FATHOM_ASSIGN_OR_RETURN(tier, topo::BuildServerTier(*w->topology_, *options.server));
-    FATHOM_ASSIGN_OR_RETURN(placement, PlaceGpus(*w->topology_, *tier, options.nranks));
+    FATHOM_ASSIGN_OR_RETURN(
+        placement, PlaceGpus(*w->topology_, *tier, options.nranks, options.comm.all_pairs));
     options.comm.gpus_per_server = tier->spec.gpus;
   } else {
     const int hosts = static_cast<int>(w->topology_->hosts().size());
