@@ -50,6 +50,7 @@
 #include "fabric/sim/nic_profile.h"
 #include "fabric/sim/pfc.h"
 #include "tools/coll_flags.h"
+#include "tools/coll_server.h"
 #include "tools/command.h"
 #include "topologies/builders.h"
 #include "topologies/spec.h"
@@ -243,6 +244,14 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
   }
   if (p.timeout_s > 0) wopt.watchdog = Picoseconds::FromSeconds(p.timeout_s);
   wopt.verbs_faults = p.verbs_faults;
+  // The server tier (--server): GPUs behind their NICs, NVLink inside; one
+  // channel per NIC unless --channels says otherwise.
+  auto server = ServerFromFlags(o, o.scenario.empty() ? o.topology : "");
+  if (!server.ok()) return usage(server.status());
+  wopt.server = *server;
+  if (wopt.server && o.given.count("--channels") == 0) wopt.comm.channels = wopt.server->gpus;
+  // alltoall, gather, scatter: every pair of ranks connected.
+  wopt.comm.all_pairs = NeedsAllPairs(p.kind);
   std::unique_ptr<SimWorld> world;
   if (scenario) {
     const sim::LoadedScenario* sc = &*scenario;
@@ -409,7 +418,7 @@ FATHOM_REGISTER_COMMAND(
     Command{
         "coll",
         "Run a collective nccl-tests style (allreduce, allgather, reduce_scatter, "
-        "broadcast, barrier)",
+        "broadcast, barrier, alltoall, sendrecv, reduce, gather, scatter)",
         [](CLI::App* sub) -> std::function<int()> {
           auto o = std::make_shared<CollOptions>();
           sub->footer(
@@ -426,7 +435,8 @@ FATHOM_REGISTER_COMMAND(
               "NCCL_ALGO set --ib-timeout, --retry-cnt, --channels, --gid-index, --ib-dev/"
               "--ib-port, --tc and --algo; flags win.");
           sub->add_option("op", o->op,
-                          "allreduce|allgather|reduce_scatter|broadcast|barrier, or train: the "
+                          "allreduce|allgather|reduce_scatter|broadcast|barrier|alltoall|"
+                          "sendrecv|reduce|gather|scatter (nccl-tests' *_perf), or train: the "
                           "--scenario's training loop (workload.pattern: training; iterations of "
                           "compute, collectives over rank groups and checkpoints, timing only; "
                           "prints the iteration times p50/p99/max, the first failing iteration "
@@ -487,7 +497,8 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("-d,--datatype", o->dtype,
                           "int8|uint8|int32|uint32|int64|uint64|half|float|double|bfloat16|all "
                           "(default float)");
-          sub->add_option("-r,--root", o->root, "broadcast root (default 0)");
+          sub->add_option("-r,--root", o->root,
+                          "root of broadcast, reduce, gather, scatter (default 0)");
           sub->add_option("-a,--average", o->average,
                           "verbs: rank 0 reports the ranks' time as 0 rank 0's, 1 their average "
                           "(default), 2 min, 3 max");
@@ -559,6 +570,21 @@ FATHOM_REGISTER_COMMAND(
           sub->add_flag("--counters", o->counters,
                         "sim: after each size row, the fabric's counters for that size (always "
                         "in --json)");
+          sub->add_option("--server", o->server,
+                          "sim: the server tier: auto (default: h100 on the small, medium and "
+                          "large levels, none elsewhere), none (one rank per NIC, flat), a100, "
+                          "h100, b200 (8 GPUs on NVSwitch, one NIC per GPU on its rail: ranks "
+                          "are GPUs, peers on one server talk over NVLink, rings and trees are "
+                          "hierarchical, --channels defaults to one per NIC)");
+          sub->add_option("--nvlink-gbs", o->nvlink_gbs,
+                          "sim: NVLink bandwidth per GPU, GB/s one way (default: the --server "
+                          "preset's: a100 300, h100 450, b200 900)");
+          sub->add_option("--gpudirect", o->gpudirect,
+                          "sim: GPUDirect RDMA on (default) or off (NIC transfers bounce through "
+                          "host memory over the PCIe switch's uplink)");
+          sub->add_option("--rails", o->rails,
+                          "sim: rail wiring, the NIC of each GPU of a server (default "
+                          "0,1,...,7; -1 = none, which is an error)");
           sub->add_flag("--json", o->json, "print one JSON object");
           sub->add_option("--trace", o->trace,
                           "write a Chrome trace / Perfetto JSON of every rank's steps (verbs: "
@@ -567,9 +593,11 @@ FATHOM_REGISTER_COMMAND(
                           "and each rank > 0 also writes all of its own to FILE.<rank>)");
           return [o, sub] {
             for (const char* flag :
-                 {"--ranks", "--rank", "--nranks", "--bootstrap", "--ib-timeout", "--retry-cnt",
-                  "--channels", "--gid-index", "--tc", "--ib-dev", "--ib-port", "--algo",
-                  "--timeout", "-b", "-e", "--profile", "--fabric", "--host-mem-gbs", "--chunk"}) {
+                 {"--ranks",      "--rank",      "--nranks",       "--bootstrap", "--ib-timeout",
+                  "--retry-cnt",  "--channels",  "--gid-index",    "--tc",        "--ib-dev",
+                  "--ib-port",    "--algo",      "--timeout",      "-b",          "-e",
+                  "--profile",    "--fabric",    "--host-mem-gbs", "--chunk",     "--server",
+                  "--nvlink-gbs", "--gpudirect", "--rails"}) {
               if (sub->count(flag) > 0) o->given.insert(flag);
             }
             return Run(*o);

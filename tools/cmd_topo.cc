@@ -10,12 +10,14 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include "base/json.h"
 #include "tools/command.h"
 #include "topologies/builders.h"
+#include "topologies/server.h"
 #include "topologies/spec.h"
 
 namespace fathom::tools {
@@ -210,6 +212,9 @@ struct Options {
   bool json = false;
   bool links = false;
   std::string dot;  // --dot FILE, "-" = stdout instead of the summary
+  // The server tier (topologies/server.h): auto = h100 on the seed's levels
+  // (small, medium, large), none elsewhere.
+  std::string server = "auto";
 };
 
 int Run(const Options& o) {
@@ -224,6 +229,26 @@ int Run(const Options& o) {
     return kExitUsage;
   }
   const topo::TopologySummary s = t->Summarize();
+  std::string gpu = o.server;
+  if (gpu == "auto") {
+    gpu = o.what == "small" || o.what == "medium" || o.what == "large"
+              ? std::string(topo::kDefaultServerGpu)
+              : "none";
+  }
+  std::optional<topo::ServerTier> tier;
+  if (gpu != "none") {
+    auto spec = topo::ServerPreset(gpu);
+    if (!spec.ok()) {
+      std::fprintf(stderr, "fathom topo: --server: %s\n", spec.status().message().c_str());
+      return kExitUsage;
+    }
+    auto built = topo::BuildServerTier(*t, *spec);
+    if (!built.ok()) {
+      std::fprintf(stderr, "fathom topo: %s\n", built.status().message().c_str());
+      return kExitUsage;
+    }
+    tier = std::move(built).value();
+  }
   if (!o.dot.empty()) {
     const std::string dot = Dot(*t);
     FILE* out = o.dot == "-" ? stdout : std::fopen(o.dot.c_str(), "w");
@@ -241,6 +266,11 @@ int Run(const Options& o) {
   }
   if (o.dot != "-") {
     std::string out = o.json ? Json(s, o.links ? &*t : nullptr) : Text(s);
+    if (tier && o.json) {
+      out.insert(out.rfind('}'), ",\"server\":" + topo::ServerTierJson(*tier));
+    } else if (tier) {
+      out += topo::DescribeServerTier(*tier);
+    }
     if (o.links && !o.json) out += LinkList(*t);
     std::fwrite(out.data(), 1, out.size(), stdout);
   }
@@ -262,6 +292,11 @@ FATHOM_REGISTER_COMMAND(
                                     "holds a TopologySpec (proto/topology.proto).")
                         ->required();
                     sub->add_flag("--json", opts->json, "print one JSON object");
+                    sub->add_option("--server", opts->server,
+                                    "the server tier to show: auto (default: h100 on small, "
+                                    "medium and large; none elsewhere), none, a100, h100, b200 "
+                                    "(GPUs on NVSwitch, PCIe switches, one NIC per GPU on its "
+                                    "rail, NUMA placement)");
                     sub->add_flag("--links", opts->links,
                                   "also list every link: its name (what `fathom sim --fault "
                                   "link=NAME` and `--pcap NAME=FILE` take; the 2nd, 3rd... "

@@ -130,7 +130,8 @@ Status ApplyCollEnvironment(CollOptions* o) {
 StatusOr<CollParsed> ParseCollFlags(const CollOptions& o, std::vector<std::string>* notes) {
   CollParsed p;
   FATHOM_ASSIGN_OR_RETURN(p.kind, ParseCollKind(o.op));
-  const bool reduces = p.kind == CollKind::kAllReduce || p.kind == CollKind::kReduceScatter;
+  const bool reduces = p.kind == CollKind::kAllReduce || p.kind == CollKind::kReduceScatter ||
+                       p.kind == CollKind::kReduce;
   std::vector<DataType> types;
   if (o.dtype == "all") {
     types.assign(std::begin(kAllDataTypes), std::end(kAllDataTypes));

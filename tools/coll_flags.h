@@ -66,6 +66,13 @@ struct CollOptions {
   std::set<std::string> given;
   transport::coll::HcaSpec hca;           // NCCL_IB_HCA, when --ib-dev is not given
   std::vector<std::string> verbs_faults;  // --verbs-fault, as typed (transport/faulty/plan.h)
+  // sim: the server tier (topologies/server.h; tools/coll_server.cc):
+  // --server auto|none|a100|h100|b200, --nvlink-gbs (GB/s one way; < 0: the
+  // preset's), --gpudirect on|off, --rails (NIC of each GPU, "0,1,...").
+  std::string server = "auto";
+  double nvlink_gbs = -1;
+  std::string gpudirect = "on";
+  std::string rails;
 };
 
 // The flags, checked and converted.

@@ -26,23 +26,27 @@ bool HasDevice() {
   return names.ok() && !names->empty();
 }
 
-// Ranks 0 and 1 used to land on NICs 0 and 1 of server 0, which
-// back-to-back wiring does not connect: IBV_WC_RETRY_EXC_ERR. Now they sit
-// on one rail (server 0 and server 1, GPU 0).
+// Without the server tier, ranks 0 and 1 used to land on NICs 0 and 1 of
+// server 0, which back-to-back wiring does not connect:
+// IBV_WC_RETRY_EXC_ERR. Now they sit on one rail (server 0 and server 1,
+// GPU 0).
 TEST(CollCliTest, TwoSimRanksOnTheDefaultTopologyAreCorrect) {
-  auto r = Shell(kFathom + " coll allreduce --backend sim --ranks 2 -b 64K -e 64K -n 2");
+  auto r =
+      Shell(kFathom + " coll allreduce --backend sim --server none --ranks 2 -b 64K -e 64K -n 2");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("2 ranks on back-to-back"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("# Out of bounds values : 0 OK"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("IBV_WC_"), std::string::npos) << r.out;
-  // Every host when no count is given: the hosts that reach each other.
+  // Every GPU when no count is given (the server tier: NVLink inside each
+  // server, the rails between them; issue 31).
   auto all = Shell(kFathom + " coll allgather -b 4K -e 4K -n 1");
   EXPECT_EQ(all.exit_code, 0) << all.out;
-  EXPECT_NE(all.out.find("2 ranks on back-to-back"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("16 ranks on back-to-back"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("# Out of bounds values : 0 OK"), std::string::npos) << all.out;
 }
 
 TEST(CollCliTest, MoreRanksThanReachEachOtherIsAUsageErrorNamingTheLimit) {
-  auto r = Shell(kFathom + " coll allreduce --ranks 4 -b 1K -e 1K -n 1");
+  auto r = Shell(kFathom + " coll allreduce --server none --ranks 4 -b 1K -e 1K -n 1");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("only 2 of its hosts reach each other"), std::string::npos) << r.out;
 }
@@ -225,9 +229,9 @@ TEST(CollCliTest, VerbsFaultFlagAndScenario) {
   auto r = Shell(kFathom + " coll allreduce -b 1K -e 1K --verbs-fault 'swallow_error:rank=1,qp=x'");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("--verbs-fault: 'qp=x': a rank or QP index"), std::string::npos) << r.out;
-  r = Shell(kFathom + " coll allreduce -b 1K -e 1K --verbs-fault 'swallow_error:rank=5'");
+  r = Shell(kFathom + " coll allreduce -b 1K -e 1K --verbs-fault 'swallow_error:rank=17'");
   EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.out.find("'rank=5': rank outside 0..1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("'rank=17': rank outside 0..15"), std::string::npos) << r.out;
   r = Shell(kFathom + " coll allreduce -b 64K -e 64K -n 1 -w 0 --verbs-fault " +
             "'fail_post:rank=1,after=2,error=EINVAL'");
   EXPECT_EQ(r.exit_code, 1) << r.out;

@@ -19,7 +19,9 @@ test_util::CommandResult Shell(const std::string& cmd, bool merge_stderr = true)
   return test_util::RunCommand(cmd, merge_stderr);
 }
 
-const std::string kMedium16 = " --backend sim --topology medium --ranks 16 -n 1 -w 0";
+// One rank per NIC (no server tier): these tests are about the network's
+// alpha/beta (tests/collectives/server_sim_test.cc has the server tier's).
+const std::string kMedium16 = " --backend sim --topology medium --server none --ranks 16 -n 1 -w 0";
 
 TEST(CollModelCliTest, UnknownProfileOrFabricIsAUsageErrorNamingTheFlag) {
   auto r = Shell(kFathom + " coll allreduce --profile cx5 -b 1K -e 1K");

@@ -160,6 +160,8 @@ uint64_t RunAndCheck(const Case& c) {
           break;
         case CollKind::kBarrier:
           break;
+        default:  // the point-to-point and rooted kinds: server_sim_test.cc
+          ADD_FAILURE() << "kind not swept here";
       }
       const bool reduced_kind =
           c.kind == CollKind::kAllReduce || c.kind == CollKind::kReduceScatter;

@@ -17,13 +17,17 @@ RankCollective::RankCollective(Communicator* comm, const CollSpec& spec, DataTyp
       trace_(trace),
       elem_(DataTypeSize(type)),
       premul_(op == RedOp::kAvg && IsFloatingType(type) && spec.nranks > 1 &&
-              (spec.kind == CollKind::kAllReduce || spec.kind == CollKind::kReduceScatter)),
+              (spec.kind == CollKind::kAllReduce || spec.kind == CollKind::kReduceScatter ||
+               spec.kind == CollKind::kReduce)),
       postdiv_(op == RedOp::kAvg && !IsFloatingType(type) && spec.nranks > 1 &&
-               (spec.kind == CollKind::kAllReduce || spec.kind == CollKind::kReduceScatter)) {}
+               (spec.kind == CollKind::kAllReduce || spec.kind == CollKind::kReduceScatter ||
+                spec.kind == CollKind::kReduce)) {}
 
 Status RankCollective::Start(Picoseconds now) {
   spec_.chunk_elems = comm_->options().chunk_bytes / elem_;
-  if (spec_.kind != CollKind::kAllReduce || spec_.algorithm == Algorithm::kRing) {
+  spec_.gpus_per_server = comm_->options().gpus_per_server;
+  if (spec_.kind != CollKind::kAllReduce || spec_.algorithm == Algorithm::kRing ||
+      Hierarchical(spec_.nranks, spec_.gpus_per_server)) {
     spec_.channels = comm_->options().channels;
   }
   FATHOM_ASSIGN_OR_RETURN(plan_, BuildPlan(spec_, comm_->rank()));
@@ -81,14 +85,14 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
   }
   const int ch = st.channel();
   const uint64_t slots = static_cast<uint64_t>(comm_->options().slots);
-  Conn* recv[2] = {nullptr, nullptr};
-  Conn* send[2] = {nullptr, nullptr};
+  Conn* recv[kMaxPeers] = {nullptr, nullptr, nullptr};
+  Conn* send[kMaxPeers] = {nullptr, nullptr, nullptr};
   if (s.after_stream >= 0 && next_[static_cast<size_t>(s.after_stream)] <= s.after_step) {
     block_[si] = Block::kLocal;
     return Status::Ok();
   }
   if (s.count > 0) {
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < kMaxPeers; ++k) {
       if (s.recv[k] >= 0) {
         recv[k] = comm_->FindConn(s.recv[k], ch);
         if (recv[k] == nullptr)
@@ -142,7 +146,7 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
         std::memcpy(dst, comm_->SlotData(*recv[0], recv[0]->consumed), bytes);
         first = 1;
       }
-      for (int k = first; k < 2; ++k) {
+      for (int k = first; k < kMaxPeers; ++k) {
         if (recv[k] != nullptr) {
           ReduceInto(dst, comm_->SlotData(*recv[k], recv[k]->consumed), s.count, type_, op_);
         }
@@ -165,8 +169,8 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
   // streams share the memory: reductions run one after another.
   Picoseconds end = now;
   const double rate = comm_->options().host_reduce_bytes_per_s;
-  const int operands =
-      (s.in_offset >= 0 ? 1 : 0) + (recv[0] != nullptr ? 1 : 0) + (recv[1] != nullptr ? 1 : 0);
+  int operands = s.in_offset >= 0 ? 1 : 0;
+  for (const Conn* r : recv) operands += r != nullptr ? 1 : 0;
   if (rate > 0 && recv[0] != nullptr && operands >= 2) {
     const double seconds = static_cast<double>((operands + 1) * bytes) / rate;
     end = std::max(now, memory_free_) + Picoseconds::FromSeconds(seconds);
@@ -188,7 +192,8 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
   if (end > now) {
     // Not blocking: the driver advances this rank again at `end`
     // (next_wake) and the step finishes then.
-    pending_[si] = Pending{true, end, {recv[0], recv[1]}, {send[0], send[1]}, src, lkey, bytes};
+    pending_[si] = Pending{
+        true, end, {recv[0], recv[1], recv[2]}, {send[0], send[1], send[2]}, src, lkey, bytes};
     stream_clock_[si] = now;
     block_[si] = Block::kReduce;
     return Status::Ok();
@@ -196,15 +201,15 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
   return FinishStep(si, recv, send, src, lkey, bytes, now);
 }
 
-Status RankCollective::FinishStep(size_t si, Conn* const recv[2], Conn* const send[2],
-                                  const uint8_t* src, uint32_t lkey, uint64_t bytes,
-                                  Picoseconds now) {
-  for (int k = 0; k < 2; ++k) {
+Status RankCollective::FinishStep(size_t si, Conn* const recv[kMaxPeers],
+                                  Conn* const send[kMaxPeers], const uint8_t* src, uint32_t lkey,
+                                  uint64_t bytes, Picoseconds now) {
+  for (int k = 0; k < kMaxPeers; ++k) {
     if (recv[k] == nullptr) continue;
     ++recv[k]->consumed;
     FATHOM_RETURN_IF_ERROR(comm_->ReturnCredit(*recv[k]));
   }
-  for (int k = 0; k < 2; ++k) {
+  for (int k = 0; k < kMaxPeers; ++k) {
     if (send[k] != nullptr) {
       FATHOM_RETURN_IF_ERROR(comm_->PostData(*send[k], src, lkey, bytes, next_[si]));
     }

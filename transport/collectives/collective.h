@@ -51,14 +51,14 @@ class RankCollective {
   struct Pending {
     bool active = false;
     Picoseconds ready;
-    Conn* recv[2] = {nullptr, nullptr};
-    Conn* send[2] = {nullptr, nullptr};
+    Conn* recv[kMaxPeers] = {nullptr, nullptr, nullptr};
+    Conn* send[kMaxPeers] = {nullptr, nullptr, nullptr};
     const uint8_t* src = nullptr;
     uint32_t lkey = 0;
     uint64_t bytes = 0;
   };
-  Status FinishStep(size_t si, Conn* const recv[2], Conn* const send[2], const uint8_t* src,
-                    uint32_t lkey, uint64_t bytes, Picoseconds now);
+  Status FinishStep(size_t si, Conn* const recv[kMaxPeers], Conn* const send[kMaxPeers],
+                    const uint8_t* src, uint32_t lkey, uint64_t bytes, Picoseconds now);
 
   Communicator* comm_;
   CollSpec spec_;

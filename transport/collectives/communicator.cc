@@ -19,14 +19,21 @@ uint64_t WrId(size_t conn, WrKind kind) { return (static_cast<uint64_t>(conn) <<
 
 }  // namespace
 
-std::vector<std::pair<int, int>> NeededConnections(int nranks, int rank, int channels) {
+std::vector<std::pair<int, int>> NeededConnections(int nranks, int rank, int channels,
+                                                   int gpus_per_server, bool all_pairs) {
   CollSpec ring;
   ring.nranks = nranks;
   ring.channels = channels;
+  ring.gpus_per_server = gpus_per_server;
   std::vector<std::pair<int, int>> all = PlanPeers(ring, rank);
   CollSpec tree = ring;
   tree.algorithm = Algorithm::kTree;
   for (const auto& p : PlanPeers(tree, rank)) all.push_back(p);
+  if (all_pairs) {
+    for (int p = 0; p < nranks; ++p) {
+      if (p != rank) all.emplace_back(p, 0);
+    }
+  }
   std::sort(all.begin(), all.end());
   all.erase(std::unique(all.begin(), all.end()), all.end());
   return all;
@@ -46,7 +53,8 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Device* device, int
   // receives, and as many sends, at once.
   c->options_.qp.max_send_wr = std::max(c->options_.qp.max_send_wr, 2 * options.slots + 2);
   c->options_.qp.max_recv_wr = std::max(c->options_.qp.max_recv_wr, 2 * options.slots + 2);
-  const auto needed = NeededConnections(nranks, rank, options.channels);
+  const auto needed =
+      NeededConnections(nranks, rank, options.channels, options.gpus_per_server, options.all_pairs);
   const int depth = static_cast<int>(needed.size() + 1) * 4 * (options.slots + 1);
   FATHOM_ASSIGN_OR_RETURN(c->cq_, device->CreateCq(depth));
   for (const auto& [peer, channel] : needed) {

@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -44,6 +45,12 @@ struct CommOptions {
   // 0: reductions take no time (the ideal profile). Over verbs the host
   // reduces for real and this is not used.
   double host_reduce_bytes_per_s = 0;
+  // > 1: ranks are GPUs of servers this large, and the collectives run
+  // NCCL's hierarchical rings and trees (schedule.h); 0: flat.
+  int gpus_per_server = 0;
+  // Connect every pair of ranks on channel 0 too (alltoall, gather,
+  // scatter: NeedsAllPairs); off, the rings' and trees' peers only.
+  bool all_pairs = false;
 };
 
 // One direction's connection record, sent by `rank` to `peer`.
@@ -55,15 +62,40 @@ struct ConnRecord {
   RemoteBuffer staging;
 };
 
+// Zeroed memory from calloc: large blocks come as untouched zero pages, so
+// a rank's staging costs memory only where chunks are written (a server
+// tier's eight channels give every rank dozens of connections, most of whose
+// slots a small collective never reaches).
+class ZeroedBuffer {
+ public:
+  ZeroedBuffer() = default;
+  ZeroedBuffer(const ZeroedBuffer&) = delete;
+  ZeroedBuffer& operator=(const ZeroedBuffer&) = delete;
+  ~ZeroedBuffer() { std::free(data_); }
+  // Replaces the contents with `size` zero bytes.
+  void assign(size_t size, uint8_t /*zero*/) {
+    std::free(data_);
+    data_ = static_cast<uint8_t*>(std::calloc(size == 0 ? 1 : size, 1));
+    if (data_ == nullptr) std::abort();  // as std::vector's bad_alloc would end the run
+    size_ = size;
+  }
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 // The state of one (peer, channel) connection.
 struct Conn {
   int peer = -1;
   int channel = 0;
   size_t index = 0;  // position in its Communicator (the wr_id's connection field)
   std::unique_ptr<QueuePair> qp;
-  std::vector<uint8_t> staging;  // incoming slots
+  ZeroedBuffer staging;  // incoming slots
   std::unique_ptr<MemoryRegion> staging_mr;
-  std::vector<uint8_t> out_staging;  // outgoing slots (results not kept in `out`)
+  ZeroedBuffer out_staging;  // outgoing slots (results not kept in `out`)
   std::unique_ptr<MemoryRegion> out_staging_mr;
   RemoteBuffer remote;    // the peer's staging for our data
   uint64_t arrived = 0;   // data chunks received
@@ -77,7 +109,8 @@ struct Conn {
 
 // The (peer, channel) connections a rank needs for ring collectives on
 // `channels` channels and the double binary tree (channels 0 and 1).
-std::vector<std::pair<int, int>> NeededConnections(int nranks, int rank, int channels);
+std::vector<std::pair<int, int>> NeededConnections(int nranks, int rank, int channels,
+                                                   int gpus_per_server = 0, bool all_pairs = false);
 
 class Communicator {
  public:

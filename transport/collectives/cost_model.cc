@@ -39,11 +39,60 @@ double StepSeconds(const AlphaBeta& ab, double link_bytes, double message_bytes)
   return ab.alpha.seconds() + link_bytes * beta + (ab.hops - 1) * first_packet * beta + dma;
 }
 
+// The hierarchical estimates (cost_model.h states the ring's formula).
+Picoseconds EstimateHierarchical(Algorithm algo, uint64_t bytes, int nranks, const AlphaBeta& ab,
+                                 uint64_t chunk_bytes) {
+  const double n = nranks;
+  const double g = std::min(ab.gpus_per_server, nranks);
+  const double servers = std::max(1.0, std::floor(n / g));
+  const double c = std::max(1, ab.channels);
+  const double chunk = static_cast<double>(std::max<uint64_t>(1, chunk_bytes));
+  const bool one_server = nranks <= ab.gpus_per_server;
+  const double b_nv = 1.0 / ab.nvlink_bytes_per_s;
+  const double b_nv_eff = one_server ? c * b_nv : c * (g - 1) / g * b_nv;
+  const double b_net_eff = one_server ? 0 : std::ceil(c / g) / ab.payload_bytes_per_s;
+  const double f = one_server ? 0 : servers / n;
+  const double a_nv = ab.nvlink_alpha.seconds();
+  if (algo == Algorithm::kTree) {
+    // Per tree channel: a chunk climbs the chain (G-1 NVLink hops) and the
+    // servers' tree (log2 S network hops) and comes back down; in steady
+    // state a GPU's links carry two chunks per chunk period per channel.
+    const double trees = std::max(2.0, c);
+    const double part = std::ceil(static_cast<double>(bytes) / trees);
+    const double cc = std::min(part, chunk);
+    const double chunks = std::max(1.0, CeilDiv(part, chunk));
+    const double depth = std::bit_width(static_cast<unsigned>(servers)) - 1;
+    const double net_step = one_server ? 0 : StepSeconds(ab, 2 * cc, cc);
+    const double nv_step = a_nv + cc * trees * b_nv;
+    const double period =
+        2 * cc * std::max(trees * b_nv, one_server ? 0 : trees / g / ab.payload_bytes_per_s);
+    return Picoseconds::FromSeconds(2 * (depth * net_step + (g - 1) * nv_step) +
+                                    (chunks - 1) * period);
+  }
+  const double per_channel = static_cast<double>(bytes) / c;
+  const double loop = std::min(per_channel, n * chunk);
+  const double m = std::ceil(loop / n);
+  const double loops = std::max(1.0, CeilDiv(per_channel, n * chunk));
+  const double net_step =
+      one_server ? 0
+                 : ab.alpha.seconds() + m * b_net_eff +
+                       (ab.hops - 1) * std::min(m, static_cast<double>(ab.mtu_payload_bytes)) /
+                           ab.payload_bytes_per_s;
+  const double nv_step = a_nv + m * b_nv_eff;
+  const double t = 2 * (n - 1) * (f * net_step + (1 - f) * nv_step) +
+                   (loops - 1) * 2 * (n - 1) * m * std::max(b_net_eff, b_nv_eff);
+  return Picoseconds::FromSeconds(t);
+}
+
 }  // namespace
 
 Picoseconds EstimateAllreduce(Algorithm algo, uint64_t bytes, int nranks, const AlphaBeta& ab,
                               uint64_t chunk_bytes) {
-  if (nranks <= 1 || ab.payload_bytes_per_s <= 0) return Picoseconds(0);
+  if (nranks <= 1) return Picoseconds(0);
+  if (ab.gpus_per_server > 1 && ab.nvlink_bytes_per_s > 0) {
+    return EstimateHierarchical(algo, bytes, nranks, ab, chunk_bytes);
+  }
+  if (ab.payload_bytes_per_s <= 0) return Picoseconds(0);
   const double n = nranks;
   const double s = static_cast<double>(bytes);
   const double chunk = static_cast<double>(std::max<uint64_t>(1, chunk_bytes));

@@ -57,12 +57,33 @@ struct AlphaBeta {
   // The NIC's DMA of a message's first packet (sender) and last (receiver)
   // at this rate, bytes/s; 0: not modelled.
   double dma_bytes_per_s = 0;
+  // The server tier (gpus_per_server > 1): the fields above are the
+  // network between servers, these NVLink inside them, and the estimates
+  // are the hierarchical algorithms' (schedule.h) on `channels` channels.
+  int gpus_per_server = 0;
+  int channels = 1;
+  Picoseconds nvlink_alpha;
+  double nvlink_bytes_per_s = 0;
 };
 
 AlphaBeta ComputeAlphaBeta(const PathFigures& path);
 
 // The estimated time of one allreduce of `bytes` on `nranks` ranks with
 // algorithm `algo` (ring or tree), `chunk_bytes` per staging slot.
+//
+// Hierarchical ring (ab.gpus_per_server = G > 1, S = n / G servers, C
+// channels of S_c = bytes / C each; m = ceil(min(S_c, n chunk) / n) bytes
+// per step, L = ceil(S_c / (n chunk)) loops):
+//   T = 2(n-1) [f (a_net + m b_net') + (1 - f) (a_nv + m b_nv')]
+//       + (L - 1) 2(n-1) m max(b_net', b_nv')
+// with f = S / n the share of ring hops that cross the network (S of the
+// n hops; 0 on one server), b_net' = ceil(C / G) / B_net (each NIC carries
+// ceil(C/G) channels: one channel per NIC), b_nv' = C (G-1) / G / B_nv (a
+// GPU's NVLink egress carries every channel it does not leave the server
+// in; C / B_nv on one server), a_net, B_net the network's alpha and payload
+// bandwidth (above), a_nv the NVLink transfer latency and B_nv a GPU's
+// NVLink bandwidth one way (topo::ServerSpec). For large sizes T is
+// 2(n-1)/n x bytes / busbw with busbw = G x B_net when the NICs bound it.
 Picoseconds EstimateAllreduce(Algorithm algo, uint64_t bytes, int nranks, const AlphaBeta& ab,
                               uint64_t chunk_bytes);
 

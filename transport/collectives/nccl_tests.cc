@@ -120,8 +120,34 @@ std::vector<uint64_t> SizeSweep(uint64_t min_bytes, uint64_t max_bytes, uint64_t
   return sizes;
 }
 
+namespace {
+
+// Elements of the input and output buffers for `count` (CollSpec::count).
+uint64_t InCount(CollKind kind, uint64_t n, uint64_t count) {
+  return kind == CollKind::kReduceScatter || kind == CollKind::kScatter ||
+                 kind == CollKind::kAllToAll
+             ? count * n
+             : count;
+}
+uint64_t OutCount(CollKind kind, uint64_t n, uint64_t count) {
+  return kind == CollKind::kAllGather || kind == CollKind::kGather || kind == CollKind::kAllToAll
+             ? count * n
+             : count;
+}
+// Kinds whose in-place run shares one buffer as nccl-tests lays it out;
+// the point-to-point kinds (alltoall, sendrecv, gather, scatter) run out of
+// place in both columns here.
+bool SharesInPlace(CollKind kind) {
+  return kind != CollKind::kAllToAll && kind != CollKind::kSendRecv && kind != CollKind::kGather &&
+         kind != CollKind::kScatter;
+}
+
+}  // namespace
+
 uint64_t CountUnitBytes(CollKind kind, int nranks, DataType type) {
-  const bool total = kind == CollKind::kAllGather || kind == CollKind::kReduceScatter;
+  const bool total = kind == CollKind::kAllGather || kind == CollKind::kReduceScatter ||
+                     kind == CollKind::kAllToAll || kind == CollKind::kGather ||
+                     kind == CollKind::kScatter;
   return DataTypeSize(type) * (total ? static_cast<uint64_t>(nranks) : 1);
 }
 
@@ -132,8 +158,8 @@ double InputValue(int rank, uint64_t i) {
 uint64_t RankBuffers::BytesFor(CollKind kind, int nranks, DataType type, uint64_t max_count) {
   const uint64_t es = DataTypeSize(type);
   const uint64_t n = static_cast<uint64_t>(nranks);
-  const uint64_t in_count = kind == CollKind::kReduceScatter ? max_count * n : max_count;
-  const uint64_t out_count = kind == CollKind::kAllGather ? max_count * n : max_count;
+  const uint64_t in_count = InCount(kind, n, max_count);
+  const uint64_t out_count = OutCount(kind, n, max_count);
   return std::max(in_count, out_count) * es + 8 + out_count * es + 8;
 }
 
@@ -141,20 +167,21 @@ RankBuffers::RankBuffers(CollKind kind, int nranks, int rank, DataType type, uin
     : kind_(kind), nranks_(nranks), rank_(rank), type_(type) {
   const size_t es = DataTypeSize(type);
   const uint64_t n = static_cast<uint64_t>(nranks);
-  const uint64_t in_count = kind == CollKind::kReduceScatter ? max_count * n : max_count;
-  const uint64_t out_count = kind == CollKind::kAllGather ? max_count * n : max_count;
+  const uint64_t in_count = InCount(kind, n, max_count);
+  const uint64_t out_count = OutCount(kind, n, max_count);
   // +8: a zero count still has an address to register and compare.
   mem_.assign(std::max(in_count, out_count) * es + 8, 0);
   out_mem_.assign(out_count * es + 8, 0);
 }
 
-void RankBuffers::Fill(uint64_t count, bool in_place) {
+void RankBuffers::Fill(uint64_t count, bool in_place_asked) {
+  const bool in_place = in_place_asked && SharesInPlace(kind_);
   const size_t es = DataTypeSize(type_);
   const uint64_t n = static_cast<uint64_t>(nranks_);
   const uint64_t r = static_cast<uint64_t>(rank_);
   const bool gather = kind_ == CollKind::kAllGather, scatter = kind_ == CollKind::kReduceScatter;
-  const uint64_t in_count = scatter ? count * n : count;
-  const uint64_t out_count = gather ? count * n : count;
+  const uint64_t in_count = InCount(kind_, n, count);
+  const uint64_t out_count = OutCount(kind_, n, count);
   if (std::max(in_count, out_count) * es + 8 > mem_.size() ||
       out_count * es + 8 > out_mem_.size()) {
     std::fprintf(stderr, "RankBuffers::Fill: count %llu of %s is beyond the buffers\n",
@@ -179,11 +206,28 @@ int64_t RankBuffers::CountWrong(uint64_t count, RedOp op, int root) const {
   const int n = nranks_;
   const double tol = Tolerance(type_, n, op);
   const bool integer = !IsFloatingType(type_);
-  const uint64_t out_count =
-      kind_ == CollKind::kAllGather ? count * static_cast<uint64_t>(n) : count;
+  const uint64_t out_count = OutCount(kind_, static_cast<uint64_t>(n), count);
+  // Rooted kinds: only the root's output is defined (reduce, gather), as
+  // nccl-tests checks.
+  if ((kind_ == CollKind::kReduce || kind_ == CollKind::kGather) && rank_ != root) return 0;
+  const uint64_t ur = static_cast<uint64_t>(rank_);
+  int sendrecv_src = 0;
+  if (kind_ == CollKind::kSendRecv) {
+    const RingOrder order(n, gpus_per_server_, 0);
+    sendrecv_src = order.RankAt(order.PosOf(rank_) - 1);
+  }
   for (uint64_t i = 0; i < out_count; ++i) {
     double want = 0;
-    if (kind_ == CollKind::kAllReduce || kind_ == CollKind::kReduceScatter) {
+    if (kind_ == CollKind::kAllToAll) {
+      want = InputValue(static_cast<int>(i / count), ur * count + i % count);
+    } else if (kind_ == CollKind::kSendRecv) {
+      want = InputValue(sendrecv_src, i);
+    } else if (kind_ == CollKind::kGather) {
+      want = InputValue(static_cast<int>(i / count), i % count);
+    } else if (kind_ == CollKind::kScatter) {
+      want = InputValue(root, ur * count + i);
+    } else if (kind_ == CollKind::kAllReduce || kind_ == CollKind::kReduceScatter ||
+               kind_ == CollKind::kReduce) {
       const uint64_t j =
           kind_ == CollKind::kReduceScatter ? static_cast<uint64_t>(rank_) * count + i : i;
       if (integer) {

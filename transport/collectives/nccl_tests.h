@@ -51,6 +51,10 @@ class RankBuffers {
   // What the constructor allocates for those arguments (both buffers).
   static uint64_t BytesFor(CollKind kind, int nranks, DataType type, uint64_t max_count);
 
+  // The ranks' server layout (CommOptions::gpus_per_server), for the check
+  // of sendrecv: a rank receives from its predecessor on channel 0's ring.
+  void set_gpus_per_server(int g) { gpus_per_server_ = g; }
+
   // Reuses the memory for another type (-d all): the sweep's sizes are in
   // bytes, so a buffer built for the smallest type (int8) holds every type's
   // count. Fill() checks that the count fits.
@@ -74,6 +78,7 @@ class RankBuffers {
   CollKind kind_;
   int nranks_, rank_;
   DataType type_;
+  int gpus_per_server_ = 0;
   std::vector<uint8_t> mem_, out_mem_;
   const void* in_ = nullptr;
   void* out_ = nullptr;

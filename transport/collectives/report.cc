@@ -17,6 +17,15 @@ double BusBwFactor(CollKind kind, int nranks) {
       return 1;
     case CollKind::kBarrier:
       return 0;
+    // nccl-tests' alltoall.cu, gather.cu, scatter.cu: (n-1)/n of the total
+    // size; sendrecv.cu and reduce.cu: 1.
+    case CollKind::kAllToAll:
+    case CollKind::kGather:
+    case CollKind::kScatter:
+      return (n - 1) / n;
+    case CollKind::kSendRecv:
+    case CollKind::kReduce:
+      return 1;
   }
   return 0;
 }

@@ -16,7 +16,8 @@
 namespace fathom::transport::coll {
 
 // busbw = algbw x factor: allreduce 2(n-1)/n; allgather and reduce-scatter
-// (n-1)/n with S the total size; broadcast 1 (ROCEV2.md "Tool conventions").
+// (n-1)/n with S the total size; broadcast 1 (ROCEV2.md "Tool conventions");
+// alltoall, gather, scatter (n-1)/n of the total; sendrecv, reduce 1.
 double BusBwFactor(CollKind kind, int nranks);
 
 struct Measurement {

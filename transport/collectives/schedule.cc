@@ -45,8 +45,13 @@ class CopyStream final : public Stream {
 // Ring allreduce over `range` of both buffers, in loops of n chunks.
 class RingAllreduceStream final : public Stream {
  public:
-  RingAllreduceStream(int channel, int n, int rank, Range range, uint64_t chunk)
-      : Stream(channel), n_(n), rank_(rank), range_(range), loop_(chunk * n) {}
+  RingAllreduceStream(int channel, const RingOrder& order, int rank, Range range, uint64_t chunk)
+      : Stream(channel),
+        n_(order.nranks()),
+        rank_(order.PosOf(rank)),
+        order_(order),
+        range_(range),
+        loop_(chunk * static_cast<uint64_t>(order.nranks())) {}
   uint64_t size() const override {
     return CeilDiv(range_.count, loop_) * static_cast<uint64_t>(2 * n_ - 1);
   }
@@ -56,7 +61,8 @@ class RingAllreduceStream final : public Stream {
     const int j = static_cast<int>(i % per_loop);
     const uint64_t lo = range_.offset + loop * loop_;
     const Range loop_range{lo, std::min(loop_, range_.offset + range_.count - lo)};
-    const int prev = Mod(rank_ - 1, n_), next = Mod(rank_ + 1, n_);
+    // rank_ is the ring position: segments go by position.
+    const int prev = order_.RankAt(rank_ - 1), next = order_.RankAt(rank_ + 1);
     Step s;
     int seg;
     if (j == 0) {
@@ -82,6 +88,7 @@ class RingAllreduceStream final : public Stream {
 
  private:
   int n_, rank_;
+  RingOrder order_;
   Range range_;
   uint64_t loop_;
 };
@@ -90,8 +97,15 @@ class RingAllreduceStream final : public Stream {
 // is this channel's share of a block.
 class RingReduceScatterStream final : public Stream {
  public:
-  RingReduceScatterStream(int channel, int n, int rank, uint64_t count, Range part, uint64_t chunk)
-      : Stream(channel), n_(n), rank_(rank), count_(count), part_(part), chunk_(chunk) {}
+  RingReduceScatterStream(int channel, const RingOrder& order, int rank, uint64_t count, Range part,
+                          uint64_t chunk)
+      : Stream(channel),
+        n_(order.nranks()),
+        pos_(order.PosOf(rank)),
+        order_(order),
+        count_(count),
+        part_(part),
+        chunk_(chunk) {}
   uint64_t size() const override { return CeilDiv(part_.count, chunk_) * n_; }
   Step At(uint64_t i) const override {
     const uint64_t loop = i / static_cast<uint64_t>(n_);
@@ -99,11 +113,12 @@ class RingReduceScatterStream final : public Stream {
     const uint64_t lo = part_.offset + loop * chunk_;
     Step s;
     s.count = std::min(chunk_, part_.offset + part_.count - lo);
-    const int block = Mod(rank_ - 1 - j, n_);
+    // The block of the rank j + 1 positions back: at j = n - 1 our own.
+    const int block = order_.RankAt(pos_ - 1 - j);
     s.in_offset = static_cast<int64_t>(static_cast<uint64_t>(block) * count_ + lo);
-    if (j > 0) s.recv[0] = Mod(rank_ - 1, n_);
+    if (j > 0) s.recv[0] = order_.RankAt(pos_ - 1);
     if (j < n_ - 1) {
-      s.send[0] = Mod(rank_ + 1, n_);
+      s.send[0] = order_.RankAt(pos_ + 1);
     } else {
       s.out_offset = static_cast<int64_t>(lo);
       s.final_sum = j > 0;
@@ -112,7 +127,8 @@ class RingReduceScatterStream final : public Stream {
   }
 
  private:
-  int n_, rank_;
+  int n_, pos_;
+  RingOrder order_;
   uint64_t count_;
   Range part_;
   uint64_t chunk_;
@@ -121,8 +137,15 @@ class RingReduceScatterStream final : public Stream {
 // Ring allgather: in = `count`, out = n blocks of `count`.
 class RingAllgatherStream final : public Stream {
  public:
-  RingAllgatherStream(int channel, int n, int rank, uint64_t count, Range part, uint64_t chunk)
-      : Stream(channel), n_(n), rank_(rank), count_(count), part_(part), chunk_(chunk) {}
+  RingAllgatherStream(int channel, const RingOrder& order, int rank, uint64_t count, Range part,
+                      uint64_t chunk)
+      : Stream(channel),
+        n_(order.nranks()),
+        pos_(order.PosOf(rank)),
+        order_(order),
+        count_(count),
+        part_(part),
+        chunk_(chunk) {}
   uint64_t size() const override { return CeilDiv(part_.count, chunk_) * n_; }
   Step At(uint64_t i) const override {
     const uint64_t loop = i / static_cast<uint64_t>(n_);
@@ -130,19 +153,20 @@ class RingAllgatherStream final : public Stream {
     const uint64_t lo = part_.offset + loop * chunk_;
     Step s;
     s.count = std::min(chunk_, part_.offset + part_.count - lo);
-    const int block = Mod(rank_ - j, n_);
+    const int block = order_.RankAt(pos_ - j);
     s.out_offset = static_cast<int64_t>(static_cast<uint64_t>(block) * count_ + lo);
     if (j == 0) {
       s.in_offset = static_cast<int64_t>(lo);
     } else {
-      s.recv[0] = Mod(rank_ - 1, n_);
+      s.recv[0] = order_.RankAt(pos_ - 1);
     }
-    if (j < n_ - 1) s.send[0] = Mod(rank_ + 1, n_);
+    if (j < n_ - 1) s.send[0] = order_.RankAt(pos_ + 1);
     return s;
   }
 
  private:
-  int n_, rank_;
+  int n_, pos_;
+  RingOrder order_;
   uint64_t count_;
   Range part_;
   uint64_t chunk_;
@@ -151,29 +175,129 @@ class RingAllgatherStream final : public Stream {
 // Pipelined chain broadcast root -> root+1 -> ... -> root-1.
 class ChainBroadcastStream final : public Stream {
  public:
-  ChainBroadcastStream(int channel, int n, int rank, int root, Range part, uint64_t chunk)
-      : Stream(channel), n_(n), rank_(rank), root_(root), part_(part), chunk_(chunk) {}
+  ChainBroadcastStream(int channel, const RingOrder& order, int rank, int root, Range part,
+                       uint64_t chunk)
+      : Stream(channel),
+        n_(order.nranks()),
+        pos_(order.PosOf(rank)),
+        root_pos_(order.PosOf(root)),
+        order_(order),
+        part_(part),
+        chunk_(chunk) {}
   uint64_t size() const override { return CeilDiv(part_.count, chunk_); }
   Step At(uint64_t i) const override {
     const uint64_t lo = part_.offset + i * chunk_;
-    const int pos = Mod(rank_ - root_, n_);
+    const int pos = Mod(pos_ - root_pos_, n_);
     Step s;
     s.count = std::min(chunk_, part_.offset + part_.count - lo);
     s.out_offset = static_cast<int64_t>(lo);
     if (pos == 0) {
       s.in_offset = static_cast<int64_t>(lo);
     } else {
-      s.recv[0] = Mod(rank_ - 1, n_);
+      s.recv[0] = order_.RankAt(pos_ - 1);
     }
-    if (pos < n_ - 1) s.send[0] = Mod(rank_ + 1, n_);
+    if (pos < n_ - 1) s.send[0] = order_.RankAt(pos_ + 1);
     return s;
   }
 
  private:
-  int n_, rank_, root_;
+  int n_, pos_, root_pos_;
+  RingOrder order_;
   Range part_;
   uint64_t chunk_;
 };
+
+// Sends `part` of in[in_base..] to `dst`, a chunk per step (nothing to
+// receive: the data go straight from the input).
+class PeerSendStream final : public Stream {
+ public:
+  PeerSendStream(int channel, int dst, uint64_t in_base, Range part, uint64_t chunk)
+      : Stream(channel), dst_(dst), in_base_(in_base), part_(part), chunk_(chunk) {}
+  uint64_t size() const override { return CeilDiv(part_.count, chunk_); }
+  Step At(uint64_t i) const override {
+    const uint64_t lo = part_.offset + i * chunk_;
+    Step s;
+    s.count = std::min(chunk_, part_.offset + part_.count - lo);
+    s.in_offset = static_cast<int64_t>(in_base_ + lo);
+    s.send[0] = dst_;
+    return s;
+  }
+
+ private:
+  int dst_;
+  uint64_t in_base_;
+  Range part_;
+  uint64_t chunk_;
+};
+
+// Receives `part` from `src` into out[out_base..], a chunk per step.
+class PeerRecvStream final : public Stream {
+ public:
+  PeerRecvStream(int channel, int src, uint64_t out_base, Range part, uint64_t chunk)
+      : Stream(channel), src_(src), out_base_(out_base), part_(part), chunk_(chunk) {}
+  uint64_t size() const override { return CeilDiv(part_.count, chunk_); }
+  Step At(uint64_t i) const override {
+    const uint64_t lo = part_.offset + i * chunk_;
+    Step s;
+    s.count = std::min(chunk_, part_.offset + part_.count - lo);
+    s.out_offset = static_cast<int64_t>(out_base_ + lo);
+    s.recv[0] = src_;
+    return s;
+  }
+
+ private:
+  int src_;
+  uint64_t out_base_;
+  Range part_;
+  uint64_t chunk_;
+};
+
+// Pipelined chain reduce along a ring toward `root`: the rank after the
+// root starts, each adds its input and passes on, the root keeps the sum.
+class ChainReduceStream final : public Stream {
+ public:
+  ChainReduceStream(int channel, const RingOrder& order, int rank, int root, Range part,
+                    uint64_t chunk)
+      : Stream(channel),
+        n_(order.nranks()),
+        pos_(order.PosOf(rank)),
+        root_pos_(order.PosOf(root)),
+        order_(order),
+        part_(part),
+        chunk_(chunk) {}
+  uint64_t size() const override { return CeilDiv(part_.count, chunk_); }
+  Step At(uint64_t i) const override {
+    const uint64_t lo = part_.offset + i * chunk_;
+    const int rel = Mod(pos_ - root_pos_, n_);  // 0 root, 1 first, n-1 last before root
+    Step s;
+    s.count = std::min(chunk_, part_.offset + part_.count - lo);
+    s.in_offset = static_cast<int64_t>(lo);
+    if (rel != 1) s.recv[0] = order_.RankAt(pos_ - 1);
+    if (rel == 0) {
+      s.out_offset = static_cast<int64_t>(lo);
+      s.final_sum = true;
+    } else {
+      s.send[0] = order_.RankAt(pos_ + 1);
+    }
+    return s;
+  }
+
+ private:
+  int n_, pos_, root_pos_;
+  RingOrder order_;
+  Range part_;
+  uint64_t chunk_;
+};
+
+// The peers first, the -1s after.
+std::array<int32_t, kMaxPeers> Compact(const std::array<int, kMaxPeers>& peers) {
+  std::array<int32_t, kMaxPeers> out{-1, -1, -1};
+  int k = 0;
+  for (int p : peers) {
+    if (p >= 0) out[static_cast<size_t>(k++)] = p;
+  }
+  return out;
+}
 
 // Tree reduce toward the root (up) or broadcast from it (down), chunked.
 class TreeStream final : public Stream {
@@ -192,8 +316,7 @@ class TreeStream final : public Stream {
     s.count = std::min(chunk_, part_.offset + part_.count - lo);
     const bool root = links_.parent < 0;
     if (up_) {
-      s.recv = links_.children;
-      if (s.recv[0] < 0) std::swap(s.recv[0], s.recv[1]);
+      s.recv = Compact(links_.children);
       s.in_offset = static_cast<int64_t>(lo);
       // A leaf sends straight from its input; anyone else keeps the partial
       // result in `out` (overwritten later by the broadcast down).
@@ -208,8 +331,7 @@ class TreeStream final : public Stream {
       } else {
         s.recv[0] = links_.parent;
       }
-      s.send = links_.children;
-      if (s.send[0] < 0) std::swap(s.send[0], s.send[1]);
+      s.send = Compact(links_.children);
     }
     return s;
   }
@@ -259,17 +381,34 @@ std::string_view CollKindName(CollKind k) {
       return "broadcast";
     case CollKind::kBarrier:
       return "barrier";
+    case CollKind::kAllToAll:
+      return "alltoall";
+    case CollKind::kSendRecv:
+      return "sendrecv";
+    case CollKind::kReduce:
+      return "reduce";
+    case CollKind::kGather:
+      return "gather";
+    case CollKind::kScatter:
+      return "scatter";
   }
   return "?";
 }
 
+bool NeedsAllPairs(CollKind k) {
+  return k == CollKind::kAllToAll || k == CollKind::kGather || k == CollKind::kScatter;
+}
+
 StatusOr<CollKind> ParseCollKind(std::string_view name) {
-  for (CollKind k : {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter,
-                     CollKind::kBroadcast, CollKind::kBarrier}) {
+  for (CollKind k :
+       {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter, CollKind::kBroadcast,
+        CollKind::kBarrier, CollKind::kAllToAll, CollKind::kSendRecv, CollKind::kReduce,
+        CollKind::kGather, CollKind::kScatter}) {
     if (name == CollKindName(k)) return k;
   }
   return InvalidArgument("collective '" + std::string(name) +
-                         "': expected allreduce, allgather, reduce_scatter, broadcast or barrier");
+                         "': expected allreduce, allgather, reduce_scatter, broadcast, barrier, "
+                         "alltoall, sendrecv, reduce, gather or scatter");
 }
 
 std::string_view AlgorithmName(Algorithm a) {
@@ -317,6 +456,63 @@ TreeLinks DoubleTreeLinks(int nranks, int tree, int rank) {
   return links;
 }
 
+bool Hierarchical(int nranks, int gpus_per_server) {
+  return gpus_per_server > 1 && nranks > 1 &&
+         (nranks <= gpus_per_server || nranks % gpus_per_server == 0);
+}
+
+RingOrder::RingOrder(int nranks, int gpus_per_server, int channel)
+    : n_(std::max(1, nranks)),
+      g_(Hierarchical(nranks, gpus_per_server) ? std::min(gpus_per_server, nranks) : 1),
+      c_(channel),
+      snake_(Hierarchical(nranks, gpus_per_server) && nranks > gpus_per_server) {}
+
+int RingOrder::RankAt(int64_t pos) const {
+  const int p = Mod(pos, n_);
+  if (snake_) {
+    const int s = p / g_, i = p % g_;
+    const int gpu = s % 2 == 0 ? Mod(c_ + i, g_) : Mod(c_ - 1 - i, g_);
+    return s * g_ + gpu;
+  }
+  if (g_ > 1) return Mod(p + c_, n_);  // one server: rotated by the channel
+  return p;
+}
+
+int RingOrder::PosOf(int rank) const {
+  if (snake_) {
+    const int s = rank / g_, gpu = rank % g_;
+    const int i = s % 2 == 0 ? Mod(gpu - c_, g_) : Mod(c_ - 1 - gpu, g_);
+    return s * g_ + i;
+  }
+  if (g_ > 1) return Mod(rank - c_, n_);
+  return rank;
+}
+
+TreeLinks HierTreeLinks(int nranks, int gpus_per_server, int channel, int rank) {
+  if (!Hierarchical(nranks, gpus_per_server)) return DoubleTreeLinks(nranks, channel % 2, rank);
+  const int g = std::min(gpus_per_server, nranks);
+  const int servers = nranks / g;
+  const int server = rank / g, gpu = rank % g, head = channel % g;
+  const int i = Mod(gpu - head, g);
+  auto at = [g](int s, int64_t x) { return s * g + Mod(x, g); };
+  TreeLinks l;
+  if (i == 0) {
+    // The server's head: the chain below it and the servers' tree, on the
+    // head's rail.
+    const TreeLinks up = servers > 1 ? DoubleTreeLinks(servers, channel % 2, server) : TreeLinks{};
+    if (up.parent >= 0) l.parent = at(up.parent, head);
+    int k = 0;
+    if (g > 1) l.children[static_cast<size_t>(k++)] = at(server, head + 1);
+    for (int c : up.children) {
+      if (c >= 0 && k < kMaxPeers) l.children[static_cast<size_t>(k++)] = at(c, head);
+    }
+  } else {
+    l.parent = at(server, head + i - 1);
+    if (i < g - 1) l.children[0] = at(server, head + i + 1);
+  }
+  return l;
+}
+
 namespace {
 
 Status CheckSpec(const CollSpec& spec, int rank) {
@@ -329,9 +525,12 @@ Status CheckSpec(const CollSpec& spec, int rank) {
                            " and chunk_elems " + std::to_string(spec.chunk_elems) +
                            " must be >= 1");
   }
-  if (spec.kind == CollKind::kBroadcast && (spec.root < 0 || spec.root >= spec.nranks)) {
-    return InvalidArgument("BuildPlan: broadcast root " + std::to_string(spec.root) +
-                           " outside 0.." + std::to_string(spec.nranks - 1));
+  const bool rooted = spec.kind == CollKind::kBroadcast || spec.kind == CollKind::kReduce ||
+                      spec.kind == CollKind::kGather || spec.kind == CollKind::kScatter;
+  if (rooted && (spec.root < 0 || spec.root >= spec.nranks)) {
+    return InvalidArgument("BuildPlan: " + std::string(CollKindName(spec.kind)) + " root " +
+                           std::to_string(spec.root) + " outside 0.." +
+                           std::to_string(spec.nranks - 1));
   }
   if (spec.algorithm == Algorithm::kAuto) {
     return InvalidArgument("BuildPlan: algorithm must be resolved (ChooseAlgorithm) first");
@@ -363,8 +562,20 @@ StatusOr<Plan> BuildPlan(const CollSpec& spec_in, int rank) {
       plan.out_count = spec.count * nn;
       break;
     case CollKind::kReduceScatter:
+    case CollKind::kScatter:
       plan.in_count = spec.count * nn;
       plan.out_count = spec.count;
+      break;
+    case CollKind::kAllToAll:
+      plan.in_count = plan.out_count = spec.count * nn;
+      break;
+    case CollKind::kSendRecv:
+    case CollKind::kReduce:
+      plan.in_count = plan.out_count = spec.count;
+      break;
+    case CollKind::kGather:
+      plan.in_count = spec.count;
+      plan.out_count = spec.count * nn;
       break;
   }
   if (n == 1) {
@@ -373,11 +584,80 @@ StatusOr<Plan> BuildPlan(const CollSpec& spec_in, int rank) {
         std::make_unique<CopyStream>(0, Range{off, spec.count}, Range{off, spec.count}));
     return plan;
   }
+  const bool hier = Hierarchical(n, spec.gpus_per_server);
+  const Range all_elems{0, spec.count};
+  const uint64_t ur = static_cast<uint64_t>(rank);
+  const uint64_t uroot = static_cast<uint64_t>(spec.root);
+  auto copy_block = [&](uint64_t in_base, uint64_t out_base) {
+    plan.streams.push_back(
+        std::make_unique<CopyStream>(0, Range{in_base, spec.count}, Range{out_base, spec.count}));
+  };
+  switch (spec.kind) {
+    case CollKind::kAllToAll:
+      // Block `rank` stays; every other goes straight to its rank (and
+      // comes from it), all pairs at once, as NCCL's grouped send/recv.
+      copy_block(ur * spec.count, ur * spec.count);
+      for (int k = 1; k < n; ++k) {
+        const int dst = Mod(rank + k, n), src = Mod(rank - k, n);
+        plan.streams.push_back(std::make_unique<PeerSendStream>(
+            0, dst, static_cast<uint64_t>(dst) * spec.count, all_elems, spec.chunk_elems));
+        plan.streams.push_back(std::make_unique<PeerRecvStream>(
+            0, src, static_cast<uint64_t>(src) * spec.count, all_elems, spec.chunk_elems));
+      }
+      return plan;
+    case CollKind::kSendRecv: {
+      const RingOrder order(n, spec.gpus_per_server, 0);
+      const int pos = order.PosOf(rank);
+      plan.streams.push_back(std::make_unique<PeerSendStream>(0, order.RankAt(pos + 1), 0,
+                                                              all_elems, spec.chunk_elems));
+      plan.streams.push_back(std::make_unique<PeerRecvStream>(0, order.RankAt(pos - 1), 0,
+                                                              all_elems, spec.chunk_elems));
+      return plan;
+    }
+    case CollKind::kGather:
+      if (rank != spec.root) {
+        plan.streams.push_back(
+            std::make_unique<PeerSendStream>(0, spec.root, 0, all_elems, spec.chunk_elems));
+        return plan;
+      }
+      copy_block(0, uroot * spec.count);
+      for (int src = 0; src < n; ++src) {
+        if (src == spec.root) continue;
+        plan.streams.push_back(std::make_unique<PeerRecvStream>(
+            0, src, static_cast<uint64_t>(src) * spec.count, all_elems, spec.chunk_elems));
+      }
+      return plan;
+    case CollKind::kScatter:
+      if (rank != spec.root) {
+        plan.streams.push_back(
+            std::make_unique<PeerRecvStream>(0, spec.root, 0, all_elems, spec.chunk_elems));
+        return plan;
+      }
+      copy_block(uroot * spec.count, 0);
+      for (int dst = 0; dst < n; ++dst) {
+        if (dst == spec.root) continue;
+        plan.streams.push_back(std::make_unique<PeerSendStream>(
+            0, dst, static_cast<uint64_t>(dst) * spec.count, all_elems, spec.chunk_elems));
+      }
+      return plan;
+    case CollKind::kReduce:
+      for (int c = 0; c < spec.channels; ++c) {
+        plan.streams.push_back(std::make_unique<ChainReduceStream>(
+            c, RingOrder(n, spec.gpus_per_server, c), rank, spec.root,
+            Part(all_elems, spec.channels, c), spec.chunk_elems));
+      }
+      return plan;
+    default:
+      break;
+  }
   if (spec.kind == CollKind::kAllReduce && spec.algorithm == Algorithm::kTree) {
     const Range all{0, spec.count};
-    for (int t = 0; t < 2; ++t) {
-      const Range half = Part(all, 2, t);
-      const TreeLinks links = DoubleTreeLinks(n, t, rank);
+    // Flat: NCCL's two trees; hierarchical: one tree per channel (at least
+    // the two of the double binary tree over the servers).
+    const int trees = hier ? std::max(2, spec.channels) : 2;
+    for (int t = 0; t < trees; ++t) {
+      const Range half = Part(all, trees, t);
+      const TreeLinks links = HierTreeLinks(n, spec.gpus_per_server, t, rank);
       const int up_index = static_cast<int>(plan.streams.size());
       plan.streams.push_back(
           std::make_unique<TreeStream>(t, true, links, half, spec.chunk_elems, -1));
@@ -388,23 +668,26 @@ StatusOr<Plan> BuildPlan(const CollSpec& spec_in, int rank) {
   }
   for (int c = 0; c < spec.channels; ++c) {
     const Range part = Part(Range{0, spec.count}, spec.channels, c);
+    const RingOrder order(n, spec.gpus_per_server, c);
     switch (spec.kind) {
       case CollKind::kAllReduce:
       case CollKind::kBarrier:
         plan.streams.push_back(
-            std::make_unique<RingAllreduceStream>(c, n, rank, part, spec.chunk_elems));
+            std::make_unique<RingAllreduceStream>(c, order, rank, part, spec.chunk_elems));
         break;
       case CollKind::kAllGather:
-        plan.streams.push_back(
-            std::make_unique<RingAllgatherStream>(c, n, rank, spec.count, part, spec.chunk_elems));
+        plan.streams.push_back(std::make_unique<RingAllgatherStream>(c, order, rank, spec.count,
+                                                                     part, spec.chunk_elems));
         break;
       case CollKind::kReduceScatter:
-        plan.streams.push_back(std::make_unique<RingReduceScatterStream>(c, n, rank, spec.count,
+        plan.streams.push_back(std::make_unique<RingReduceScatterStream>(c, order, rank, spec.count,
                                                                          part, spec.chunk_elems));
         break;
       case CollKind::kBroadcast:
-        plan.streams.push_back(
-            std::make_unique<ChainBroadcastStream>(c, n, rank, spec.root, part, spec.chunk_elems));
+        plan.streams.push_back(std::make_unique<ChainBroadcastStream>(c, order, rank, spec.root,
+                                                                      part, spec.chunk_elems));
+        break;
+      default:  // the point-to-point and rooted kinds returned above
         break;
     }
   }
@@ -418,16 +701,23 @@ std::vector<std::pair<int, int>> PlanPeers(const CollSpec& spec, int rank) {
   const bool tree = spec.kind == CollKind::kBarrier ||
                     (spec.kind == CollKind::kAllReduce && spec.algorithm == Algorithm::kTree);
   if (tree) {
-    for (int t = 0; t < 2; ++t) {
-      const TreeLinks l = DoubleTreeLinks(n, t, rank);
-      for (int p : {l.parent, l.children[0], l.children[1]}) {
+    const int trees = Hierarchical(n, spec.gpus_per_server) ? std::max(2, spec.channels) : 2;
+    for (int t = 0; t < trees; ++t) {
+      const TreeLinks l = HierTreeLinks(n, spec.gpus_per_server, t, rank);
+      for (int p : {l.parent, l.children[0], l.children[1], l.children[2]}) {
         if (p >= 0) peers.emplace_back(p, t);
       }
     }
+  } else if (NeedsAllPairs(spec.kind)) {
+    for (int p = 0; p < n; ++p) {
+      if (p != rank) peers.emplace_back(p, 0);
+    }
   } else {
     for (int c = 0; c < spec.channels; ++c) {
-      peers.emplace_back(Mod(rank - 1, n), c);
-      peers.emplace_back(Mod(rank + 1, n), c);
+      const RingOrder order(n, spec.gpus_per_server, c);
+      const int pos = order.PosOf(rank);
+      peers.emplace_back(order.RankAt(pos - 1), c);
+      peers.emplace_back(order.RankAt(pos + 1), c);
     }
   }
   std::sort(peers.begin(), peers.end());

@@ -17,6 +17,20 @@
 //    rank before every rank has contributed).
 // Channels (QPs per peer) split the data into contiguous parts, one stream
 // group per channel, each on its own QPs.
+//
+// Hierarchical (CollSpec::gpus_per_server G > 1: ranks are GPUs, server-major,
+// rank = server * G + gpu; NCCL's rings and trees on multi-GPU servers):
+//  - rings (RingOrder) cross each server over NVLink and servers over the
+//    rails: channel c's ring enters every server on a GPU whose NIC is on the
+//    rail it left the previous server by, so every inter-server hop stays on
+//    one rail (rail-only wiring carries it). Even servers visit GPUs c, c+1,
+//    ..., c-1; odd servers c-1, c-2, ..., c (a snake); each NIC sends one
+//    channel and receives one when channels = G (one channel per NIC);
+//  - trees (HierTreeLinks): a double binary tree over the servers whose
+//    edges join the GPUs `head` = channel mod G of each server (one rail),
+//    and inside each server a chain head -> head+1 -> ... over NVLink; a
+//    head has up to three children (its chain's next and two servers), as
+//    NCCL's trees (NCCL_MAX_TREE_ARITY 3).
 #pragma once
 
 #include <array>
@@ -30,8 +44,27 @@
 
 namespace fathom::transport::coll {
 
-enum class CollKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kBarrier };
+// After kBarrier, nccl-tests' point-to-point and rooted collectives
+// (alltoall_perf, sendrecv_perf, reduce_perf, gather_perf, scatter_perf).
+enum class CollKind : uint8_t {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kBarrier,
+  kAllToAll,
+  kSendRecv,
+  kReduce,
+  kGather,
+  kScatter,
+};
+// alltoall, gather and scatter talk to every peer (CommOptions::all_pairs).
+bool NeedsAllPairs(CollKind k);
 enum class Algorithm : uint8_t { kAuto, kRing, kTree };
+
+// The most peers one step receives from or sends to (a hierarchical tree's
+// head: its chain and two child servers).
+inline constexpr int kMaxPeers = 3;
 
 std::string_view CollKindName(CollKind k);  // "allreduce", "allgather", ...
 StatusOr<CollKind> ParseCollKind(std::string_view name);
@@ -51,8 +84,8 @@ struct Step {
   uint64_t count = 0;
   int64_t in_offset = -1;
   int64_t out_offset = -1;
-  std::array<int32_t, 2> recv{-1, -1};
-  std::array<int32_t, 2> send{-1, -1};
+  std::array<int32_t, kMaxPeers> recv{-1, -1, -1};
+  std::array<int32_t, kMaxPeers> send{-1, -1, -1};
   int32_t after_stream = -1;
   uint64_t after_step = 0;
   // The reduction this step does completes the sum: every rank's share is
@@ -78,13 +111,41 @@ struct CollSpec {
   CollKind kind = CollKind::kAllReduce;
   Algorithm algorithm = Algorithm::kRing;  // resolved (not kAuto)
   int nranks = 1;
-  // Elements: allreduce/broadcast: of each buffer; allgather: of each rank's
-  // input (output is nranks x count); reduce-scatter: of each rank's output
-  // (input is nranks x count). nccl-tests' "count" column.
+  // Elements: allreduce/broadcast/reduce/sendrecv: of each buffer;
+  // allgather and gather: of each rank's input (output, the root's for
+  // gather, is nranks x count); reduce-scatter and scatter: of each rank's
+  // output (input, the root's for scatter, is nranks x count); alltoall: of
+  // each block (input and output are nranks blocks, block j for / from rank
+  // j). nccl-tests' "count" column is this times nranks for the kinds whose
+  // size is a total.
+  //
+  // The new kinds run as NCCL runs them: alltoall, gather and scatter as
+  // direct sends and receives between each pair (channel 0); sendrecv from
+  // each rank to the next on the ring of channel 0 (rank + 1 when flat;
+  // the snake keeps it on a rail); reduce as a pipelined chain along each
+  // channel's ring ending at the root.
   uint64_t count = 0;
-  int root = 0;              // broadcast
+  int root = 0;              // broadcast, reduce, gather, scatter
   int channels = 1;          // QPs per peer used in parallel
   uint64_t chunk_elems = 1;  // largest transfer (one staging slot)
+  // > 1: ranks are GPUs of servers of this many (server-major) and rings and
+  // trees are hierarchical (see above); 0 or 1: flat.
+  int gpus_per_server = 0;
+};
+
+// The ring of one channel: which rank sits at each position. Flat: rank =
+// position. Hierarchical: the snake described above (n a multiple of G);
+// with one server (n <= G) the ring is rotated by the channel.
+class RingOrder {
+ public:
+  RingOrder(int nranks, int gpus_per_server, int channel);
+  int RankAt(int64_t pos) const;
+  int PosOf(int rank) const;
+  int nranks() const { return n_; }
+
+ private:
+  int n_, g_, c_;
+  bool snake_;
 };
 
 // The rank's streams. Element counts of `in` and `out` follow CollSpec.
@@ -103,10 +164,17 @@ std::vector<std::pair<int, int>> PlanPeers(const CollSpec& spec, int rank);
 // NCCL-style double binary tree over n ranks. Trees index 0 and 1.
 struct TreeLinks {
   int parent = -1;
-  std::array<int, 2> children{-1, -1};
+  std::array<int, kMaxPeers> children{-1, -1, -1};
 };
 TreeLinks DoubleTreeLinks(int nranks, int tree, int rank);
 int DoubleTreeRoot(int nranks, int tree);
+// The tree of `channel` (tree channel % 2 over the servers, head GPU
+// channel % G) for the spec's layout: DoubleTreeLinks(n, channel % 2, rank)
+// when flat.
+TreeLinks HierTreeLinks(int nranks, int gpus_per_server, int channel, int rank);
+// Whether a spec's layout is hierarchical (G > 1 and n a multiple of G, or
+// n <= G).
+bool Hierarchical(int nranks, int gpus_per_server);
 
 // The choice of algorithm by size: cost_model.h.
 

@@ -126,6 +126,86 @@ AlphaBeta ComputeWorldAlphaBeta(const topo::Topology& t, const std::vector<int>&
   return worst;
 }
 
+// The server tier's placement: rank r on GPU r (server-major), its NIC's
+// host for the network; every pair of ranks on different servers that a
+// hierarchical ring or tree joins must have a path.
+StatusOr<std::vector<int>> PlaceGpus(const topo::Topology& t, const topo::ServerTier& tier,
+                                     int nranks, bool all_pairs) {
+  const int gpus = tier.gpu_count();
+  const int g = tier.spec.gpus;
+  const int n = nranks == 0 ? gpus : nranks;
+  if (n < 1 || n > gpus) {
+    return InvalidArgument("SimWorld: " + std::to_string(nranks) + " ranks on " + t.name() +
+                           " with a server tier of " + std::to_string(tier.servers) +
+                           " servers x " + std::to_string(g) + " GPUs = " + std::to_string(gpus) +
+                           " GPUs: ask for 1.." + std::to_string(gpus) + " ranks (one per GPU)");
+  }
+  if (n > g && n % g != 0) {
+    return InvalidArgument("SimWorld: " + std::to_string(n) + " ranks with " + std::to_string(g) +
+                           " GPUs per server: ranks fill whole servers (a multiple of " +
+                           std::to_string(g) + "), or at most one server's");
+  }
+  std::vector<int> placement(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r)
+    placement[static_cast<size_t>(r)] = tier.gpus[static_cast<size_t>(r)].host;
+  // Channels up to the GPUs per server cover every ring and tree shape the
+  // collectives use (channel c and c + G are alike).
+  for (int r = 0; r < n; ++r) {
+    for (const auto& [peer, ch] : NeededConnections(n, r, std::min(n, g), g, all_pairs)) {
+      const topo::GpuPlace& a = tier.gpus[static_cast<size_t>(r)];
+      const topo::GpuPlace& b = tier.gpus[static_cast<size_t>(peer)];
+      if (a.server == b.server) continue;
+      const int32_t ha = t.hosts()[static_cast<size_t>(a.host)];
+      const int32_t hb = t.hosts()[static_cast<size_t>(b.host)];
+      if (!t.Reachable(ha, hb)) {
+        return InvalidArgument("SimWorld: rank " + std::to_string(r) + " (server " +
+                               std::to_string(a.server) + " GPU " + std::to_string(a.gpu) +
+                               ", NIC " + t.node(ha).name + ") and rank " + std::to_string(peer) +
+                               " (NIC " + t.node(hb).name + ") are joined by channel " +
+                               std::to_string(ch) + " but " + t.name() +
+                               " has no path between their NICs (rail-only wiring joins only "
+                               "same-rail NICs: the snake ring needs an even number of servers, "
+                               "and alltoall, gather and scatter need a switched fabric)");
+      }
+    }
+  }
+  return placement;
+}
+
+// Two tiers for `--algo auto` and the docs' formula (cost_model.h): the
+// network between servers (the slowest path a cross-server pair uses) and
+// NVLink inside them.
+AlphaBeta ServerAlphaBeta(const topo::Topology& t, const topo::ServerTier& tier,
+                          const std::vector<int>& placement, const sim::NetworkConfig& nc,
+                          int path_mtu, int channels) {
+  const int n = static_cast<int>(placement.size());
+  const int g = std::min(tier.spec.gpus, n);
+  AlphaBeta ab;
+  // The network tier: one cross-server hop of each ring (same rail).
+  if (n > g) {
+    std::vector<int> pair;
+    const RingOrder order(n, tier.spec.gpus, 0);
+    for (int pos = 0; pos < n; ++pos) {
+      const int a = order.RankAt(pos), b = order.RankAt(pos + 1);
+      if (a / g == b / g) continue;
+      pair = {placement[static_cast<size_t>(a)], placement[static_cast<size_t>(b)]};
+      break;
+    }
+    ab = ComputeWorldAlphaBeta(t, pair, nc, path_mtu);
+  }
+  ab.gpus_per_server = g;
+  ab.channels = std::max(1, channels);
+  ab.nvlink_alpha = tier.spec.nvlink_latency;
+  ab.nvlink_bytes_per_s = static_cast<double>(tier.spec.nvlink_rate.bps()) / 8.0;
+  if (n <= g) {
+    // One server: NVLink only.
+    ab.alpha = ab.nvlink_alpha;
+    ab.payload_bytes_per_s = ab.nvlink_bytes_per_s;
+    ab.hops = 1;
+  }
+  return ab;
+}
+
 }  // namespace
 
 // Runs the fault injector's callbacks at their virtual time as engine events,
@@ -156,15 +236,25 @@ class SimWorld::Waker {
 };
 
 StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
-                                                     const SimWorldOptions& options) {
+                                                     const SimWorldOptions& options_in) {
   std::unique_ptr<SimWorld> w(new SimWorld());
   w->topology_ = std::make_unique<topo::Topology>(std::move(topology));
-  const int hosts = static_cast<int>(w->topology_->hosts().size());
-  if (options.nranks < 0 || options.nranks > hosts) {
-    return InvalidArgument("SimWorld: " + std::to_string(options.nranks) + " ranks on " +
-                           w->topology_->name() + " with " + std::to_string(hosts) + " hosts");
+  SimWorldOptions options = options_in;
+  std::optional<topo::ServerTier> tier;
+  std::vector<int> placement;
+  if (options.server) {
+    FATHOM_ASSIGN_OR_RETURN(tier, topo::BuildServerTier(*w->topology_, *options.server));
+    FATHOM_ASSIGN_OR_RETURN(
+        placement, PlaceGpus(*w->topology_, *tier, options.nranks, options.comm.all_pairs));
+    options.comm.gpus_per_server = tier->spec.gpus;
+  } else {
+    const int hosts = static_cast<int>(w->topology_->hosts().size());
+    if (options.nranks < 0 || options.nranks > hosts) {
+      return InvalidArgument("SimWorld: " + std::to_string(options.nranks) + " ranks on " +
+                             w->topology_->name() + " with " + std::to_string(hosts) + " hosts");
+    }
+    FATHOM_ASSIGN_OR_RETURN(placement, PlaceRanks(*w->topology_, options.nranks));
   }
-  FATHOM_ASSIGN_OR_RETURN(std::vector<int> placement, PlaceRanks(*w->topology_, options.nranks));
   w->engine_ = std::make_unique<sim::Engine>(options.seed);
   w->network_ =
       std::make_unique<sim::Network>(w->engine_.get(), w->topology_.get(), options.network);
@@ -172,6 +262,12 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
   eopt.hosts = placement;
   const int n = static_cast<int>(placement.size());
   w->fabric_ = std::make_unique<emulated::EmulatedFabric>(w->network_.get(), eopt);
+  if (tier) {
+    std::vector<int32_t> gpu_of_rank(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) gpu_of_rank[static_cast<size_t>(r)] = r;
+    w->server_ = std::make_unique<intranode::ServerFabric>(w->fabric_.get(), std::move(*tier),
+                                                           std::move(gpu_of_rank));
+  }
   if (!options.verbs_faults.empty()) {
     std::vector<faulty::VerbsFault> plan = options.verbs_faults;
     for (faulty::VerbsFault& f : plan) {
@@ -193,7 +289,8 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
   }
   std::vector<Communicator*> comms;
   for (int r = 0; r < n; ++r) {
-    FATHOM_ASSIGN_OR_RETURN(auto dev, w->fabric_->OpenDevice(r));
+    FATHOM_ASSIGN_OR_RETURN(auto dev,
+                            w->server_ ? w->server_->OpenDevice(r) : w->fabric_->OpenDevice(r));
     if (w->injector_) dev = w->injector_->Wrap(std::move(dev), r);
     FATHOM_ASSIGN_OR_RETURN(auto comm, Communicator::Create(dev.get(), r, n, options.comm));
     comms.push_back(comm.get());
@@ -227,9 +324,14 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
   w->network_config_ = options.network;
   w->profile_ = options.profile;
   w->lossless_ = options.lossless;
-  w->alpha_beta_ = ComputeWorldAlphaBeta(
-      *w->topology_, placement, options.network,
-      options.comm.qp.path_mtu > 0 ? options.comm.qp.path_mtu : w->fabric_->ActiveMtu(0));
+  const int path_mtu =
+      options.comm.qp.path_mtu > 0 ? options.comm.qp.path_mtu : w->fabric_->ActiveMtu(0);
+  if (w->server_) {
+    w->alpha_beta_ = ServerAlphaBeta(*w->topology_, w->server_->tier(), placement, options.network,
+                                     path_mtu, options.comm.channels);
+  } else {
+    w->alpha_beta_ = ComputeWorldAlphaBeta(*w->topology_, placement, options.network, path_mtu);
+  }
   return w;
 }
 

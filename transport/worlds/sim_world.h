@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,11 +17,13 @@
 #include "fabric/scenario/scenario.h"
 #include "fabric/sim/engine.h"
 #include "fabric/sim/network.h"
+#include "topologies/server.h"
 #include "topologies/topology.h"
 #include "transport/collectives/cost_model.h"
 #include "transport/collectives/driver.h"
 #include "transport/emulated/emulated.h"
 #include "transport/faulty/faulty.h"
+#include "transport/intranode/intranode.h"
 
 namespace fathom::transport::worlds {
 
@@ -40,6 +43,12 @@ struct SimWorldOptions {
   // Verbs-level faults (transport/faulty; `fathom coll --verbs-fault`): the
   // named ranks' devices are wrapped; times are virtual, from 0.
   std::vector<faulty::VerbsFault> verbs_faults;
+  // The server tier (topologies/server.h): ranks are GPUs (server-major,
+  // every GPU of a server before the next; nranks a multiple of the GPUs
+  // per server, or at most one server's), peers on one server talk over
+  // NVLink (transport/intranode), the collectives run hierarchically.
+  // Unset: one rank per NIC, flat (PlaceRanks).
+  std::optional<topo::ServerSpec> server;
 };
 
 // The watchdog a sim world uses unless told: long enough for the transport
@@ -118,6 +127,8 @@ class SimWorld {
   // for drivers of such communicators. The evidence callback takes the
   // world's ranks.
   const coll::DriverOptions& driver_options() const { return driver_options_; }
+  // The server tier and its NVLink fabric (null without one).
+  const intranode::ServerFabric* server() const { return server_.get(); }
   // The verbs-level fault injector (null without verbs faults).
   const faulty::FaultInjector* verbs_faults() const { return injector_.get(); }
 
@@ -134,6 +145,7 @@ class SimWorld {
   std::unique_ptr<sim::Engine> engine_;
   std::unique_ptr<sim::Network> network_;
   std::unique_ptr<emulated::EmulatedFabric> fabric_;
+  std::unique_ptr<intranode::ServerFabric> server_;  // after fabric_: destroyed first
   std::vector<std::unique_ptr<Device>> devices_;
   std::vector<std::unique_ptr<coll::Communicator>> comms_;
   std::unique_ptr<coll::Driver> driver_;

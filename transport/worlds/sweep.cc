@@ -78,8 +78,10 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
   const std::vector<int> local = backend.local_ranks();
   const AlphaBeta model = backend.AlgoModel();
   const int checks = opt.modelled ? 0 : opt.check;
-  const bool rooted = opt.kind == CollKind::kBroadcast;
-  const bool reduces = opt.kind == CollKind::kAllReduce || opt.kind == CollKind::kReduceScatter;
+  const bool rooted = opt.kind == CollKind::kBroadcast || opt.kind == CollKind::kReduce ||
+                      opt.kind == CollKind::kGather || opt.kind == CollKind::kScatter;
+  const bool reduces = opt.kind == CollKind::kAllReduce || opt.kind == CollKind::kReduceScatter ||
+                       opt.kind == CollKind::kReduce;
   const bool print = backend.prints();
   // One set of buffers for every type: sizes are bytes, so buffers built for
   // the smallest element hold every type's count.
@@ -106,6 +108,7 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
     }
     for (int r : local) {
       bufs.push_back(std::make_unique<RankBuffers>(opt.kind, n, r, smallest, max_count));
+      bufs.back()->set_gpus_per_server(comm.gpus_per_server);
     }
   }
   Progress progress(!opt.json && isatty(STDERR_FILENO) != 0);
@@ -184,9 +187,11 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
                              : opt.algo;
         if (opt.kind != CollKind::kAllReduce) spec.algorithm = Algorithm::kRing;
         // What ran: BuildPlan runs a barrier as a tree, a broadcast as a chain.
-        row.algo = opt.kind == CollKind::kBarrier     ? "tree"
-                   : opt.kind == CollKind::kBroadcast ? "chain"
-                                                      : std::string(AlgorithmName(spec.algorithm));
+        row.algo = opt.kind == CollKind::kBarrier                                      ? "tree"
+                   : opt.kind == CollKind::kBroadcast || opt.kind == CollKind::kReduce ? "chain"
+                   : NeedsAllPairs(opt.kind) || opt.kind == CollKind::kSendRecv
+                       ? "p2p"
+                       : std::string(AlgorithmName(spec.algorithm));
         const Backend::Counters counters_before = backend.FabricCounters();
         for (int place = 0; place < 2 && failure.empty(); ++place) {
           std::vector<const void*> in(local.size(), nullptr);

@@ -1,0 +1,462 @@
+#include "transport/intranode/intranode.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+namespace fathom::transport::intranode {
+namespace {
+
+bool IsWrite(WrOpcode op) {
+  return op == WrOpcode::kRdmaWrite || op == WrOpcode::kRdmaWriteWithImm;
+}
+bool HasImm(WrOpcode op) {
+  return op == WrOpcode::kRdmaWriteWithImm || op == WrOpcode::kSendWithImm;
+}
+bool ConsumesRecv(WrOpcode op) { return op != WrOpcode::kRdmaWrite; }
+
+}  // namespace
+
+// One CQ for a rank's NVLink and NIC QPs: NVLink completions wait in
+// `own_`; the NIC's stay in its CQ (or, when received payloads bounce through
+// host memory, move to `own_` after their copy to the GPU).
+class ServerFabric::ServerCq final : public CompletionQueue {
+ public:
+  ServerCq(ServerFabric* f, int rank, std::unique_ptr<CompletionQueue> inner)
+      : fabric_(f), rank_(rank), inner_(std::move(inner)) {
+    if (!fabric_->tier().spec.gpudirect_rdma) {
+      inner_->SetNotify([this] { DrainInner(); });
+    }
+  }
+  int Poll(std::span<Completion> out) override {
+    int n = 0;
+    while (n < static_cast<int>(out.size()) && !own_.empty()) {
+      out[static_cast<size_t>(n++)] = own_.front();
+      own_.pop_front();
+    }
+    if (n < static_cast<int>(out.size()) && fabric_->tier().spec.gpudirect_rdma) {
+      n += inner_->Poll(out.subspan(static_cast<size_t>(n)));
+    }
+    return n;
+  }
+  void SetNotify(std::function<void()> notify) override {
+    notify_ = std::move(notify);
+    if (fabric_->tier().spec.gpudirect_rdma) inner_->SetNotify(notify_);
+  }
+  CompletionQueue* inner() { return inner_.get(); }
+  void Push(const Completion& c) {
+    own_.push_back(c);
+    if (notify_) notify_();
+    fabric_->nic_fabric().OnCompletion();
+  }
+
+ private:
+  // GPUDirect off: a received payload landed in host memory; its copy to
+  // the GPU over the PCIe uplink comes before the completion is seen.
+  void DrainInner() {
+    Completion batch[16];
+    while (true) {
+      const int n = inner_->Poll(std::span<Completion>(batch, 16));
+      const Picoseconds now = fabric_->nic_fabric().engine().Now();
+      for (int i = 0; i < n; ++i) {
+        const Completion& c = batch[i];
+        if (c.status == WcStatus::kSuccess && c.opcode == WcOpcode::kRecvRdmaWithImm &&
+            c.byte_len > kSmallMessageBytes) {
+          const Picoseconds end = fabric_->ReservePcie(rank_, false, c.byte_len, now);
+          fabric_->At(end, [this, c] { Push(c); });
+        } else {
+          own_.push_back(c);
+        }
+      }
+      if (n < 16) break;
+    }
+    if (!own_.empty() && notify_) notify_();
+  }
+
+  ServerFabric* fabric_;
+  int rank_;
+  std::unique_ptr<CompletionQueue> inner_;
+  std::deque<Completion> own_;
+  std::function<void()> notify_;
+};
+
+// An RC QP between two GPUs of one server: writes and sends are NVLink
+// copies into the peer's memory, timed by ReserveNvlink.
+class ServerFabric::NvlinkQp final : public QueuePair {
+ public:
+  NvlinkQp(ServerFabric* f, ServerCq* cq, int rank, int peer, const QpOptions& o, int active_mtu)
+      : fabric_(f), cq_(cq), rank_(rank), peer_(peer), options_(o), active_mtu_(active_mtu) {
+    qpn_ = fabric_->NextQpn();
+    fabric_->AddQp(rank_, qpn_, this);
+  }
+  ~NvlinkQp() override { fabric_->RemoveQp(rank_, qpn_); }
+  uint32_t qp_num() const override { return qpn_; }
+  int peer_rank() const override { return peer_; }
+  QpState state() const override { return state_; }
+  EndpointInfo LocalInfo() const override {
+    EndpointInfo e;
+    e.rank = rank_;
+    e.qpn = qpn_;
+    e.active_mtu = active_mtu_;
+    return e;
+  }
+  Status Connect(const EndpointInfo& remote) override {
+    const std::string call = "Connect NVLink qpn " + Hex(qpn_) + " -> rank " +
+                             std::to_string(remote.rank) + " qpn " + Hex(remote.qpn);
+    if (remote.rank != peer_) {
+      return InvalidArgument(call + ": the QP was created for rank " + std::to_string(peer_));
+    }
+    if (state_ != QpState::kInit) {
+      return FailedPrecondition(call + ": QP is in " + std::string(QpStateName(state_)) +
+                                ", not IBV_QPS_INIT");
+    }
+    remote_qpn_ = remote.qpn;
+    state_ = QpState::kRts;
+    return Status::Ok();
+  }
+  int path_mtu() const override { return state_ == QpState::kRts ? active_mtu_ : 0; }
+  Status PostSend(const SendWr& wr) override {
+    const std::string call =
+        "ibv_post_send (NVLink) rank " + std::to_string(rank_) + " qpn " + Hex(qpn_);
+    if (sends_ >= options_.max_send_wr) {
+      return Unavailable(call + ": send queue full (max_send_wr " +
+                         std::to_string(options_.max_send_wr) + ")");
+    }
+    if (state_ == QpState::kErr) {
+      ++sends_;
+      Complete(wr, WcStatus::kWrFlushErr);
+      return Status::Ok();
+    }
+    if (state_ != QpState::kRts) {
+      return FailedPrecondition(call + ": QP is in " + std::string(QpStateName(state_)) +
+                                ", not IBV_QPS_RTS");
+    }
+    if (wr.opcode != WrOpcode::kRdmaWrite && wr.opcode != WrOpcode::kRdmaWriteWithImm &&
+        wr.opcode != WrOpcode::kSend && wr.opcode != WrOpcode::kSendWithImm) {
+      return InvalidArgument(call + ": opcode " + std::to_string(static_cast<int>(wr.opcode)) +
+                             " is not a write or send (the copy engine does those)");
+    }
+    ++sends_;
+    const Picoseconds now = fabric_->nic_fabric().engine().Now();
+    const uint64_t bytes = wr.sge.length;
+    const Picoseconds at = bytes <= kSmallMessageBytes
+                               ? now + fabric_->tier().spec.nvlink_latency
+                               : fabric_->ReserveNvlink(rank_, peer_, bytes, now);
+    ServerFabric* f = fabric_;
+    const int rank = rank_;
+    const uint32_t qpn = qpn_;
+    fabric_->At(at, [f, rank, qpn, wr] {
+      if (NvlinkQp* qp = f->FindQp(rank, qpn)) qp->Deliver(wr);
+    });
+    return Status::Ok();
+  }
+  Status PostRecv(const RecvWr& wr) override {
+    if (static_cast<int>(recvs_.size()) >= options_.max_recv_wr) {
+      return Unavailable("ibv_post_recv (NVLink) rank " + std::to_string(rank_) + " qpn " +
+                         Hex(qpn_) + ": receive queue full (max_recv_wr " +
+                         std::to_string(options_.max_recv_wr) + ")");
+    }
+    if (state_ == QpState::kErr) {
+      Completion c;
+      c.wr_id = wr.wr_id;
+      c.status = WcStatus::kWrFlushErr;
+      c.opcode = WcOpcode::kRecv;
+      c.qp_num = qpn_;
+      c.peer_rank = peer_;
+      cq_->Push(c);
+      return Status::Ok();
+    }
+    recvs_.push_back(wr);
+    return Status::Ok();
+  }
+  int outstanding_sends() const override { return sends_; }
+  int outstanding_recvs() const override { return static_cast<int>(recvs_.size()); }
+  Status ModifyToError() override {
+    Fail();
+    return Status::Ok();
+  }
+
+ private:
+  // The copy is at the peer: place the bytes, consume a receive there, and
+  // complete both sides.
+  void Deliver(const SendWr& wr) {
+    if (state_ == QpState::kErr) {
+      Complete(wr, WcStatus::kWrFlushErr);
+      return;
+    }
+    NvlinkQp* dst = fabric_->FindQp(peer_, remote_qpn_);
+    if (dst == nullptr || dst->state_ != QpState::kRts) {
+      // The peer's QP is gone or failed: what RC reports after its retries.
+      Complete(wr, WcStatus::kRetryExcErr);
+      Fail();
+      return;
+    }
+    const uint64_t bytes = wr.sge.length;
+    const bool modelled = wr.sge.lkey == 0;
+    if (IsWrite(wr.opcode) && bytes > 0 && !modelled) {
+      const Region* r = fabric_->FindRegion(peer_, wr.rkey);
+      if (r == nullptr || wr.remote_addr < r->addr ||
+          wr.remote_addr + bytes > r->addr + r->length) {
+        Complete(wr, WcStatus::kRemAccessErr);
+        Fail();
+        return;
+      }
+      std::memcpy(reinterpret_cast<void*>(wr.remote_addr),
+                  reinterpret_cast<const void*>(wr.sge.addr), bytes);
+    }
+    if (ConsumesRecv(wr.opcode)) {
+      if (dst->recvs_.empty()) {
+        // No receive posted: RNR, retried forever by the credit protocol's
+        // peers on real hardware; here a collective never does this.
+        Complete(wr, WcStatus::kRnrRetryExcErr);
+        Fail();
+        return;
+      }
+      const RecvWr r = dst->recvs_.front();
+      dst->recvs_.pop_front();
+      Completion c;
+      c.wr_id = r.wr_id;
+      c.status = WcStatus::kSuccess;
+      if (!IsWrite(wr.opcode) && bytes > 0) {
+        if (r.sge.length < bytes) {
+          c.status = WcStatus::kLocLenErr;
+        } else if (!modelled && r.sge.lkey != 0) {
+          std::memcpy(reinterpret_cast<void*>(r.sge.addr),
+                      reinterpret_cast<const void*>(wr.sge.addr), bytes);
+        }
+      }
+      c.opcode = IsWrite(wr.opcode) ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv;
+      c.byte_len = static_cast<uint32_t>(bytes);
+      c.has_imm = HasImm(wr.opcode);
+      c.imm_data = wr.imm_data;
+      c.qp_num = dst->qpn_;
+      c.peer_rank = rank_;
+      dst->cq_->Push(c);
+    }
+    Complete(wr, WcStatus::kSuccess);
+  }
+  void Complete(const SendWr& wr, WcStatus status) {
+    if (sends_ > 0) --sends_;
+    if (!wr.signaled && status == WcStatus::kSuccess) return;
+    Completion c;
+    c.wr_id = wr.wr_id;
+    c.status = status;
+    c.opcode = SendCompletionOpcode(wr.opcode);
+    c.byte_len = wr.sge.length;
+    c.qp_num = qpn_;
+    c.peer_rank = peer_;
+    cq_->Push(c);
+  }
+  // To ERR: posted receives flush (sends flush as their events fire).
+  void Fail() {
+    state_ = QpState::kErr;
+    while (!recvs_.empty()) {
+      Completion c;
+      c.wr_id = recvs_.front().wr_id;
+      c.status = WcStatus::kWrFlushErr;
+      c.opcode = WcOpcode::kRecv;
+      c.qp_num = qpn_;
+      c.peer_rank = peer_;
+      recvs_.pop_front();
+      cq_->Push(c);
+    }
+  }
+
+  ServerFabric* fabric_;
+  ServerCq* cq_;
+  int rank_, peer_;
+  QpOptions options_;
+  int active_mtu_;
+  uint32_t qpn_ = 0, remote_qpn_ = 0;
+  QpState state_ = QpState::kInit;
+  int sends_ = 0;
+  std::deque<RecvWr> recvs_;
+};
+
+namespace {
+
+// A NIC QP whose payloads bounce through host memory (GPUDirect RDMA off):
+// each write waits for its copy GPU -> host over the PCIe uplink.
+class BounceQp final : public QueuePair {
+ public:
+  BounceQp(ServerFabric* f, int rank, std::unique_ptr<QueuePair> inner)
+      : fabric_(f), rank_(rank), inner_(std::move(inner)), alive_(std::make_shared<bool>(true)) {}
+  ~BounceQp() override { *alive_ = false; }
+  uint32_t qp_num() const override { return inner_->qp_num(); }
+  int peer_rank() const override { return inner_->peer_rank(); }
+  QpState state() const override { return inner_->state(); }
+  EndpointInfo LocalInfo() const override { return inner_->LocalInfo(); }
+  Status Connect(const EndpointInfo& remote) override { return inner_->Connect(remote); }
+  int path_mtu() const override { return inner_->path_mtu(); }
+  Status PostSend(const SendWr& wr) override {
+    if (wr.sge.length <= kSmallMessageBytes || !IsWrite(wr.opcode)) return inner_->PostSend(wr);
+    const Picoseconds now = fabric_->nic_fabric().engine().Now();
+    const Picoseconds end = fabric_->ReservePcie(rank_, true, wr.sge.length, now);
+    ++pending_;
+    std::weak_ptr<bool> alive = alive_;
+    fabric_->At(end, [this, alive, wr] {
+      if (alive.expired() || !*alive.lock()) return;
+      --pending_;
+      // A failure to post now has no caller: the QP's error completions
+      // (or the watchdog) report it.
+      (void)inner_->PostSend(wr);
+    });
+    return Status::Ok();
+  }
+  Status PostRecv(const RecvWr& wr) override { return inner_->PostRecv(wr); }
+  int outstanding_sends() const override { return inner_->outstanding_sends() + pending_; }
+  int outstanding_recvs() const override { return inner_->outstanding_recvs(); }
+  Status ModifyToError() override { return inner_->ModifyToError(); }
+
+ private:
+  ServerFabric* fabric_;
+  int rank_;
+  std::unique_ptr<QueuePair> inner_;
+  std::shared_ptr<bool> alive_;
+  int pending_ = 0;
+};
+
+class ServerMr final : public MemoryRegion {
+ public:
+  ServerMr(ServerFabric* f, int rank, std::unique_ptr<MemoryRegion> inner)
+      : fabric_(f), rank_(rank), inner_(std::move(inner)) {
+    fabric_->AddRegion(rank_, inner_->rkey(),
+                       {reinterpret_cast<uint64_t>(inner_->addr()), inner_->length()});
+  }
+  ~ServerMr() override { fabric_->RemoveRegion(rank_, inner_->rkey()); }
+  void* addr() const override { return inner_->addr(); }
+  uint64_t length() const override { return inner_->length(); }
+  uint32_t lkey() const override { return inner_->lkey(); }
+  uint32_t rkey() const override { return inner_->rkey(); }
+
+ private:
+  ServerFabric* fabric_;
+  int rank_;
+  std::unique_ptr<MemoryRegion> inner_;
+};
+
+}  // namespace
+
+// A rank's device: NVLink QPs to its own server's GPUs, the NIC's to the
+// rest, one CQ and one set of memory keys for both.
+class ServerDevice final : public Device {
+ public:
+  ServerDevice(ServerFabric* f, int rank, std::unique_ptr<Device> nic)
+      : fabric_(f), rank_(rank), nic_(std::move(nic)) {}
+  const DeviceInfo& info() const override { return nic_->info(); }
+  StatusOr<std::unique_ptr<MemoryRegion>> RegisterMemory(void* addr, uint64_t length,
+                                                         uint32_t access) override {
+    FATHOM_ASSIGN_OR_RETURN(auto inner, nic_->RegisterMemory(addr, length, access));
+    return std::unique_ptr<MemoryRegion>(new ServerMr(fabric_, rank_, std::move(inner)));
+  }
+  StatusOr<std::unique_ptr<CompletionQueue>> CreateCq(int depth) override {
+    FATHOM_ASSIGN_OR_RETURN(auto inner, nic_->CreateCq(depth));
+    return std::unique_ptr<CompletionQueue>(
+        new ServerFabric::ServerCq(fabric_, rank_, std::move(inner)));
+  }
+  StatusOr<std::unique_ptr<QueuePair>> CreateQp(int peer_rank, const QpOptions& options,
+                                                CompletionQueue* cq) override {
+    auto* scq = dynamic_cast<ServerFabric::ServerCq*>(cq);
+    if (scq == nullptr) return InvalidArgument("ibv_create_qp: CQ is not this server's CQ");
+    if (peer_rank >= 0 && peer_rank < fabric_->nranks() && peer_rank != rank_ &&
+        fabric_->SameServer(rank_, peer_rank)) {
+      return std::unique_ptr<QueuePair>(new ServerFabric::NvlinkQp(
+          fabric_, scq, rank_, peer_rank, options, nic_->info().active_mtu));
+    }
+    FATHOM_ASSIGN_OR_RETURN(auto qp, nic_->CreateQp(peer_rank, options, scq->inner()));
+    if (!fabric_->tier().spec.gpudirect_rdma) {
+      return std::unique_ptr<QueuePair>(new BounceQp(fabric_, rank_, std::move(qp)));
+    }
+    return qp;
+  }
+  std::vector<AsyncEvent> TakeAsyncEvents() override { return nic_->TakeAsyncEvents(); }
+
+ private:
+  ServerFabric* fabric_;
+  int rank_;
+  std::unique_ptr<Device> nic_;
+};
+
+ServerFabric::ServerFabric(emulated::EmulatedFabric* nic_fabric, topo::ServerTier tier,
+                           std::vector<int32_t> gpu_of_rank)
+    : nic_fabric_(nic_fabric), tier_(std::move(tier)), gpu_of_rank_(std::move(gpu_of_rank)) {
+  const size_t gpus = tier_.gpus.size();
+  tx_free_.assign(gpus, Picoseconds());
+  rx_free_.assign(gpus, Picoseconds());
+  counters_.assign(gpus, NvlinkCounters{});
+  const auto& s = tier_.spec;
+  switches_per_server_ = (s.gpus + s.gpus_per_pcie_switch - 1) / s.gpus_per_pcie_switch;
+  const size_t uplinks = static_cast<size_t>(tier_.servers) * switches_per_server_;
+  pcie_up_free_.assign(uplinks, Picoseconds());
+  pcie_down_free_.assign(uplinks, Picoseconds());
+}
+
+ServerFabric::~ServerFabric() = default;
+
+StatusOr<std::unique_ptr<Device>> ServerFabric::OpenDevice(int rank) {
+  if (rank < 0 || rank >= nranks()) {
+    return InvalidArgument("ServerFabric::OpenDevice: rank " + std::to_string(rank) +
+                           " outside 0.." + std::to_string(nranks() - 1));
+  }
+  FATHOM_ASSIGN_OR_RETURN(auto nic, nic_fabric_->OpenDevice(rank));
+  return std::unique_ptr<Device>(new ServerDevice(this, rank, std::move(nic)));
+}
+
+Picoseconds ServerFabric::ReserveNvlink(int src, int dst, uint64_t bytes, Picoseconds now) {
+  const size_t a = static_cast<size_t>(gpu_of_rank_[static_cast<size_t>(src)]);
+  const size_t b = static_cast<size_t>(gpu_of_rank_[static_cast<size_t>(dst)]);
+  const Picoseconds latency = tier_.spec.nvlink_latency;
+  const Picoseconds duration =
+      tier_.spec.nvlink_rate.SerializationTime(static_cast<int64_t>(bytes));
+  const Picoseconds tx_start = std::max(now, tx_free_[a]);
+  const Picoseconds rx_start = std::max(tx_start + latency, rx_free_[b]);
+  const Picoseconds end = rx_start + duration;
+  // The sender streams while the receiver takes the bytes (NVLink's credit
+  // flow control holds it back when the receiver is busy).
+  tx_free_[a] = end - latency;
+  rx_free_[b] = end;
+  counters_[a].tx_bytes += bytes;
+  counters_[b].rx_bytes += bytes;
+  ++counters_[a].transfers;
+  return end;
+}
+
+Picoseconds ServerFabric::ReservePcie(int rank, bool up, uint64_t bytes, Picoseconds now) {
+  const topo::GpuPlace& p = place(rank);
+  const size_t i = static_cast<size_t>(p.server) * switches_per_server_ + p.pcie_switch;
+  Picoseconds& free = up ? pcie_up_free_[i] : pcie_down_free_[i];
+  const Picoseconds start = std::max(now, free);
+  free = start + tier_.spec.pcie_rate.SerializationTime(static_cast<int64_t>(bytes));
+  // GPU -> PCIe switch -> root port (or back): two switch-class hops.
+  return free + tier_.spec.pcie_latency * 2;
+}
+
+void ServerFabric::At(Picoseconds at, std::function<void()> fn) {
+  const uint64_t id = next_event_++;
+  pending_.emplace(id, std::move(fn));
+  nic_fabric_->engine().Schedule<&ServerFabric::Fire>(at, sim::EventKind::kUser, 0, this, id);
+}
+
+void ServerFabric::Fire(void* obj, uint64_t id) {
+  auto* f = static_cast<ServerFabric*>(obj);
+  auto it = f->pending_.find(id);
+  if (it == f->pending_.end()) return;
+  std::function<void()> fn = std::move(it->second);
+  f->pending_.erase(it);
+  fn();
+}
+
+void ServerFabric::AddQp(int rank, uint32_t qpn, NvlinkQp* qp) { qps_[Key(rank, qpn)] = qp; }
+void ServerFabric::RemoveQp(int rank, uint32_t qpn) { qps_.erase(Key(rank, qpn)); }
+ServerFabric::NvlinkQp* ServerFabric::FindQp(int rank, uint32_t qpn) const {
+  auto it = qps_.find(Key(rank, qpn));
+  return it == qps_.end() ? nullptr : it->second;
+}
+void ServerFabric::AddRegion(int rank, uint32_t key, Region r) { regions_[Key(rank, key)] = r; }
+void ServerFabric::RemoveRegion(int rank, uint32_t key) { regions_.erase(Key(rank, key)); }
+const ServerFabric::Region* ServerFabric::FindRegion(int rank, uint32_t key) const {
+  auto it = regions_.find(Key(rank, key));
+  return it == regions_.end() ? nullptr : &it->second;
+}
+
+}  // namespace fathom::transport::intranode
