@@ -246,7 +246,18 @@ StatusOr<ReplayResult> Replay(const Evidence& evidence, const ReplayOptions& opt
   }
   candidates.resize(top);
 
+  // Job 0: the world without any fault, the background every signature is
+  // compared over (congestion drops and their timeouts happen anyway).
   std::vector<Job> jobs;
+  {
+    Plan base;
+    for (const auto& c : candidates) base.end_us = std::max(base.end_us, c.plan.end_us);
+    Hypothesis none;
+    none.kind = "baseline";
+    none.target = "none";
+    none.summary = "the job without any fault";
+    jobs.push_back(Job{ScenarioYaml(world, none, base, {}), "baseline", 0, false});
+  }
   for (auto& c : candidates) {
     c.hypothesis.scenario_yaml = ScenarioYaml(world, c.hypothesis, c.plan, {});
     jobs.push_back(Job{c.hypothesis.scenario_yaml,
@@ -255,6 +266,24 @@ StatusOr<ReplayResult> Replay(const Evidence& evidence, const ReplayOptions& opt
   }
   std::vector<Outcome> outcomes = RunAll(jobs, options.jobs);
   result.simulations = static_cast<int>(jobs.size());
+  const Signature* baseline = nullptr;
+  Signature baseline_sig;
+  if (outcomes[0].ok) {
+    baseline_sig = outcomes[0].sig;
+    baseline = &baseline_sig;
+  } else {
+    result.notes.push_back("the baseline run (no fault) failed: " + outcomes[0].error +
+                           "; counters are compared without it");
+  }
+  outcomes.erase(outcomes.begin());
+  if (baseline && !ev.HasErrors() && !ev.HasStalls() && !Residual(ev, *baseline).HasSymptom()) {
+    result.verdict =
+        "No symptom in the evidence: no rank failed or stalled, and the counters that moved "
+        "move as much in the job without any fault, so there is nothing to reproduce.";
+    result.causes.clear();
+    result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+    return result;
+  }
 
   std::vector<Signature> sims(top);
   for (size_t i = 0; i < top; ++i) {
@@ -269,10 +298,10 @@ StatusOr<ReplayResult> Replay(const Evidence& evidence, const ReplayOptions& opt
     cause.sim_wall_s = o.wall_s;
     if (o.ok) {
       sims[i] = o.sig;
-      cause.matches = Compare(ev, o.sig, observable);
+      cause.matches = Compare(ev, o.sig, observable, baseline);
       cause.score = WeightedScore(cause.matches);
-      cause.reproduces = ShowsSymptom(ev, o.sig) && cause.score >= kReproduceScore;
-      if (!ShowsSymptom(ev, o.sig)) {
+      cause.reproduces = ShowsSymptom(ev, o.sig, baseline) && cause.score >= kReproduceScore;
+      if (!ShowsSymptom(ev, o.sig, baseline)) {
         cause.evidence_against.push_back("simulated: the symptom does not appear (" +
                                          OutcomeLine(o.sig) + ")");
       }
@@ -316,7 +345,7 @@ StatusOr<ReplayResult> Replay(const Evidence& evidence, const ReplayOptions& opt
       cause.ablation.push_back("without " + label + ": the run failed: " + ab[k].error);
       continue;
     }
-    bool gone = !ShowsSymptom(ev, ab[k].sig);
+    bool gone = !ShowsSymptom(ev, ab[k].sig, baseline);
     cause.ablation.push_back("without " + label + ": " +
                              (gone ? "the symptom disappears (" : "the symptom remains (") +
                              OutcomeLine(ab[k].sig) + ")");

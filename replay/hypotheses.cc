@@ -991,6 +991,17 @@ std::vector<Candidate> FormHypotheses(const Evidence& ev, const World& w) {
     if (Lower(e.local_gid).rfind("fe80", 0) == 0 && w.sim_host.count(e.host))
       gid_hosts.insert(w.sim_host.at(e.host));
   }
+  // A link-local GID only fails between hosts under different switches
+  // (CASES.md 5): within one L2 segment it routes.
+  for (auto it = gid_hosts.begin(); it != gid_hosts.end();) {
+    bool crosses = false;
+    int32_t a = NodeId(t, *it);
+    for (const auto& [x, y] : w.flows) {
+      if (x != *it && y != *it) continue;
+      if (t.HopCount(a, NodeId(t, x == *it ? y : x)) > 2) crosses = true;
+    }
+    it = crosses ? std::next(it) : gid_hosts.erase(it);
+  }
   for (const auto& h : gid_hosts) {
     b.Gid(h, "GID index " + std::to_string(ev.library.ib_gid_index.value_or(0)) + " on " + h +
                  " is link-local / RoCE v1: it does not route between switches");

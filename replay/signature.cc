@@ -179,32 +179,21 @@ Signature EvidenceSignature(const Evidence& evidence, const World& world,
   std::set<std::string> obs;
   for (const auto& [name, h] : evidence.hosts) {
     std::string host = MapHost(world, name);
-    if (!h.rdma_counters.empty()) obs.insert("rdma@" + host);
-    if (!h.ethtool.empty()) obs.insert("eth@" + host);
-    if (!h.rdma_counters.empty()) {
-      for (const char* c : {"timeouts", "sequence", "rnr"}) obs.insert(std::string("host:") + c);
-    }
-    if (!h.ethtool.empty()) {
-      for (const char* c :
-           {"pause", "phy_errors", "fec_corrected", "oversize", "link_down", "discards"}) {
-        obs.insert(std::string("host:") + c);
-      }
-    }
+    // A class is observable on a host when one of its counters is listed
+    // there at all (zero or not): a counter the node does not report
+    // cannot be compared.
     for (const auto* counters : {&h.rdma_counters, &h.ethtool}) {
       for (const auto& [counter, value] : *counters) {
         std::string cls = CounterClass(counter);
-        if (value > 0 && !cls.empty()) s.host_classes[cls].insert(host);
+        if (cls.empty()) continue;
+        obs.insert("host:" + cls + "@" + host);
+        if (value > 0) s.host_classes[cls].insert(host);
       }
-    }
-  }
-  if (!evidence.switch_counters.empty()) {
-    for (const char* c :
-         {"pause", "phy_errors", "fec_corrected", "oversize", "link_down", "discards"}) {
-      obs.insert(std::string("link:") + c);
     }
   }
   for (const auto& c : evidence.switch_counters) {
     std::string cls = CounterClass(c.counter);
+    if (!cls.empty()) obs.insert("link:" + cls);
     if (c.value == 0 || cls.empty()) continue;
     int32_t link = ResolveLink(world.topology, c.port);
     if (link >= 0) s.link_classes[cls].insert(world.topology.link(link).name);
@@ -309,7 +298,7 @@ Signature RunSignature(const sim::RunReport& report, const topo::Topology& topol
 }
 
 std::vector<Match> Compare(const Signature& ev, const Signature& sim,
-                           const std::set<std::string>& observable) {
+                           const std::set<std::string>& observable, const Signature* baseline) {
   std::vector<Match> rows;
   auto add = [&](std::string what, std::string expected, std::string got, double weight,
                  double score) {
@@ -333,7 +322,29 @@ std::vector<Match> Compare(const Signature& ev, const Signature& sim,
     add("stalled hosts", Join(ev.stalled_hosts), Join(sim.stalled_hosts), 3,
         Jaccard(ev.stalled_hosts, sim.stalled_hosts));
   }
+  // Counter classes: what moves without any fault (the baseline run) is
+  // background on both sides and left out; a simulated counter the evidence
+  // could not have shown (not listed for that host or switch) is too.
+  auto strip = [&](const std::string& c, const std::set<std::string>& set, bool host_scope,
+                   bool simulated) {
+    std::set<std::string> out;
+    const auto* bg_map =
+        baseline ? (host_scope ? &baseline->host_classes : &baseline->link_classes) : nullptr;
+    const std::set<std::string>* bg = nullptr;
+    if (bg_map) {
+      auto it = bg_map->find(c);
+      if (it != bg_map->end()) bg = &it->second;
+    }
+    for (const auto& x : set) {
+      if (bg && bg->count(x)) continue;
+      if (simulated && host_scope && !observable.count("host:" + c + "@" + x)) continue;
+      if (simulated && !host_scope && !observable.count("link:" + c)) continue;
+      out.insert(x);
+    }
+    return out;
+  };
   auto classes = [&](const char* scope, const auto& e, const auto& g, double weight) {
+    bool host_scope = std::string(scope) == "host";
     std::set<std::string> names;
     for (const auto& [c, set] : e) names.insert(c);
     for (const auto& [c, set] : g) names.insert(c);
@@ -341,23 +352,13 @@ std::vector<Match> Compare(const Signature& ev, const Signature& sim,
     for (const auto& c : names) {
       auto ei = e.find(c);
       auto gi = g.find(c);
-      const auto& es = ei == e.end() ? kEmpty : ei->second;
-      const auto& gs = gi == g.end() ? kEmpty : gi->second;
-      if (es.empty() && !observable.count(std::string(scope) + ":" + c)) continue;
+      std::set<std::string> es = strip(c, ei == e.end() ? kEmpty : ei->second, host_scope, false);
+      std::set<std::string> gs = strip(c, gi == g.end() ? kEmpty : gi->second, host_scope, true);
+      if (es.empty() && gs.empty()) continue;
       add(c + " counters on " + scope + "s", Join(es), Join(gs), weight, Jaccard(es, gs));
     }
   };
-  // Hosts whose counters the evidence holds: a simulated counter elsewhere
-  // could not have been seen. RDMA classes come from rdma statistic /
-  // hw_counters, the rest from ethtool.
-  std::map<std::string, std::set<std::string>> sim_hosts;
-  for (const auto& [c, set] : sim.host_classes) {
-    bool rdma = c == "timeouts" || c == "sequence" || c == "rnr";
-    for (const auto& h : set) {
-      if (observable.count((rdma ? "rdma@" : "eth@") + h)) sim_hosts[c].insert(h);
-    }
-  }
-  classes("host", ev.host_classes, sim_hosts, 1);
+  classes("host", ev.host_classes, sim.host_classes, 1);
   classes("link", ev.link_classes, sim.link_classes, 1.5);
   return rows;
 }
@@ -371,7 +372,7 @@ double WeightedScore(const std::vector<Match>& matches) {
   return w > 0 ? sum / w : 0;
 }
 
-bool ShowsSymptom(const Signature& ev, const Signature& sim) {
+bool ShowsSymptom(const Signature& ev, const Signature& sim, const Signature* baseline) {
   auto meets = [](const std::set<std::string>& a, const std::set<std::string>& b) {
     for (const auto& x : a) {
       if (b.count(x)) return true;
@@ -380,14 +381,31 @@ bool ShowsSymptom(const Signature& ev, const Signature& sim) {
   };
   if (ev.HasErrors()) return meets(ev.error_hosts, sim.error_hosts);
   if (ev.HasStalls()) return meets(ev.stalled_hosts, sim.stalled_hosts);
-  for (const auto* pair : {&ev.link_classes, &ev.host_classes}) {
-    const auto& other = pair == &ev.link_classes ? sim.link_classes : sim.host_classes;
+  Signature e = baseline ? Residual(ev, *baseline) : ev;
+  Signature g = baseline ? Residual(sim, *baseline) : sim;
+  for (const auto* pair : {&e.link_classes, &e.host_classes}) {
+    const auto& other = pair == &e.link_classes ? g.link_classes : g.host_classes;
     for (const auto& [c, set] : *pair) {
       auto it = other.find(c);
       if (it != other.end() && meets(set, it->second)) return true;
     }
   }
   return false;
+}
+
+Signature Residual(const Signature& s, const Signature& baseline) {
+  Signature out = s;
+  for (auto* pair : {&out.host_classes, &out.link_classes}) {
+    const auto& bg = pair == &out.host_classes ? baseline.host_classes : baseline.link_classes;
+    for (auto it = pair->begin(); it != pair->end();) {
+      auto b = bg.find(it->first);
+      if (b != bg.end()) {
+        for (const auto& x : b->second) it->second.erase(x);
+      }
+      it = it->second.empty() ? pair->erase(it) : std::next(it);
+    }
+  }
+  return out;
 }
 
 std::string SignatureToJson(const Signature& s) {

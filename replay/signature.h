@@ -66,8 +66,8 @@ int32_t ResolveLink(const topo::Topology& topology, const std::string& name);
 
 // The evidence's signature, in the world's host names. `observable`
 // receives the classes the evidence could have shown (the sources it has),
-// prefixed "host:" or "link:", and the hosts whose counters it holds
-// ("rdma@h3": RDMA counters, "eth@h3": ethtool).
+// as "host:CLASS@HOST" (a counter of that class is listed for that host)
+// and "link:CLASS" (the switch counters list one).
 Signature EvidenceSignature(const Evidence& evidence, const World& world,
                             std::set<std::string>* observable);
 
@@ -78,15 +78,22 @@ Signature RunSignature(const sim::RunReport& report, const topo::Topology& topol
                        double offset_s, bool swallowed);
 
 // Scores `sim` against `evidence`: one Match per compared part, weights
-// as documented in engine.h.
+// as documented in engine.h. Counter classes that move in `baseline` (the
+// world simulated without any fault; may be null) are background on both
+// sides and left out.
 std::vector<Match> Compare(const Signature& evidence, const Signature& sim,
-                           const std::set<std::string>& observable);
+                           const std::set<std::string>& observable,
+                           const Signature* baseline = nullptr);
 double WeightedScore(const std::vector<Match>& matches);
 
 // Whether the simulation shows the evidence's symptom at all: an error on
 // an erring host, a stall on a stalled host, or (neither in the evidence)
-// a counter class moving where the evidence shows it.
-bool ShowsSymptom(const Signature& evidence, const Signature& sim);
+// a counter class moving where the evidence shows it, beyond `baseline`'s.
+bool ShowsSymptom(const Signature& evidence, const Signature& sim,
+                  const Signature* baseline = nullptr);
+
+// `s` without the counter classes' members that `baseline` shows too.
+Signature Residual(const Signature& s, const Signature& baseline);
 
 // JSON round trip (the worker processes hand signatures back this way).
 std::string SignatureToJson(const Signature& s);
