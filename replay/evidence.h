@@ -107,6 +107,12 @@ struct HostState {
   std::optional<int> active_mtu;            // `ibv_devinfo -v` active_mtu, bytes
   std::string port_state;                   // "PORT_ACTIVE", "PORT_DOWN", ...
   std::vector<Gid> gids;
+  // Appended (h/evidence): the RDMA device ("mlx5_0", "rxe0"), the node's
+  // IP addresses (from `ip -d link`'s addr lines, NCCL's OOB line, GIDs),
+  // and counters whose names neither rxe nor mlx5 uses (kept, not trusted).
+  std::string device;
+  std::vector<std::string> addresses;
+  std::vector<std::string> unknown_counters;
 };
 
 // Host NIC -> switch port, from a neighbour table (LLDP-style).
@@ -163,6 +169,9 @@ struct Evidence {
   std::vector<CaptureFinding> captures;
   double origin_wall_s = 0;  // the time origin as a Unix time, 0 when unknown
   double last_s = -1;        // the latest time any source shows
+  // Appended (h/evidence): the latest wall-clock time seen (Unix, 0 when
+  // none), from which last_s is derived.
+  double wall_last_s = 0;
 };
 
 // Reads a bundle: a directory (walked recursively) or a .tar/.tar.gz/.tgz.
