@@ -251,6 +251,7 @@ StatusOr<ReplayResult> Replay(const Evidence& evidence, const ReplayOptions& opt
   std::vector<Job> jobs;
   {
     Plan base;
+    base.end_us = 1e6;  // 1 s of virtual time when no candidate says longer
     for (const auto& c : candidates) base.end_us = std::max(base.end_us, c.plan.end_us);
     Hypothesis none;
     none.kind = "baseline";

@@ -392,9 +392,19 @@ Facts Gather(const Evidence& ev, const World& w) {
   // Links the symptom's flows share and healthy flows do not.
   std::set<std::string> sick = f.sig.HasErrors() ? f.sig.error_hosts : f.sig.stalled_hosts;
   if (sick.empty()) {
-    for (const char* cls : {"timeouts", "sequence", "phy_errors"}) {
-      auto it = f.sig.host_classes.find(cls);
-      if (it != f.sig.host_classes.end()) sick.insert(it->second.begin(), it->second.end());
+    // Counters only: the hosts that retransmitted most (background
+    // congestion moves the same counters a little everywhere).
+    std::map<std::string, uint64_t> load;
+    uint64_t most = 0;
+    for (const auto& [h, classes] : f.host_class) {
+      for (const char* cls : {"timeouts", "sequence", "phy_errors"}) {
+        auto it = classes.find(cls);
+        if (it != classes.end()) load[h] += it->second;
+      }
+      most = std::max(most, load[h]);
+    }
+    for (const auto& [h, n] : load) {
+      if (most > 0 && n * 2 >= most) sick.insert(h);
     }
   }
   std::map<std::string, int> mentions;
@@ -501,8 +511,7 @@ struct Builder {
   void Time(Candidate& c, double at_s, double window_s) {
     double at = std::max(at_s, 0.0);
     c.plan.fault_at_us = at * 1e6;
-    bool live = f.sig.HasErrors() || f.sig.HasStalls() || f.sig.host_classes.count("timeouts") ||
-                f.sig.host_classes.count("sequence");
+    bool live = f.sig.HasErrors() || f.sig.HasStalls();
     double start = live ? std::max(0.0, at - TransferS() / 2) : 0;
     c.plan.flows_start_us = start * 1e6;
     double window = std::min(std::max(window_s, 0.0), 3 * Budget());
@@ -913,8 +922,9 @@ std::vector<Candidate> FormHypotheses(const Evidence& ev, const World& w) {
         b.Fec(link, name + " counts uncorrectable FEC / symbol errors (ethtool; CASES.md 18)");
       b.Loss(link, 0.01, name + " counts CRC / physical errors (ethtool)", true);
     }
-    if (hc.count("link_down") ||
-        (f.sig.host_classes.count("link_down") && f.sig.host_classes.at("link_down").count(host))) {
+    bool named = hl >= 0 && f.links.count(hl) && f.links.at(hl).first_down_s >= 0;
+    if (!named && (hc.count("link_down") || (f.sig.host_classes.count("link_down") &&
+                                             f.sig.host_classes.at("link_down").count(host)))) {
       if (errors) b.LinkDown(link, b.FaultAtFromError(), -1, name + "'s port went down");
       b.LinkFlap(link, b.FaultAtFromError() >= 0 ? b.FaultAtFromError() : 0,
                  std::min(0.002, budget / 8), 0, -1);
@@ -956,6 +966,18 @@ std::vector<Candidate> FormHypotheses(const Evidence& ev, const World& w) {
     }
   }
   {
+    // No NIC counts PAUSE frames sent: the host whose own link carried the
+    // most PAUSE frames (the switch's port facing it) is the likeliest source.
+    if (tx_pause.empty()) {
+      for (const auto& [l, le] : f.links) {
+        auto it = le.counters.find("pause");
+        if (it == le.counters.end()) continue;
+        const topo::Link& link = t.link(l);
+        for (int32_t end : {link.a, link.b}) {
+          if (t.node(end).kind == topo::NodeKind::kHost) tx_pause[t.node(end).name] += it->second;
+        }
+      }
+    }
     std::vector<std::pair<uint64_t, std::string>> order;
     for (const auto& [h, n] : tx_pause) order.emplace_back(n, h);
     std::sort(order.rbegin(), order.rend());
