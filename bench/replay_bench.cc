@@ -151,6 +151,7 @@ int main(int argc, char** argv) {
   }
   std::printf("median wall per replay %.2f s (jobs %d, top %d), max %.2f s\n", median, jobs, top,
               walls.back());
+  std::fflush(stdout);
   if (!keep) std::filesystem::remove_all(dir);
   return 0;
 }

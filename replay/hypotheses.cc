@@ -420,11 +420,44 @@ Facts Gather(const Evidence& ev, const World& w) {
   for (const auto& [h, n] : mentions) {
     if (n > best) best = n, f.focus_host = h;
   }
-  for (const auto& [a, b] : w.flows) {
-    bool symptom = sick.count(a) && sick.count(b);
-    if (!symptom && (sick.count(a) || sick.count(b)) && sick.size() == 1) symptom = true;
-    auto links = PathLinks(t, NodeId(t, a), NodeId(t, b));
-    for (const auto& [l, wgt] : links) f.path_score[l] += symptom ? wgt : -wgt;
+  if (!f.sig.HasErrors() && !f.sig.HasStalls()) {
+    // Counters only: weigh each flow by what its ends counted — the
+    // receiver's out-of-sequence / duplicate packets and the sender's NAKs
+    // and timeouts (split over their flows) — and its path's links by that.
+    std::map<std::string, double> recv, send;
+    std::map<std::string, int> n_in, n_out;
+    for (const auto& [a, b] : w.flows) n_out[a]++, n_in[b]++;
+    for (const auto& [name, h] : ev.hosts) {
+      auto it = w.sim_host.find(name);
+      if (it == w.sim_host.end()) continue;
+      for (const auto& [c, v] : h.rdma_counters) {
+        std::string l = Lower(c), cls = CounterClass(c);
+        if (l.find("out_of_seq") != std::string::npos || l.find("duplicate") != std::string::npos) {
+          recv[it->second] += static_cast<double>(v);
+        } else if (cls == "sequence" || cls == "timeouts") {
+          send[it->second] += static_cast<double>(v);
+        }
+      }
+    }
+    double most = 0;
+    for (const auto& [a, b] : w.flows) {
+      double weight = (n_in[b] ? recv[b] / n_in[b] : 0) + (n_out[a] ? send[a] / n_out[a] : 0);
+      if (weight <= 0) continue;
+      for (const auto& [l, wgt] : PathLinks(t, NodeId(t, a), NodeId(t, b))) {
+        most = std::max(most, f.path_score[l] += weight * wgt);
+      }
+    }
+    if (most > 0) {
+      for (auto& [l, v] : f.path_score) v /= most;
+    }
+  }
+  if (f.path_score.empty()) {
+    for (const auto& [a, b] : w.flows) {
+      bool symptom = sick.count(a) && sick.count(b);
+      if (!symptom && (sick.count(a) || sick.count(b)) && sick.size() == 1) symptom = true;
+      auto links = PathLinks(t, NodeId(t, a), NodeId(t, b));
+      for (const auto& [l, wgt] : links) f.path_score[l] += symptom ? wgt : -wgt;
+    }
   }
   f.t_symptom = f.sig.first_error_s;
   if (f.t_symptom < 0) {
