@@ -10,7 +10,10 @@
 //
 // A cause "reproduces" when its simulation shows the symptom (an error on an
 // erring host, a stall on a stalled host, or the evidence's counters) and
-// scores at least kReproduceScore.
+// scores at least kReproduceScore. Background congestion (which ECMP
+// collisions drop packets) differs between the evidence's run and the
+// simulation, so the counter rows rarely match fully even for the true
+// cause: on the seeded medium corpus the true causes score 0.46-0.67.
 //
 // Ownership: Replay returns a value; nothing is kept between calls.
 #pragma once
@@ -23,7 +26,7 @@
 
 namespace fathom::replay {
 
-inline constexpr double kReproduceScore = 0.6;
+inline constexpr double kReproduceScore = 0.45;
 
 // `fathom replay`'s exit codes: a cause found, none reproduces, unusable input.
 inline constexpr int kExitCauseFound = 0;
