@@ -47,6 +47,10 @@ struct Cause {
   std::vector<std::string> ablation;
   bool ablation_confirms = false;
   double sim_wall_s = 0;
+  // Appended by the engine (h/replay): the evidence-only rank (0..1) that
+  // chose it for simulation, and where its scenario was written ("" when not).
+  double prior = 0;
+  std::string scenario_path;
 };
 
 // A per-rank timeline row for the report: what each rank did last.
@@ -67,6 +71,15 @@ struct ReplayResult {
   // Suspect fabric elements to highlight: link or port names with a weight 0..1.
   std::map<std::string, double> suspects;
   double wall_s = 0;
+  // Appended by the engine (h/replay): what the world assumed (defaults taken,
+  // hosts placed), the verdict in one plain sentence, the hypotheses formed but
+  // not simulated (ranked below the top N), and the best reproducing scenario.
+  std::vector<std::string> notes;
+  std::string verdict;
+  std::vector<std::string> not_simulated;
+  std::string scenario_path;
+  int hypotheses_formed = 0;
+  int simulations = 0;
 };
 
 }  // namespace fathom::replay
