@@ -74,8 +74,10 @@ std::string Json(const topo::TopologySummary& s, const topo::Topology* topo) {
   }
   o << "},\"mtu\":{\"min_bytes\":" << s.mtu_min_bytes << ",\"max_bytes\":" << s.mtu_max_bytes
     << ",\"asymmetric_links\":" << s.asymmetric_mtu_links << "}";
-  o << ",\"reachability\":\"" << ReachName(s.reachability)
-    << "\",\"valid\":" << (s.validation.ok() ? "true" : "false") << ",\"validation\":\""
+  o << ",\"reachability\":\"" << ReachName(s.reachability) << "\",\"routing\":\""
+    << (s.routing == topo::Routing::kUpDown ? "computed" : "tables")
+    << "\",\"estimated_bytes\":" << s.estimated_bytes
+    << ",\"valid\":" << (s.validation.ok() ? "true" : "false") << ",\"validation\":\""
     << JsonEscape(s.validation.ok() ? "ok" : s.validation.message()) << "\"}\n";
   return o.str();
 }
@@ -123,6 +125,10 @@ std::string Text(const topo::TopologySummary& s) {
     << (s.reachability == topo::Reachability::kAllPairs ? "all pairs"
                                                         : "same rail only (rail-only wiring)")
     << "\n"
+    << "routing:          "
+    << (s.routing == topo::Routing::kUpDown ? "computed (up/down ECMP from addresses)"
+                                            : "tables (per node and destination)")
+    << ", about " << topo::FormatBytes(s.estimated_bytes) << " for the topology\n"
     << "validation:       " << (s.validation.ok() ? "ok" : s.validation.message()) << "\n";
   return o.str();
 }
@@ -286,7 +292,8 @@ FATHOM_REGISTER_COMMAND(
                     sub->add_option("topology", opts->what,
                                     "PRESET or FILE.yaml. Presets: small (16 GPUs, 2 servers "
                                     "back-to-back), medium (128 GPUs, leaf-spine), large (1024 "
-                                    "GPUs, k=16 fat-tree, optics), fat-tree:k=N[,hosts_per_edge="
+                                    "GPUs, k=16 fat-tree, optics), xlarge (8192 GPUs, k=32), "
+                                    "xxlarge (65536 GPUs, k=64), fat-tree:k=N[,hosts_per_edge="
                                     "N][,gpus=N][,rail], leaf-spine:leaves=N,spines=N,hosts=N[,"
                                     "uplinks=N][,gpus=N][,rail], back-to-back[:gpus=N]. A FILE "
                                     "holds a TopologySpec (proto/topology.proto).")

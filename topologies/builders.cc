@@ -78,10 +78,11 @@ StatusOr<Topology> BuildLeafSpine(const LeafSpineOptions& o) {
     }
   }
   // Before anything is allocated: what these parameters would need.
-  FATHOM_RETURN_IF_ERROR(CheckTopologySize(
-      ctx + "(leaves=" + Str(o.leaves) + ", spines=" + Str(spines) +
-          ", hosts_per_leaf=" + Str(o.hosts_per_leaf) + ")",
-      hosts + o.leaves + spines, hosts, hosts + int64_t{o.leaves} * spines * o.uplinks_per_pair));
+  FATHOM_RETURN_IF_ERROR(
+      CheckTopologySize(ctx + "(leaves=" + Str(o.leaves) + ", spines=" + Str(spines) +
+                            ", hosts_per_leaf=" + Str(o.hosts_per_leaf) + ")",
+                        hosts + o.leaves + spines, hosts,
+                        hosts + int64_t{o.leaves} * spines * o.uplinks_per_pair, Routing::kUpDown));
   std::string name = "leaf-spine leaves=" + Str(o.leaves) + " spines=" + Str(spines) +
                      " hosts=" + Str(o.hosts_per_leaf);
   if (o.rail_optimized) name += " rail";
@@ -91,12 +92,30 @@ StatusOr<Topology> BuildLeafSpine(const LeafSpineOptions& o) {
   std::vector<int32_t> leaf(static_cast<size_t>(o.leaves)), spine(static_cast<size_t>(spines));
   for (int32_t i = 0; i < o.leaves; ++i) leaf[i] = b.AddSwitch("leaf" + Str(i), kTierLeaf);
   for (int32_t j = 0; j < spines; ++j) spine[j] = b.AddSwitch("spine" + Str(j), kTierSpine);
+  // Computed routing (topology.h): a leaf's ports are its hosts in rank
+  // order, then per spine its uplinks_per_pair links; a spine's are per
+  // leaf its uplinks_per_pair links. Spines head the one top subtree.
+  b.UseUpDownRouting();
+  for (int32_t i = 0; i < o.leaves; ++i) {
+    b.SetSwitchPlace(leaf[i],
+                     SwitchPlace{kTierLeaf, i, 1, o.hosts_per_leaf, spines * o.uplinks_per_pair});
+  }
+  for (int32_t j = 0; j < spines; ++j) {
+    b.SetSwitchPlace(spine[j], SwitchPlace{kTierSpine, 0, o.uplinks_per_pair, 0, 0});
+  }
   for (int32_t r = 0; r < static_cast<int32_t>(hosts); ++r) {
     int32_t l = r / o.hosts_per_leaf;
+    int32_t at_leaf = r % o.hosts_per_leaf;
     if (o.rail_optimized) {
       const int32_t server = r / o.gpus_per_server, gpu = r % o.gpus_per_server;
       l = (server / o.hosts_per_leaf) * o.gpus_per_server + gpu;
+      at_leaf = server % o.hosts_per_leaf;
     }
+    HostPlace place;
+    place.group[kTierLeaf] = l;
+    place.down[kTierLeaf] = at_leaf;
+    place.down[kTierSpine] = l * o.uplinks_per_pair;
+    b.SetHostPlace(host_ids[r], place);
     FATHOM_ASSIGN_OR_RETURN(int32_t id, b.Connect(host_ids[r], leaf[l], o.host_link));
     (void)id;
   }
@@ -137,7 +156,7 @@ StatusOr<Topology> BuildFatTree(const FatTreeOptions& o) {
   FATHOM_RETURN_IF_ERROR(CheckTopologySize(
       ctx + "(k=" + Str(o.k) + (per_edge != half ? ", hosts_per_edge=" + Str(per_edge) : "") + ")",
       hosts + int64_t{o.k} * half * 2 + int64_t{half} * half, hosts,
-      hosts + int64_t{o.k} * half * half * 2));
+      hosts + int64_t{o.k} * half * half * 2, Routing::kUpDown));
   std::string name = "fat-tree k=" + Str(o.k);
   if (per_edge != half) name += " hosts_per_edge=" + Str(per_edge);
   if (o.rail_optimized) name += " rail";
@@ -156,16 +175,36 @@ StatusOr<Topology> BuildFatTree(const FatTreeOptions& o) {
     }
   }
   for (int32_t j = 0; j < half * half; ++j) core.push_back(b.AddSwitch("core" + Str(j), kTierCore));
+  // Computed routing (topology.h): an edge's ports are its hosts in rank
+  // order, then the pod's aggregation switches; an aggregation switch's are
+  // the pod's edges, then its k/2 cores; a core's are the pods in order.
+  b.UseUpDownRouting();
+  for (int32_t p = 0; p < o.k; ++p) {
+    for (int32_t i = 0; i < half; ++i) {
+      b.SetSwitchPlace(edge[p * half + i], SwitchPlace{kTierLeaf, p * half + i, 1, per_edge, half});
+      b.SetSwitchPlace(agg[p * half + i], SwitchPlace{kTierSpine, p, 1, half, half});
+    }
+  }
+  for (int32_t c : core) b.SetSwitchPlace(c, SwitchPlace{kTierCore, 0, 1, 0, 0});
   const int32_t per_pod = half * per_edge;
   for (int32_t r = 0; r < static_cast<int32_t>(hosts); ++r) {
     const int32_t pod = r / per_pod;
     int32_t e = (r % per_pod) / per_edge;
+    int32_t at_edge = (r % per_pod) % per_edge;
     if (o.rail_optimized) {
       // Servers fill a pod's groups of gpus_per_server rail edges in order.
       const int32_t in_pod = r % per_pod;
       const int32_t server = in_pod / o.gpus_per_server, gpu = in_pod % o.gpus_per_server;
       e = (server / per_edge) * o.gpus_per_server + gpu;
+      at_edge = server % per_edge;
     }
+    HostPlace place;
+    place.group[kTierLeaf] = pod * half + e;
+    place.down[kTierLeaf] = at_edge;
+    place.group[kTierSpine] = pod;
+    place.down[kTierSpine] = e;
+    place.down[kTierCore] = pod;
+    b.SetHostPlace(host_ids[r], place);
     FATHOM_ASSIGN_OR_RETURN(int32_t id, b.Connect(host_ids[r], edge[pod * half + e], o.host_link));
     (void)id;
   }
@@ -316,6 +355,8 @@ StatusOr<Topology> BuildPreset(std::string_view preset) {
   if (preset == "small") return BuildScaleLevel(Connection::kCopperDirect, 2, 8);
   if (preset == "medium") return BuildScaleLevel(Connection::kCopperSwitch, 16, 8);
   if (preset == "large") return BuildScaleLevel(Connection::kOpticalEngine, 128, 8);
+  if (preset == "xlarge") return BuildScaleLevel(Connection::kOpticalEngine, 1024, 8);
+  if (preset == "xxlarge") return BuildScaleLevel(Connection::kOpticalEngine, 8192, 8);
   const size_t colon = preset.find(':');
   const std::string_view kind = preset.substr(0, colon);
   const std::string_view rest =
@@ -349,7 +390,7 @@ StatusOr<Topology> BuildPreset(std::string_view preset) {
     return BuildBackToBack(o);
   }
   return InvalidArgument("unknown topology preset '" + std::string(preset) +
-                         "' (known: small, medium, large, fat-tree:k=N, "
+                         "' (known: small, medium, large, xlarge, xxlarge, fat-tree:k=N, "
                          "leaf-spine:leaves=N,spines=N,hosts=N, back-to-back)");
 }
 

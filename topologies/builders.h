@@ -1,7 +1,8 @@
 // Builders for the fabrics fathom models: 2-tier leaf-spine, 3-tier k-ary
 // fat-tree, back-to-back servers, and the three scale levels of the
-// cluster_network block (DESIGN.md) as presets. Each returns a validated,
-// routed Topology by value.
+// cluster_network block (DESIGN.md) as presets. Each returns a routed
+// Topology by value; leaf-spines and fat-trees route by computation from
+// where the hosts sit (topology.h, Routing::kUpDown), back-to-back by tables.
 //
 // Host model: a server has gpus_per_server GPUs (default 8, the seed's
 // "compute-8gpu" node) and one NIC per GPU; each NIC is one host node, named
@@ -95,7 +96,10 @@ StatusOr<Topology> BuildScaleLevel(Connection connection, int32_t servers, int32
 
 // Presets: "small" (16 GPUs, 2 servers back-to-back, copper), "medium" (128
 // GPUs, 16 servers, leaf-spine, copper), "large" (1024 GPUs, 128 servers,
-// k=16 fat-tree, optical). Also parameterized forms:
+// k=16 fat-tree, optical), and beyond the seed's three levels (issue 30)
+// "xlarge" (8,192 GPUs, 1,024 servers, k=32 fat-tree, optical) and
+// "xxlarge" (65,536 GPUs, 8,192 servers, k=64 fat-tree, optical). Also
+// parameterized forms:
 //   "fat-tree:k=8[,hosts_per_edge=N][,gpus=N][,rail]"
 //   "leaf-spine:leaves=4,spines=2,hosts=8[,uplinks=N][,gpus=N][,rail]"
 //   "back-to-back[:gpus=N]"

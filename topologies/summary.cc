@@ -143,6 +143,10 @@ TopologySummary Topology::Summarize() const {
     s.bisection = BitsPerSecond(flow.Run(src, sink));
   }
   s.diameter_hops = diameter_hops_;
+  s.routing = routing_;
+  s.estimated_bytes = EstimateTopologyBytes(static_cast<int64_t>(nodes_.size()),
+                                            static_cast<int64_t>(hosts_.size()),
+                                            static_cast<int64_t>(links_.size()), routing_);
   s.validation = Validate();
   return s;
 }

@@ -49,6 +49,27 @@ int32_t TopologyBuilder::AddHost(std::string name, int32_t server, int32_t gpu) 
   return id;
 }
 
+void TopologyBuilder::SetHostPlace(int32_t host, const HostPlace& place) {
+  const size_t n = topo_.nodes_.size();
+  host_place_by_node_.resize(n);
+  node_place_by_node_.resize(n);
+  placed_.resize(n);
+  if (host < 0 || static_cast<size_t>(host) >= n) return;  // Build() reports the unplaced
+  host_place_by_node_[host] = place;
+  node_place_by_node_[host] = SwitchPlace{kTierHost, 0, 0, 0, 1};
+  placed_[host] = 1;
+}
+
+void TopologyBuilder::SetSwitchPlace(int32_t node, const SwitchPlace& place) {
+  const size_t n = topo_.nodes_.size();
+  host_place_by_node_.resize(n);
+  node_place_by_node_.resize(n);
+  placed_.resize(n);
+  if (node < 0 || static_cast<size_t>(node) >= n) return;
+  node_place_by_node_[node] = place;
+  placed_[node] = 1;
+}
+
 int32_t TopologyBuilder::AddSwitch(std::string name, int tier) {
   const int32_t id = static_cast<int32_t>(topo_.nodes_.size());
   topo_.nodes_.push_back(Node{id, NodeKind::kSwitch, std::move(name), tier, -1, -1});
@@ -146,7 +167,11 @@ StatusOr<Topology> TopologyBuilder::Build() && {
   t.node_by_name_ = std::move(names);
   FATHOM_RETURN_IF_ERROR(CheckTopologySize(ctx, static_cast<int64_t>(t.nodes_.size()),
                                            static_cast<int64_t>(t.hosts_.size()),
-                                           static_cast<int64_t>(t.links_.size())));
+                                           static_cast<int64_t>(t.links_.size()), t.routing_));
+  if (t.routing_ == Routing::kUpDown) {
+    FATHOM_RETURN_IF_ERROR(PlaceUpDown());
+    return std::move(topo_);
+  }
   try {
     FATHOM_RETURN_IF_ERROR(t.BuildRoutes().WithContext(ctx));
   } catch (const std::bad_alloc&) {
@@ -156,12 +181,67 @@ StatusOr<Topology> TopologyBuilder::Build() && {
   return std::move(topo_);
 }
 
+Status TopologyBuilder::PlaceUpDown() {
+  Topology& t = topo_;
+  const std::string ctx = "TopologyBuilder::Build(" + t.name_ + ")";
+  const size_t n = t.nodes_.size();
+  placed_.resize(n);
+  host_place_by_node_.resize(n);
+  node_place_by_node_.resize(n);
+  t.top_tier_ = 0;
+  int32_t max_ports = 1;
+  for (size_t u = 0; u < n; ++u) {
+    const Node& node = t.nodes_[u];
+    if (!placed_[u]) return Internal(ctx + ": up/down routing: " + node.name + " has no place");
+    const SwitchPlace& p = node_place_by_node_[u];
+    const int32_t ports = t.PortCount(static_cast<int32_t>(u));
+    max_ports = std::max(max_ports, ports);
+    const int want_tier = node.kind == NodeKind::kHost ? kTierHost : node.tier;
+    if (p.tier != want_tier || p.up_first < 0 || p.up_count < 0 ||
+        p.up_first + p.up_count > ports || p.down_count < 0) {
+      return Internal(ctx + ": up/down routing: " + node.name + "'s place (tier " +
+                      std::to_string(p.tier) + ", uplinks " + std::to_string(p.up_first) + "+" +
+                      std::to_string(p.up_count) + ") does not fit its " + std::to_string(ports) +
+                      " ports");
+    }
+    t.top_tier_ = std::max(t.top_tier_, p.tier);
+  }
+  t.node_place_ = std::move(node_place_by_node_);
+  t.host_place_.resize(t.hosts_.size());
+  for (size_t r = 0; r < t.hosts_.size(); ++r) t.host_place_[r] = host_place_by_node_[t.hosts_[r]];
+  host_place_by_node_.clear();
+  t.port_index_.resize(static_cast<size_t>(max_ports));
+  for (int32_t i = 0; i < max_ports; ++i) t.port_index_[static_cast<size_t>(i)] = i;
+  t.route_.clear();
+  t.route_sets_.assign(1, Topology::RouteSet{});
+  t.route_ports_.clear();
+  t.hops_.clear();
+  t.diameter_hops_ = t.UpDownDiameter();
+  return Status::Ok();
+}
+
+Status Topology::UseRouteTables() {
+  if (routing_ == Routing::kTable) return Status::Ok();
+  const std::string ctx = "Topology::UseRouteTables(" + name_ + ")";
+  FATHOM_RETURN_IF_ERROR(CheckTopologySize(ctx, static_cast<int64_t>(nodes_.size()),
+                                           static_cast<int64_t>(hosts_.size()),
+                                           static_cast<int64_t>(links_.size())));
+  try {
+    FATHOM_RETURN_IF_ERROR(BuildRoutes().WithContext(ctx));
+  } catch (const std::bad_alloc&) {
+    return OutOfRange(ctx + ": out of memory while computing routes");
+  }
+  routing_ = Routing::kTable;
+  host_place_.clear();
+  node_place_.clear();
+  port_index_.clear();
+  return Status::Ok();
+}
+
 // ---------------------------------------------------------------------------
 // Size guard
 
-namespace {
-
-std::string Bytes(int64_t b) {
+std::string FormatBytes(int64_t b) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   double v = static_cast<double>(b);
   int u = 0;
@@ -173,6 +253,10 @@ std::string Bytes(int64_t b) {
   std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[u]);
   return buf;
 }
+
+namespace {
+
+std::string Bytes(int64_t b) { return FormatBytes(b); }
 
 // Physical memory, or the cgroup v2 limit when that is lower; 0 if unknown.
 int64_t MachineMemory() {
@@ -195,7 +279,7 @@ constexpr const char* kLimitEnv = "FATHOM_TOPOLOGY_MEMORY_LIMIT";
 
 }  // namespace
 
-int64_t EstimateTopologyBytes(int64_t nodes, int64_t hosts, int64_t links) {
+int64_t EstimateTopologyBytes(int64_t nodes, int64_t hosts, int64_t links, Routing routing) {
   // Saturating: the inputs come from user parameters (k, leaves, ...).
   const auto mul = [](int64_t a, int64_t b) -> int64_t {
     if (a <= 0 || b <= 0) return 0;
@@ -206,8 +290,12 @@ int64_t EstimateTopologyBytes(int64_t nodes, int64_t hosts, int64_t links) {
     return a > std::numeric_limits<int64_t>::max() - b ? std::numeric_limits<int64_t>::max()
                                                        : a + b;
   };
-  // Routing: route_ (4 bytes per node x host) and hops_ (2 per host pair).
-  int64_t bytes = add(mul(mul(nodes, hosts), 4), mul(mul(hosts, hosts), 2));
+  // Tables: route_ (4 bytes per node x host) and hops_ (2 per host pair).
+  // Computed: a HostPlace per host and a SwitchPlace per node.
+  int64_t bytes = routing == Routing::kTable
+                      ? add(mul(mul(nodes, hosts), 4), mul(mul(hosts, hosts), 2))
+                      : add(mul(hosts, static_cast<int64_t>(sizeof(HostPlace))),
+                            mul(nodes, static_cast<int64_t>(sizeof(SwitchPlace))));
   // Per node: Node with its name, name index, rank, ports, BFS scratch;
   // per link: Link with its name, name index, two ports (generous figures;
   // the routing tables dominate: k=32 estimates 0.42 GiB, measured 0.43).
@@ -246,16 +334,19 @@ StatusOr<int64_t> TopologyMemoryLimit(std::string* explanation) {
   return limit;
 }
 
-Status CheckTopologySize(std::string_view what, int64_t nodes, int64_t hosts, int64_t links) {
+Status CheckTopologySize(std::string_view what, int64_t nodes, int64_t hosts, int64_t links,
+                         Routing routing) {
   std::string from;
   FATHOM_ASSIGN_OR_RETURN(int64_t limit, TopologyMemoryLimit(&from));
-  const int64_t need = EstimateTopologyBytes(nodes, hosts, links);
+  const int64_t need = EstimateTopologyBytes(nodes, hosts, links, routing);
   if (need <= limit) return Status::Ok();
   return InvalidArgument(
       std::string(what) + ": " + std::to_string(nodes) + " nodes x " + std::to_string(hosts) +
       " hosts (" + std::to_string(links) + " links) need about " + Bytes(need) +
-      " for the topology and its routing tables, more than the limit of " + Bytes(limit) + " (" +
-      from + "); choose a smaller topology or raise " + kLimitEnv +
+      (routing == Routing::kTable ? " for the topology and its routing tables"
+                                  : " for the topology and its routing") +
+      ", more than the limit of " + Bytes(limit) + " (" + from +
+      "); choose a smaller topology or raise " + kLimitEnv +
       " (e.g. =" + std::to_string((need >> 30) + 1) + "G; never above the machine's " + "memory)");
 }
 
@@ -348,11 +439,100 @@ int32_t Topology::HopCount(int32_t src_host, int32_t dst_host) const {
   const int32_t s = host_rank_[src_host];
   const int32_t d = host_rank_[dst_host];
   if (s < 0 || d < 0) return -1;
+  if (routing_ == Routing::kUpDown) {
+    // Up to the lowest tier whose subtree holds both, and down again.
+    if (s == d) return 0;
+    const HostPlace& a = host_place_[static_cast<size_t>(s)];
+    const HostPlace& b = host_place_[static_cast<size_t>(d)];
+    for (int tier = kTierLeaf; tier <= top_tier_; ++tier) {
+      if (a.group[tier] == b.group[tier]) return 2 * tier;
+    }
+    return -1;
+  }
   return hops_[static_cast<size_t>(s) * hosts_.size() + static_cast<size_t>(d)];
 }
 
 // ---------------------------------------------------------------------------
 // Validation
+
+int32_t Topology::UpDownDiameter() const {
+  // The longest shortest path climbs to the highest tier t whose subtree
+  // holds two hosts in different tier t-1 subtrees (tier 0: the hosts).
+  for (int tier = top_tier_; tier >= kTierLeaf; --tier) {
+    std::unordered_map<int32_t, int32_t> first_child;
+    for (size_t r = 0; r < host_place_.size(); ++r) {
+      const HostPlace& h = host_place_[r];
+      const int32_t child = tier == kTierLeaf ? static_cast<int32_t>(r) : h.group[tier - 1];
+      auto [it, fresh] = first_child.emplace(h.group[tier], child);
+      if (!fresh && it->second != child) return 2 * tier;
+    }
+  }
+  return 0;
+}
+
+// Computed routes: the places nest as HostPlace promises, and the route DAG
+// towards one host per leaf subtree (group[1]) reaches it without a loop in
+// exactly HopCount hops from every node; hosts of one leaf subtree share
+// every place above the leaf, so their routes differ only in the leaf's
+// down port, which is checked for every host. Cost: leaves x (nodes + DAG
+// edges), not hosts x nodes.
+Status Topology::ValidateUpDown(const std::string& ctx) const {
+  const size_t h = hosts_.size();
+  // Nesting: hosts with one group[t] share group[t+1] and down[t+1].
+  for (int tier = kTierLeaf; tier < top_tier_; ++tier) {
+    std::unordered_map<int32_t, size_t> first;
+    for (size_t r = 0; r < h; ++r) {
+      const HostPlace& a = host_place_[r];
+      auto [it, fresh] = first.emplace(a.group[tier], r);
+      const HostPlace& b = host_place_[it->second];
+      if (!fresh &&
+          (a.group[tier + 1] != b.group[tier + 1] || a.down[tier + 1] != b.down[tier + 1])) {
+        return Internal(ctx + ": hosts " + nodes_[hosts_[r]].name + " and " +
+                        nodes_[hosts_[it->second]].name + " share a tier-" + std::to_string(tier) +
+                        " subtree but not their places above it");
+      }
+    }
+  }
+  // Reachability as promised: host pairs meet below the top iff their
+  // group[top] is equal.
+  std::unordered_map<int32_t, int32_t> top_of_rail;
+  for (size_t r = 0; r < h; ++r) {
+    const Node& a = nodes_[hosts_[r]];
+    const int32_t top = host_place_[r].group[top_tier_];
+    if (reachability_ == Reachability::kAllPairs) {
+      if (top != host_place_[0].group[top_tier_]) {
+        return FailedPrecondition(ctx + ": host " + nodes_[hosts_[0]].name + " cannot reach host " +
+                                  a.name);
+      }
+    } else if (auto [it, fresh] = top_of_rail.emplace(a.gpu, top); !fresh && it->second != top) {
+      return FailedPrecondition(ctx + ": host " + a.name +
+                                " cannot reach the other hosts of rail " + std::to_string(a.gpu));
+    }
+  }
+  // Every host's leaf takes its down port straight to it, and its own port
+  // 0 leads up to that leaf.
+  for (size_t r = 0; r < h; ++r) {
+    const int32_t host = hosts_[r];
+    if (PortCount(host) == 0) continue;
+    const int32_t leaf = Peer(host, 0).node;
+    const SwitchPlace& lp = node_place_[static_cast<size_t>(leaf)];
+    const HostPlace& hp = host_place_[r];
+    if (lp.tier != kTierLeaf || lp.group != hp.group[kTierLeaf] || lp.down_count != 1 ||
+        hp.down[kTierLeaf] >= PortCount(leaf) || Peer(leaf, hp.down[kTierLeaf]).node != host) {
+      return Internal(ctx + ": " + nodes_[leaf].name + " does not route down to " +
+                      nodes_[host].name + " on the port that reaches it");
+    }
+  }
+  // The DAG towards one host per leaf subtree.
+  std::vector<int32_t> dsts;
+  {
+    std::unordered_map<int32_t, bool> seen;
+    for (size_t r = 0; r < h; ++r) {
+      if (seen.emplace(host_place_[r].group[kTierLeaf], true).second) dsts.push_back(hosts_[r]);
+    }
+  }
+  return ValidateRouteDag(ctx, dsts);
+}
 
 Status Topology::Validate() const {
   const std::string ctx = "Topology::Validate(" + name_ + ")";
@@ -379,6 +559,7 @@ Status Topology::Validate() const {
       }
     }
   }
+  if (routing_ == Routing::kUpDown) return ValidateUpDown(ctx);
   // Reachability as promised.
   const size_t h = hosts_.size();
   for (size_t s = 0; s < h; ++s) {
@@ -393,8 +574,14 @@ Status Topology::Validate() const {
       }
     }
   }
-  // Every ECMP path ends at the destination, loop-free, in exactly the
-  // shortest hop count: depth via DFS with colouring over the next-hop DAG.
+  return ValidateRouteDag(ctx, hosts_);
+}
+
+// Every ECMP path towards each of `dsts` ends there, loop-free, in exactly
+// the shortest hop count from every host: depth via DFS with colouring over
+// the next-hop DAG.
+Status Topology::ValidateRouteDag(const std::string& ctx, const std::vector<int32_t>& dsts) const {
+  const size_t h = hosts_.size();
   const size_t n = nodes_.size();
   std::vector<int32_t> min_depth(n), max_depth(n);
   std::vector<uint8_t> color(n);
@@ -403,8 +590,7 @@ Status Topology::Validate() const {
     size_t next;
   };
   std::vector<Frame> stack;
-  for (size_t r = 0; r < h; ++r) {
-    const int32_t dst = hosts_[r];
+  for (const int32_t dst : dsts) {
     std::fill(color.begin(), color.end(), 0);
     color[dst] = 2;
     min_depth[dst] = max_depth[dst] = 0;
@@ -445,7 +631,7 @@ Status Topology::Validate() const {
     }
     for (size_t s = 0; s < h; ++s) {
       const int32_t src = hosts_[s];
-      const int16_t want = hops_[s * h + r];
+      const int32_t want = HopCount(src, dst);
       if (src == dst || want <= 0) continue;
       if (min_depth[src] != want || max_depth[src] != want) {
         return Internal(ctx + ": ECMP paths " + nodes_[src].name + " -> " + nodes_[dst].name +

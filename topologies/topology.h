@@ -19,9 +19,20 @@
 //
 // Routing: NextHops(node, dst) is the ECMP set — every port at `node` that
 // lies on a shortest path to host `dst`. Hosts never forward transit traffic.
-// Tables are compact: one 32-bit set id per (node, destination host), sets
-// interned in one shared port array (a k=16 fat-tree, 1344 nodes x 1024
-// hosts, shares a few thousand distinct sets).
+// Two ways to get it (Routing):
+//  - computed (fat-tree, leaf-spine: the builders' up/down fabrics): from
+//    where the destination sits (HostPlace: the switch subtree it is under at
+//    each tier and the port leading down to it) and the switch's place (its
+//    tier, subtree, uplink port range). A switch whose subtree holds the
+//    destination goes down, else up over all its uplinks. ECMP sets are
+//    contiguous port ranges there. Memory grows with hosts and ports, not
+//    with switches x hosts (issue 30: a k=64 fat-tree's tables need 27 GB).
+//  - tables (anything else: TopologyBuilder graphs, back-to-back): one 32-bit
+//    set id per (node, destination host) from a BFS per destination, sets
+//    interned in one shared port array, and hosts x hosts hop counts.
+// Both give the same sets in ascending port order (tests/topo/routing_test.cc
+// compares every node and destination on k=8 and k=16 fat-trees and
+// leaf-spines).
 #pragma once
 
 #include <cstdint>
@@ -86,6 +97,39 @@ enum class Reachability {
               // same gpu index on other servers, and nothing else
 };
 
+// How NextHops is answered (see Routing above).
+enum class Routing { kTable, kUpDown };
+
+// Computed up/down routing: where a host sits. group[t] numbers the tier-t
+// subtree holding the host (a leaf/edge switch's hosts at t=1, a pod at t=2
+// of a fat-tree; 0 at a topology's top tier, which reaches everything);
+// down[t] is the first port a tier-t switch of that subtree takes towards
+// the host. [0] is unused. Subtrees nest: hosts with one group[t] share
+// group[t+1] and down[t+1].
+struct HostPlace {
+  int32_t group[kMaxTier + 1] = {};
+  int32_t down[kMaxTier + 1] = {};
+};
+
+// Computed up/down routing: a node's place. Hosts have tier 0 (their one
+// port leads up). A switch heads subtree `group` of its tier; towards a host
+// of that subtree it takes ports [down[tier], down[tier] + down_count)
+// (down_count > 1: parallel links, leaf-spine uplinks_per_pair), towards any
+// other host its uplinks [up_first, up_first + up_count) (none at the top).
+struct SwitchPlace {
+  int32_t tier = 0;
+  int32_t group = 0;
+  int32_t down_count = 1;
+  int32_t up_first = 0;
+  int32_t up_count = 0;
+};
+
+// A run of consecutive port indices.
+struct PortRange {
+  int32_t first = 0;
+  int32_t count = 0;
+};
+
 struct TierLinks {
   int tier = 0;
   int32_t count = 0;
@@ -118,6 +162,9 @@ struct TopologySummary {
   int32_t mtu_max_bytes = 0;
   int32_t asymmetric_mtu_links = 0;
   Status validation;  // Validate()'s result
+  Routing routing = Routing::kTable;
+  // EstimateTopologyBytes for this topology (what the size guard admitted).
+  int64_t estimated_bytes = 0;
 };
 
 class Topology {
@@ -148,10 +195,35 @@ class Topology {
   // `dst_host`; empty if unreachable, or if node == dst_host, or if `node` is
   // another host with no path. Ascending port order.
   std::span<const int32_t> NextHops(int32_t node, int32_t dst_host) const {
+    if (routing_ == Routing::kUpDown) {
+      const PortRange r = UpDownHops(node, dst_host);
+      return {port_index_.data() + r.first, static_cast<size_t>(r.count)};
+    }
     const RouteSet& s = route_sets_[route_[static_cast<size_t>(node) * hosts_.size() +
                                            static_cast<size_t>(host_rank_[dst_host])]];
     return {route_ports_.data() + s.offset, s.count};
   }
+  Routing routing() const { return routing_; }
+  // Computed routing (routing() == kUpDown): NextHops as a port range.
+  PortRange UpDownHops(int32_t node, int32_t dst_host) const {
+    const int32_t rank = host_rank_[dst_host];
+    if (rank < 0 || node == dst_host) return {};
+    const SwitchPlace& n = node_place_[static_cast<size_t>(node)];
+    if (n.tier == kTierHost) {
+      return HopCount(node, dst_host) > 0 ? PortRange{0, 1} : PortRange{};
+    }
+    const HostPlace& d = host_place_[static_cast<size_t>(rank)];
+    if (d.group[n.tier] == n.group) return {d.down[n.tier], n.down_count};
+    return {n.up_first, n.up_count};
+  }
+  // Computed routing: every host's place by rank, every node's by id (empty
+  // with tables). The simulator's switches route from these.
+  const std::vector<HostPlace>& HostPlaces() const { return host_place_; }
+  const std::vector<SwitchPlace>& NodePlaces() const { return node_place_; }
+  // Replaces computed routing by tables (the routing before issue 30), for
+  // tests that compare the two and benchmarks that time them. Same size
+  // guard as a table-routed Build. No-op with tables already.
+  Status UseRouteTables();
   bool Reachable(int32_t src_host, int32_t dst_host) const;
   // Shortest-path length in links between two hosts, -1 if unreachable.
   int32_t HopCount(int32_t src_host, int32_t dst_host) const;
@@ -188,6 +260,9 @@ class Topology {
     uint32_t count = 0;
   };
   Status BuildRoutes();
+  Status ValidateUpDown(const std::string& ctx) const;
+  Status ValidateRouteDag(const std::string& ctx, const std::vector<int32_t>& dsts) const;
+  int32_t UpDownDiameter() const;
 
   std::string name_;
   Reachability reachability_ = Reachability::kAllPairs;
@@ -205,32 +280,45 @@ class Topology {
   // hops_[src_rank * hosts + dst_rank], -1 unreachable (hosts^2 int16).
   std::vector<int16_t> hops_;
   int32_t diameter_hops_ = 0;
+  // Computed routing: places, the highest switch tier, and 0..max ports - 1
+  // (NextHops' spans point into it).
+  Routing routing_ = Routing::kTable;
+  std::vector<HostPlace> host_place_;
+  std::vector<SwitchPlace> node_place_;
+  int top_tier_ = 0;
+  std::vector<int32_t> port_index_;
   std::unordered_map<std::string, int32_t> node_by_name_;
   std::unordered_map<std::string, int32_t> link_by_name_;
 };
 
-// Size guard. A topology's routing tables grow as nodes x hosts (4 bytes per
-// entry) plus hosts x hosts hop counts (2 bytes), so a fabric whose
-// parameters look modest (fat-tree k=64: 70 K nodes x 65 K hosts) can need
-// more memory than the machine has. Builders call CheckTopologySize with the
-// counts their parameters imply BEFORE allocating anything, and
-// TopologyBuilder::Build checks the graph it was given before routing.
+// Size guard. Routing tables grow as nodes x hosts (4 bytes per entry) plus
+// hosts x hosts hop counts (2 bytes), so a table-routed fabric whose
+// parameters look modest can need more memory than the machine has (fat-tree
+// k=64 with tables: 70 K nodes x 65 K hosts, 27 GB). Computed routing needs
+// only the graph and a place per node and host. Builders call
+// CheckTopologySize with the counts their parameters imply BEFORE allocating
+// anything, and TopologyBuilder::Build checks the graph it was given.
 //
 // The limit is the lesser of the machine's memory (physical RAM, or a
 // cgroup's memory.max when lower) and FATHOM_TOPOLOGY_MEMORY_LIMIT (bytes,
 // with an optional K/M/G/T binary suffix), default kDefaultTopologyMemoryLimit.
-// The default admits fat-tree k=32 (8192 hosts; `fathom topo` measured 0.43
-// GiB RSS, 25 s) and refuses k=40 (16000 hosts; 1.58 GiB RSS and ~10 min on
-// a shared 2-core machine when allowed).
+// With tables the default admitted k=32 (0.43 GiB RSS measured) and refused
+// k=40; with computed routing a k=64 fat-tree (65,536 hosts) estimates
+// 73 MiB (tests/topo/scale_test.cc measured 69.5 MiB peak RSS building and
+// routing it) and is admitted.
 inline constexpr int64_t kDefaultTopologyMemoryLimit = int64_t{1} << 30;  // 1 GiB
 // Bytes to build and route a topology of that many nodes, hosts and links.
-int64_t EstimateTopologyBytes(int64_t nodes, int64_t hosts, int64_t links);
+int64_t EstimateTopologyBytes(int64_t nodes, int64_t hosts, int64_t links,
+                              Routing routing = Routing::kTable);
 // The limit in bytes, and a sentence saying where it came from; an
 // unparsable FATHOM_TOPOLOGY_MEMORY_LIMIT is an error.
 StatusOr<int64_t> TopologyMemoryLimit(std::string* explanation = nullptr);
 // InvalidArgument naming `what`, the counts, the estimate, the limit and how
 // to raise it, when the estimate exceeds the limit.
-Status CheckTopologySize(std::string_view what, int64_t nodes, int64_t hosts, int64_t links);
+Status CheckTopologySize(std::string_view what, int64_t nodes, int64_t hosts, int64_t links,
+                         Routing routing = Routing::kTable);
+// "81.2 MiB": a byte count in binary units, for messages.
+std::string FormatBytes(int64_t bytes);
 
 // Assembles a Topology. Add nodes and links, then Build() checks the graph
 // and computes routes.
@@ -245,13 +333,24 @@ class TopologyBuilder {
   // named "<lower>-<upper>" (plus "/n" for the n-th parallel link).
   StatusOr<int32_t> Connect(int32_t a, int32_t b, const LinkParams& params);
   void set_reachability(Reachability r) { topo_.reachability_ = r; }
+  // Computed up/down routing instead of tables: every node needs a place
+  // (hosts: tier 0 and their HostPlace). Build() checks the places against
+  // the wiring (Topology::Validate checks the routes they give).
+  void UseUpDownRouting() { topo_.routing_ = Routing::kUpDown; }
+  void SetHostPlace(int32_t host, const HostPlace& place);
+  void SetSwitchPlace(int32_t node, const SwitchPlace& place);
 
   // Fails on duplicate names, empty graphs, dangling ids; then builds routes.
   StatusOr<Topology> Build() &&;
 
  private:
+  Status PlaceUpDown();
+
   Topology topo_;
-  std::vector<std::vector<int32_t>> ports_;  // per node: link ids in port order
+  std::vector<std::vector<int32_t>> ports_;    // per node: link ids in port order
+  std::vector<HostPlace> host_place_by_node_;  // up/down routing, by node id
+  std::vector<SwitchPlace> node_place_by_node_;
+  std::vector<uint8_t> placed_;
 };
 
 }  // namespace fathom::topo

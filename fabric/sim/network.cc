@@ -17,6 +17,18 @@ Switch::Switch(const topo::Topology* topo, int32_t node, uint64_t salt,
       pool_(pool),
       drops_(drops),
       node_(node) {
+  if (topo->routing() == topo::Routing::kUpDown) {
+    const topo::SwitchPlace& sp = topo->NodePlaces()[static_cast<size_t>(node)];
+    places_ = topo->HostPlaces().data();
+    place_count_ = topo->HostPlaces().size();
+    tier_ = sp.tier;
+    group_ = sp.group;
+    down_count_ = static_cast<uint32_t>(sp.down_count);
+    up_first_ = static_cast<uint32_t>(sp.up_first);
+    up_count_ = static_cast<uint32_t>(sp.up_count);
+    next_.assign(ports.begin(), ports.end());
+    return;
+  }
   const std::vector<int32_t>& hosts = topo->hosts();
   row_.resize(hosts.size());
   // Intern the sets: a fat-tree switch has a handful of distinct ones.

@@ -3,10 +3,10 @@
 // host node. It owns all of them, the packet pool and the drop statistics;
 // the Engine and the Topology belong to the caller and must outlive it.
 //
-// Switch forwarding: hop by hop, by table lookup (Topology::NextHops) and a
-// hash of the packet's 5-tuple (FlowHash: addresses + the UDP source
-// port that carries per-QP entropy) mixed with a per-switch salt. With the
-// salt off every switch hashes alike and traffic polarizes (CASES.md 15).
+// Switch forwarding: hop by hop, by the topology's routing (computed up/down
+// or tables, Topology::NextHops) and a hash of the packet's 5-tuple (FlowHash: addresses + the UDP
+// source port that carries per-QP entropy) mixed with a per-switch salt. With the salt off every
+// switch hashes alike and traffic polarizes (CASES.md 15).
 #pragma once
 
 #include <cstdint>
@@ -24,12 +24,14 @@
 
 namespace fathom::sim {
 
-// Forwards by a row of its own: for every destination host rank, the ECMP
-// set as a span of Port pointers. A lookup is one load from the row and one
-// from the (small, hot) pointer array, instead of the topology's shared
-// tables (node x host set ids, sets, port numbers, then this switch's ports).
-// A packet whose flow carries its route (QpFlow) is not looked up at all:
-// the route holds what Route() gives, computed once per QP.
+// Forwards by the topology's routing. Computed (up/down): the destination's
+// HostPlace (one load from the topology's per-host array) says whether it is
+// in this switch's subtree; the ECMP set is then its down ports or its
+// uplinks, a contiguous range of this switch's ports. Tables: a row of its
+// own, for every destination host rank the ECMP set as a span of Port
+// pointers (one load from the row, one from the pointer array). A packet
+// whose flow carries its route (QpFlow) is not looked up at all: the route
+// holds what Route() gives, computed once per QP.
 class Switch {
  public:
   // `ports` are this switch's egress ports, by port index.
@@ -43,24 +45,41 @@ class Switch {
     const size_t dst = static_cast<uint32_t>(dst_host);
     if (dst >= node_count_) return nullptr;
     const size_t rank = static_cast<uint32_t>(host_rank_[dst]);
-    if (rank >= row_.size()) return nullptr;
-    const uint32_t entry = row_[rank];
-    const uint32_t count = entry & ((1u << kCountBits) - 1);
+    uint32_t first, count;
+    if (places_ != nullptr) {
+      if (rank >= place_count_) return nullptr;
+      const topo::HostPlace& d = places_[rank];
+      const bool below = d.group[tier_] == group_;
+      first = below ? static_cast<uint32_t>(d.down[tier_]) : up_first_;
+      count = below ? down_count_ : up_count_;
+    } else {
+      if (rank >= row_.size()) return nullptr;
+      const uint32_t entry = row_[rank];
+      count = entry & ((1u << kCountBits) - 1);
+      first = entry >> kCountBits;
+    }
     if (count == 0) return nullptr;
     size_t pick = 0;
     if (count > 1) {
       const uint64_t h = Mix64(flow_hash ^ salt_);
       pick = static_cast<size_t>(((h >> 32) * count) >> 32);
     }
-    return next_[(entry >> kCountBits) + pick];
+    return next_[first + pick];
   }
 
  private:
   static constexpr uint32_t kCountBits = 10;  // an ECMP set has < 1024 ports
   alignas(64) const int32_t* host_rank_;      // the topology's node id -> host rank
   size_t node_count_;                         // entries of host_rank_
-  std::vector<uint32_t> row_;  // by destination host rank: offset << 10 | count into next_
-  std::vector<Port*> next_;    // the ECMP sets, interned
+  // Computed routing: the topology's HostPlaces (null: tables) and this
+  // switch's place; next_ is then its ports by index.
+  const topo::HostPlace* places_ = nullptr;
+  size_t place_count_ = 0;
+  int32_t tier_ = 0;
+  int32_t group_ = 0;
+  uint32_t down_count_ = 0, up_first_ = 0, up_count_ = 0;
+  std::vector<uint32_t> row_;  // tables, by destination host rank: offset << 10 | count into next_
+  std::vector<Port*> next_;    // tables: the ECMP sets, interned
   uint64_t salt_;
   PacketPool* pool_;
   DropStats* drops_;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace fathom::transport::coll {
@@ -141,6 +142,59 @@ TEST(NcclTests, BuffersBuiltForInt8HoldEveryType) {
     const uint64_t count = size / CountUnitBytes(CollKind::kAllGather, 3, t);
     b.Fill(count, true);
     EXPECT_EQ(b.type(), t);
+  }
+}
+
+// The check's reference is computed per residue of the input's period
+// (issue 30), not replayed rank by rank: it must accept exactly what a
+// rank-by-rank replay (here, through the collectives' own ReduceInto)
+// produces and catch one wrong element, for many ranks, every reducing
+// kind, integer and floating types, and a reduce-scatter rank's offset.
+TEST(NcclTests, ComputedReferenceMatchesTheRankByRankReplay) {
+  for (int n : {1, 2, 7, 9, 1024}) {
+    for (CollKind kind : {CollKind::kAllReduce, CollKind::kReduceScatter}) {
+      for (DataType t : {DataType::kInt32, DataType::kUint8, DataType::kFloat32, DataType::kFloat16,
+                         DataType::kBfloat16}) {
+        for (RedOp op : {RedOp::kSum, RedOp::kMax, RedOp::kMin, RedOp::kAvg}) {
+          const uint64_t count = 23;
+          const int rank = n - 1;
+          RankBuffers b(kind, n, rank, t, count);
+          b.Fill(count, false);
+          const size_t es = DataTypeSize(t);
+          for (uint64_t i = 0; i < count; ++i) {
+            const uint64_t j = kind == CollKind::kReduceScatter ? rank * count + i : i;
+            uint8_t acc[8], v[8];
+            StoreElement(acc, 0, t, InputValue(0, j));
+            for (int q = 1; q < n; ++q) {
+              StoreElement(v, 0, t, InputValue(q, j));
+              ReduceInto(acc, v, 1, t, op == RedOp::kAvg ? RedOp::kSum : op);
+            }
+            if (op == RedOp::kAvg) {
+              if (IsFloatingType(t)) {
+                StoreElement(acc, 0, t, LoadElement(acc, 0, t) / n);
+              } else if (IsSignedInteger(t)) {
+                StoreInteger(
+                    acc, 0, t,
+                    static_cast<uint64_t>(static_cast<int64_t>(LoadInteger(acc, 0, t)) / n));
+              } else {
+                StoreInteger(acc, 0, t, LoadInteger(acc, 0, t) / static_cast<uint64_t>(n));
+              }
+            }
+            std::memcpy(static_cast<uint8_t*>(b.out()) + i * es, acc, es);
+          }
+          const std::string what =
+              std::to_string(n) + " ranks " + std::string(DataTypeName(t)) + " " +
+              std::string(RedOpName(op)) +
+              (kind == CollKind::kAllReduce ? " allreduce" : " reduce-scatter");
+          EXPECT_EQ(b.CountWrong(count, op, 0), 0) << what;
+          // Half precision's tolerance grows as ranks^2 (it rounds each
+          // partial sum): a wrong element shows in the exact types.
+          if (t == DataType::kFloat16 || t == DataType::kBfloat16) continue;
+          StoreElement(b.out(), 12, t, LoadElement(b.out(), 12, t) + 64);
+          EXPECT_EQ(b.CountWrong(count, op, 0), 1) << what;
+        }
+      }
+    }
   }
 }
 

@@ -39,7 +39,10 @@ std::vector<uint64_t> SizeSweep(uint64_t min_bytes, uint64_t max_bytes, uint64_t
 uint64_t CountUnitBytes(CollKind kind, int nranks, DataType type);
 
 // Rank r's input element i: a small integer, exact in every type for sums,
-// products, minima and maxima of a few ranks.
+// products, minima and maxima of a few ranks. Periodic in i with period
+// kInputPeriod (for i < 2^61), which lets a check compute its reference
+// once per residue (RankBuffers::CountWrong).
+inline constexpr uint64_t kInputPeriod = 7;
 double InputValue(int rank, uint64_t i);
 
 // One rank's input and output for every size of a sweep.
