@@ -19,6 +19,13 @@ namespace fathom::replay {
 namespace {
 namespace fs = std::filesystem;
 
+// A fault's link selector from the report's target ("link leaf0-spine1";
+// "host h3" selects no link: its counters are the host's own).
+std::string FaultLinkSelector(const std::string& target) {
+  constexpr std::string_view kLink = "link ";
+  return target.rfind(kLink, 0) == 0 ? target.substr(kLink.size()) : std::string();
+}
+
 std::string Fmt(const char* f, auto... args) {
   char buf[1024];
   std::snprintf(buf, sizeof(buf), f, args...);
@@ -322,7 +329,7 @@ Status WriteBundle(const sim::LoadedScenario& sc, const sim::RunReport& report,
                  pfc ? u(pfc->tx_pause_duration_ps[prio]) : 0);
     }
     for (const sim::FaultStats& fs_ : report.fault_stats) {
-      auto links = topo.SelectLinks(fs_.target);
+      auto links = topo.SelectLinks(FaultLinkSelector(fs_.target));
       if (!links.ok() || links->size() != 1) continue;
       const topo::Link& link = topo.link((*links)[0]);
       if (topo.node(link.a).name != h.name && topo.node(link.b).name != h.name) continue;
@@ -422,7 +429,7 @@ Status WriteBundle(const sim::LoadedScenario& sc, const sim::RunReport& report,
   // filed under the link's name). Faults over several links have no
   // per-port split and are left out.
   for (const sim::FaultStats& f : report.fault_stats) {
-    auto links = topo.SelectLinks(f.target);
+    auto links = topo.SelectLinks(FaultLinkSelector(f.target));
     if (!links.ok() || links->size() != 1) continue;
     const topo::Link& link = topo.link((*links)[0]);
     if (by_name.count(topo.node(link.a).name) || by_name.count(topo.node(link.b).name)) continue;

@@ -41,10 +41,10 @@ struct SourceReport {
 struct LibrarySettings {
   std::string library;  // "nccl", "fathom"
   std::string version;
-  std::optional<int> ib_timeout;      // NCCL_IB_TIMEOUT (local ACK timeout exponent)
-  std::optional<int> ib_retry_cnt;    // NCCL_IB_RETRY_CNT
-  std::optional<int> ib_gid_index;    // NCCL_IB_GID_INDEX
-  std::optional<int> ib_tc;           // NCCL_IB_TC (traffic class)
+  std::optional<int> ib_timeout;          // NCCL_IB_TIMEOUT (local ACK timeout exponent)
+  std::optional<int> ib_retry_cnt;        // NCCL_IB_RETRY_CNT
+  std::optional<int> ib_gid_index;        // NCCL_IB_GID_INDEX
+  std::optional<int> ib_tc;               // NCCL_IB_TC (traffic class)
   std::optional<int> qps_per_connection;  // NCCL_IB_QPS_PER_CONNECTION
   std::optional<int> nranks;
   std::string algorithm;  // "ring", "tree", as the log shows it
@@ -55,7 +55,7 @@ struct LibrarySettings {
 // One rank of the job and where it ran.
 struct RankInfo {
   int rank = -1;
-  std::string host;  // node name (the fabric's host name when known)
+  std::string host;    // node name (the fabric's host name when known)
   std::string device;  // "mlx5_0", "rxe0"
   std::string gid;
 };
@@ -66,7 +66,7 @@ struct RankInfo {
 struct CompletionError {
   std::string host;
   int rank = -1;
-  std::string peer;  // the peer as the line names it (address or host)
+  std::string peer;       // the peer as the line names it (address or host)
   std::string peer_host;  // resolved to a host name when the bundle allows, else empty
   std::string local_gid, remote_gid;
   int status_code = -1;

@@ -60,30 +60,16 @@ constexpr std::string_view kMlx5[] = {"rx_write_requests",
                                       "rx_dct_connect"};
 
 // IB port counters (PMA) every driver's port shows.
-constexpr std::string_view kPort[] = {"symbol_error",
-                                      "link_error_recovery",
-                                      "link_downed",
-                                      "port_rcv_errors",
-                                      "port_rcv_remote_physical_errors",
-                                      "port_rcv_switch_relay_errors",
-                                      "port_xmit_discards",
-                                      "port_xmit_constraint_errors",
-                                      "port_rcv_constraint_errors",
-                                      "local_link_integrity_errors",
-                                      "excessive_buffer_overrun_errors",
-                                      "VL15_dropped",
-                                      "port_xmit_wait",
-                                      "port_xmit_data",
-                                      "port_rcv_data",
-                                      "port_xmit_packets",
-                                      "port_rcv_packets",
-                                      // The hw_counters directory's own attribute (ms the
-                                      // counts are cached for), every driver's.
-                                      "lifespan",
-                                      "unicast_xmit_packets",
-                                      "unicast_rcv_packets",
-                                      "multicast_xmit_packets",
-                                      "multicast_rcv_packets"};
+constexpr std::string_view kPort[] = {
+    "symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors",
+    "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors", "port_xmit_discards",
+    "port_xmit_constraint_errors", "port_rcv_constraint_errors", "local_link_integrity_errors",
+    "excessive_buffer_overrun_errors", "VL15_dropped", "port_xmit_wait", "port_xmit_data",
+    "port_rcv_data", "port_xmit_packets", "port_rcv_packets",
+    // The hw_counters directory's own attribute (ms the
+    // counts are cached for), every driver's.
+    "lifespan", "unicast_xmit_packets", "unicast_rcv_packets", "multicast_xmit_packets",
+    "multicast_rcv_packets"};
 
 template <size_t N>
 bool In(const std::string_view (&list)[N], std::string_view name) {

@@ -559,6 +559,21 @@ std::string RenderPage(const ReplayResult& result, const topo::Topology* topolog
     for (const auto& s : result.symptoms) o << "<li>" << Esc(s) << "</li>";
     o << "</ul>\n";
   }
+  if (!result.verdict.empty()) o << "<p id=\"verdict-text\">" << Esc(result.verdict) << "</p>\n";
+  if (!result.notes.empty()) {
+    o << "<h2>Assumptions</h2>\n<ul>";
+    for (const auto& s : result.notes) o << "<li>" << Esc(s) << "</li>";
+    o << "</ul>\n";
+  }
+  if (!result.not_simulated.empty()) {
+    o << "<p class=\"muted\">Formed " << result.hypotheses_formed << " hypotheses, ran "
+      << result.simulations << " simulations; not simulated:";
+    for (const auto& s : result.not_simulated) o << " " << Esc(s) << ";";
+    o << "</p>\n";
+  }
+  if (!result.scenario_path.empty()) {
+    o << "<p>Reproducing scenario: <code>" << Esc(result.scenario_path) << "</code></p>\n";
+  }
   RenderRanking(o, result);
   RenderFabric(o, result, topology, topology_error);
   RenderTimeline(o, result);

@@ -36,7 +36,7 @@ struct Match {
 
 struct Cause {
   Hypothesis hypothesis;
-  bool ran = false;         // the simulation ran (else `error` says why)
+  bool ran = false;  // the simulation ran (else `error` says why)
   std::string error;
   bool reproduces = false;  // the simulated signature matches the symptom
   double score = 0;         // 0..1, the weighted mean of `matches`

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "fabric/scenario/scenario.h"
@@ -73,6 +75,31 @@ TEST(ReplayCli, RealRxeMtuMismatchExitsZeroWithTheCause) {
   ASSERT_TRUE(fs::exists(scenario)) << scenario;
   auto sim = test_util::RunCommand(fathom + " sim " + scenario + " --quiet");
   EXPECT_EQ(sim.exit_code, 0) << sim.out;
+  fs::remove_all(out);
+}
+
+// The real lossy-link evidence (1% random loss in the testbed's switch; the
+// job completed, slowly): a lossy link comes first, and the HTML report is
+// written.
+TEST(ReplayCli, RealRxeLossyLinkIsTheFirstCause) {
+  const std::string fathom = std::string(FATHOM_BINARY_DIR) + "/tools/fathom";
+  if (!fs::exists(fathom)) GTEST_SKIP() << "no " << fathom << " (build the fathom target)";
+  const fs::path out =
+      fs::temp_directory_path() / ("fathom-replay-lossy-" + std::to_string(::getpid()));
+  fs::create_directories(out);
+  auto r =
+      test_util::RunCommand(fathom + " replay " + FATHOM_SOURCE_DIR +
+                                "/testdata/replay/rxe-lossy-link --jobs 2 --json - --html " +
+                                (out / "report.html").string() + " --scenario-out " + out.string(),
+                            /*merge_stderr=*/false);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["causes"][0]["kind"], "lossy_link");
+  std::ifstream html(out / "report.html");
+  std::stringstream page;
+  page << html.rdbuf();
+  EXPECT_NE(page.str().find("Root cause: lossy_link"), std::string::npos);
   fs::remove_all(out);
 }
 
