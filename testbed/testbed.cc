@@ -326,11 +326,15 @@ Status Testbed::Boot() {
     VmInfo& v = vms_[i];
     const std::string base = (work_dir_ / ("vm" + std::to_string(i))).string();
     std::vector<std::string> argv = {
-        "qemu-system-x86_64", "-accel", std::string(AccelName(accel_)), "-m",
-        std::to_string(o.memory_mib), "-smp", "1", "-nodefaults", "-no-user-config", "-display",
-        "none", "-no-reboot", "-kernel", o.assets_dir + "/vmlinuz", "-initrd",
-        o.assets_dir + "/initramfs.cpio.gz", "-append", "console=ttyS0 panic=-1 quiet", "-serial",
-        "file:" + base + ".console.log",
+        "qemu-system-x86_64", "-accel", std::string(AccelName(accel_)),
+        // The guest runs the host's binaries, and fathom links DPDK, which
+        // Debian builds for SSE4.2: qemu's default CPU model (qemu64) lacks
+        // it and the guest dies of SIGILL at load; `max` offers every
+        // feature the accelerator can (all TCG emulates, or the host's).
+        "-cpu", "max", "-m", std::to_string(o.memory_mib), "-smp", "1", "-nodefaults",
+        "-no-user-config", "-display", "none", "-no-reboot", "-kernel", o.assets_dir + "/vmlinuz",
+        "-initrd", o.assets_dir + "/initramfs.cpio.gz", "-append", "console=ttyS0 panic=-1 quiet",
+        "-serial", "file:" + base + ".console.log",
         // The host root, read-only: rdma-core, perftest and the build tree run
         // unchanged inside the VM (TESTBED.md).
         "-fsdev", "local,id=r,path=/,security_model=none,readonly=on,multidevs=remap", "-device",
