@@ -292,8 +292,12 @@ INSTANTIATE_TEST_SUITE_P(
                 std::string(kGood) + "faults:\n  - kind: fec\n    link: tier:1\n    link_budget:\n"
                                      "      rx_sensitivity_dbm: -10\n      length_km: .nan\n",
                 16, "faults[0].link_budget.length_km"},
-        BadCase{"FatTreeTooLargeForMemory",
-                Replace("preset: \"fat-tree:k=4\"", "fat_tree: {k: 64}"), 5, "need about"}),
+        // Computed routing fits every fat-tree the builder takes (k <= 128);
+        // 16.8 M leaf-spine links do not fit.
+        BadCase{"TopologyTooLargeForMemory",
+                Replace("preset: \"fat-tree:k=4\"",
+                        "preset: \"leaf-spine:leaves=4096,spines=4096,hosts=8\""),
+                5, "need about"}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
 
 // Issue 24: a run with failed flows and no `expect` block met its
