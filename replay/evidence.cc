@@ -612,4 +612,18 @@ StatusOr<Evidence> ReadEvidence(const std::string& path) {
   return ev;
 }
 
+const char* UseName(SourceReport::Use use) {
+  switch (use) {
+    case SourceReport::Use::kUsed:
+      return "used";
+    case SourceReport::Use::kPartly:
+      return "partly";
+    case SourceReport::Use::kIgnored:
+      return "ignored";
+    case SourceReport::Use::kUnusable:
+      return "unusable";
+  }
+  return "?";
+}
+
 }  // namespace fathom::replay

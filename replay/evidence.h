@@ -180,4 +180,7 @@ struct Evidence {
 // SourceReport with Use::kUnusable and the rest is still read.
 StatusOr<Evidence> ReadEvidence(const std::string& path);
 
+// "used", "partly", "ignored", "unusable": how reports name a Use.
+const char* UseName(SourceReport::Use use);
+
 }  // namespace fathom::replay

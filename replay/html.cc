@@ -55,20 +55,6 @@ std::string Num(double v, int precision = 3) {
 
 std::string Seconds(double s) { return s < 0 ? std::string("?") : Num(s, 6) + " s"; }
 
-const char* UseName(SourceReport::Use use) {
-  switch (use) {
-    case SourceReport::Use::kUsed:
-      return "used";
-    case SourceReport::Use::kPartly:
-      return "partly";
-    case SourceReport::Use::kIgnored:
-      return "ignored";
-    case SourceReport::Use::kUnusable:
-      return "unusable";
-  }
-  return "?";
-}
-
 // Everything on the page is styled here; no external resource is loaded.
 constexpr std::string_view kStyle = R"(
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#1b1f24;background:#fff}

@@ -7,20 +7,6 @@
 namespace fathom::replay {
 namespace {
 
-const char* UseName(SourceReport::Use u) {
-  switch (u) {
-    case SourceReport::Use::kUsed:
-      return "used";
-    case SourceReport::Use::kPartly:
-      return "partly";
-    case SourceReport::Use::kIgnored:
-      return "ignored";
-    case SourceReport::Use::kUnusable:
-      return "unusable";
-  }
-  return "?";
-}
-
 std::string Fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
