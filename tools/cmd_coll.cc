@@ -49,6 +49,7 @@
 #include "fabric/scenario/scenario.h"
 #include "fabric/sim/nic_profile.h"
 #include "fabric/sim/pfc.h"
+#include "tools/coll_alltoallv.h"
 #include "tools/coll_flags.h"
 #include "tools/coll_server.h"
 #include "tools/command.h"
@@ -287,6 +288,7 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
   }
   SimBackend backend(world.get());
   SweepOptions sweep = SweepFromFlags(o, p);
+  if (Status s = AllToAllVMatrices(o, world->nranks(), &sweep); !s.ok()) return usage(s);
   SweepOutcome outcome;
   sweep.outcome = &outcome;
   const SweepResult result = RunSweep(sweep, backend, world->comm_options());
@@ -375,7 +377,9 @@ int RunVerbs(const CollOptions& o, const CollParsed& p) {
                                                                                  : kExitFailure;
   }
   VerbsBackend backend(world_or.value().get(), o.average);
-  int rc = ExitCode(RunSweep(SweepFromFlags(o, p), backend, wopt.comm));
+  SweepOptions sweep = SweepFromFlags(o, p);
+  if (Status s = AllToAllVMatrices(o, o.nranks, &sweep); !s.ok()) return usage(s.message());
+  int rc = ExitCode(RunSweep(sweep, backend, wopt.comm));
   if (Status s = world_or.value()->Finish(); !s.ok() && rc == kExitOk) {
     std::fprintf(stderr, "fathom coll: rank %d: %s\n", o.rank, s.ToString().c_str());
     rc = kExitFailure;
@@ -399,6 +403,10 @@ int Run(CollOptions o) {
   // sizes and groups are the scenario's).
   CollOptions checked = o;
   if (o.op == "train") checked.op = "allreduce";
+  if (Status s = CheckAllToAllVFlags(o); !s.ok()) {
+    std::fprintf(stderr, "fathom coll: %s\n", s.message().c_str());
+    return kExitUsage;
+  }
   auto parsed = ParseCollFlags(checked, &notes);
   if (!parsed.ok()) {
     std::fprintf(stderr, "fathom coll: %s\n", parsed.status().message().c_str());
@@ -418,7 +426,7 @@ FATHOM_REGISTER_COMMAND(
     Command{
         "coll",
         "Run a collective nccl-tests style (allreduce, allgather, reduce_scatter, "
-        "broadcast, barrier, alltoall, sendrecv, reduce, gather, scatter)",
+        "broadcast, barrier, alltoall, alltoallv, sendrecv, reduce, gather, scatter)",
         [](CLI::App* sub) -> std::function<int()> {
           auto o = std::make_shared<CollOptions>();
           sub->footer(
@@ -436,7 +444,8 @@ FATHOM_REGISTER_COMMAND(
               "--ib-port, --tc and --algo; flags win.");
           sub->add_option("op", o->op,
                           "allreduce|allgather|reduce_scatter|broadcast|barrier|alltoall|"
-                          "sendrecv|reduce|gather|scatter (nccl-tests' *_perf), or train: the "
+                          "alltoallv|sendrecv|reduce|gather|scatter (nccl-tests' *_perf; "
+                          "alltoallv: --matrix/--skew), or train: the "
                           "--scenario's training loop (workload.pattern: training; iterations of "
                           "compute, collectives over rank groups and checkpoints, timing only; "
                           "prints the iteration times p50/p99/max, the first failing iteration "
@@ -585,6 +594,17 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("--rails", o->rails,
                           "sim: rail wiring, the NIC of each GPU of a server (default "
                           "0,1,...,7; -1 = none, which is an error)");
+          sub->add_option("--matrix", o->matrix,
+                          "alltoallv: size matrix FILE, one line per sending rank, one size per "
+                          "receiving rank (bytes: 8, 64K, 1M; spaces or commas; # comments); the "
+                          "size column is the mean row and busbw the busiest rank's bytes to or "
+                          "from the others over the time; without --matrix or --skew: uniform, "
+                          "-b/-e bytes per rank");
+          sub->add_option("--skew", o->skew,
+                          "alltoallv: a mixture-of-experts-like matrix from this seed for each "
+                          "-b/-e size (bytes each rank sends): receivers' shares follow a Zipf "
+                          "law over a seeded popularity order, jittered per sender");
+          sub->add_option("--zipf", o->zipf, "alltoallv --skew: the Zipf exponent (default 1)");
           sub->add_flag("--json", o->json, "print one JSON object");
           sub->add_option("--trace", o->trace,
                           "write a Chrome trace / Perfetto JSON of every rank's steps (verbs: "
@@ -597,7 +617,8 @@ FATHOM_REGISTER_COMMAND(
                   "--retry-cnt",  "--channels",  "--gid-index",    "--tc",        "--ib-dev",
                   "--ib-port",    "--algo",      "--timeout",      "-b",          "-e",
                   "--profile",    "--fabric",    "--host-mem-gbs", "--chunk",     "--server",
-                  "--nvlink-gbs", "--gpudirect", "--rails"}) {
+                  "--nvlink-gbs", "--gpudirect", "--rails",        "--matrix",    "--skew",
+                  "--zipf"}) {
               if (sub->count(flag) > 0) o->given.insert(flag);
             }
             return Run(*o);

@@ -73,6 +73,11 @@ struct CollOptions {
   double nvlink_gbs = -1;
   std::string gpudirect = "on";
   std::string rails;
+  // alltoallv's size matrix (tools/coll_alltoallv.cc): --matrix FILE, or
+  // --skew SEED (< 0: none) with --zipf A; neither: uniform.
+  std::string matrix;
+  int64_t skew = -1;
+  double zipf = 1.0;
 };
 
 // The flags, checked and converted.

@@ -209,4 +209,25 @@ std::string ServerTierJson(const ServerTier& t) {
   return o.str();
 }
 
+int32_t PxnProxyGpu(const Topology& topology, const ServerTier& tier, int32_t a, int32_t b) {
+  const GpuPlace& pa = tier.gpus[static_cast<size_t>(a)];
+  const GpuPlace& pb = tier.gpus[static_cast<size_t>(b)];
+  if (pa.server == pb.server) return -1;
+  auto node = [&](const GpuPlace& p) { return topology.hosts()[static_cast<size_t>(p.host)]; };
+  const int32_t hb = node(pb);
+  if (topology.Reachable(node(pa), hb)) return -1;
+  // The GPU on b's rail first (NCCL picks the NIC local to the peer's
+  // rail), then any other GPU whose NIC reaches b's.
+  const int32_t g = tier.spec.gpus;
+  int32_t other = -1;
+  for (int32_t i = 0; i < g; ++i) {
+    const int32_t id = pa.server * g + i;
+    const GpuPlace& p = tier.gpus[static_cast<size_t>(id)];
+    if (!topology.Reachable(node(p), hb)) continue;
+    if (p.nic == pb.nic) return id;
+    if (other < 0) other = id;
+  }
+  return other;
+}
+
 }  // namespace fathom::topo

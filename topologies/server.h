@@ -83,6 +83,14 @@ struct ServerTier {
 // without a NIC.
 StatusOr<ServerTier> BuildServerTier(const Topology& topology, const ServerSpec& spec);
 
+// NCCL's PXN (PCI x NVLink, NCCL 2.12+): when the NICs of GPUs `a` and `b`
+// (GPU ids, different servers) have no path between them (rail-only
+// wiring), a's data go over NVLink to the GPU of a's server whose NIC is
+// on b's rail, and from that NIC over the rail to b's NIC. Returns that
+// proxy GPU's id, or -1 when a direct path exists, the GPUs share a server,
+// or no GPU of a's server has a NIC with a path to b's.
+int32_t PxnProxyGpu(const Topology& topology, const ServerTier& tier, int32_t a, int32_t b);
+
 // The tier as text lines ("server tier: ...") and as a JSON object.
 std::string DescribeServerTier(const ServerTier& tier);
 std::string ServerTierJson(const ServerTier& tier);

@@ -7,14 +7,20 @@
 // refused with what is wrong.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "fabric/sim/pfc.h"
 #include "topologies/builders.h"
 #include "topologies/server.h"
 #include "transport/collectives/nccl_tests.h"
 #include "transport/collectives/report.h"
+#include "transport/collectives/size_matrix.h"
+#include "transport/worlds/hot_links.h"
 #include "transport/worlds/sim_world.h"
 
 namespace fathom::transport::coll {
@@ -41,7 +47,7 @@ std::unique_ptr<SimWorld> MakeWorld(const std::string& preset, const SimWorldOpt
 // Runs one collective with nccl-tests' data on every rank; returns the
 // number of wrong elements over all ranks (and the time).
 int64_t RunChecked(SimWorld& w, CollKind kind, Algorithm algo, uint64_t count,
-                   double* time_us = nullptr, int root = 0) {
+                   double* time_us = nullptr, int root = 0, bool in_place = false) {
   const int n = w.nranks();
   std::vector<std::unique_ptr<RankBuffers>> bufs;
   std::vector<const void*> in;
@@ -49,7 +55,7 @@ int64_t RunChecked(SimWorld& w, CollKind kind, Algorithm algo, uint64_t count,
   for (int r = 0; r < n; ++r) {
     bufs.push_back(std::make_unique<RankBuffers>(kind, n, r, DataType::kFloat32, count));
     bufs.back()->set_gpus_per_server(w.comm_options().gpus_per_server);
-    bufs.back()->Fill(count, false);
+    bufs.back()->Fill(count, in_place);
     in.push_back(bufs.back()->in());
     out.push_back(bufs.back()->out());
   }
@@ -255,16 +261,255 @@ TEST(ServerSimTest, NcclTestsPointToPointAndRootedCollectivesAreCorrect) {
   EXPECT_DOUBLE_EQ(BusBwFactor(CollKind::kReduce, 16), 1.0);
 }
 
-// Rail-only wiring (small) has no path between NICs of different rails, so
-// alltoall across servers (which NCCL routes through PXN, not modelled) is
-// refused when the world is built, naming the pair.
-TEST(ServerSimTest, AllToAllOnRailOnlyWiringIsRefusedNamingThePair) {
+// nccl-tests' in-place columns: one buffer per rank, laid out as nccl-tests
+// does (alltoall, sendrecv, reduce: the same buffer; gather: the input is
+// the rank's slice of the output; scatter: the output is the rank's slice
+// of the input). Small chunks and few slots make many chunks per block, so
+// a receive that overwrote a block before its send was staged would show.
+TEST(ServerSimTest, InPlaceVariantsOfTheNcclTestsCollectivesAreCorrect) {
+  for (int n : {16, 8}) {
+    SimWorldOptions o = ServerOptions(n);
+    o.comm.all_pairs = true;
+    o.comm.chunk_bytes = 1024;
+    o.comm.slots = 2;
+    auto w = MakeWorld("medium", o);
+    ASSERT_NE(w, nullptr);
+    for (CollKind k : {CollKind::kAllToAll, CollKind::kSendRecv, CollKind::kReduce,
+                       CollKind::kGather, CollKind::kScatter}) {
+      for (uint64_t count : {uint64_t{1}, uint64_t{3001}}) {
+        EXPECT_EQ(RunChecked(*w, k, Algorithm::kRing, count, nullptr, 5, true), 0)
+            << CollKindName(k) << " n " << n << " count " << count;
+      }
+    }
+  }
+  // The layout really shares memory (else the test proves nothing).
+  for (CollKind k : {CollKind::kAllToAll, CollKind::kSendRecv, CollKind::kGather,
+                     CollKind::kScatter, CollKind::kReduce}) {
+    RankBuffers b(k, 4, 2, DataType::kFloat32, 16);
+    b.Fill(16, true);
+    const auto* in = static_cast<const uint8_t*>(b.in());
+    const auto* out = static_cast<const uint8_t*>(b.out());
+    const std::ptrdiff_t want = k == CollKind::kGather    ? 2 * 16 * 4
+                                : k == CollKind::kScatter ? -2 * 16 * 4
+                                                          : 0;
+    EXPECT_EQ(in - out, want) << CollKindName(k);
+  }
+}
+
+// Without the ordering an in-place alltoall is wrong: the plan's receive of
+// a block from a peer waits for the staged send of that block to it.
+TEST(ServerSimTest, InPlaceAllToAllReceivesAfterTheSendOfTheSameBlock) {
+  CollSpec spec;
+  spec.kind = CollKind::kAllToAll;
+  spec.algorithm = Algorithm::kRing;
+  spec.nranks = 4;
+  spec.count = 10;
+  spec.chunk_elems = 4;
+  spec.in_place = true;
+  auto plan = BuildPlan(spec, 1);
+  ASSERT_TRUE(plan.ok());
+  for (size_t si = 0; si < plan->streams.size(); ++si) {
+    const Stream& st = *plan->streams[si];
+    for (uint64_t i = 0; i < st.size(); ++i) {
+      const Step s = st.At(i);
+      if (s.recv[0] < 0) continue;
+      ASSERT_GE(s.after_stream, 0);
+      const Step send = plan->streams[static_cast<size_t>(s.after_stream)]->At(s.after_step);
+      EXPECT_EQ(send.send[0], s.recv[0]);
+      EXPECT_TRUE(send.stage);
+      EXPECT_EQ(send.in_offset, s.out_offset);
+      EXPECT_EQ(send.count, s.count);
+    }
+  }
+}
+
+// Rail-only wiring (small) has no path between NICs of different rails:
+// alltoall across servers goes through PXN (NCCL's PCI x NVLink): over
+// NVLink to the GPU on the destination's rail, then over that rail. Every
+// GPU's NVLink then carries its 7 same-server blocks and the 7 blocks it
+// sends to the other server's other rails; it receives as many (7 from its
+// server's GPUs, 7 that it relays for them onto its own rail).
+TEST(ServerSimTest, AllToAllOnRailOnlyWiringGoesThroughPxn) {
+  for (bool in_place : {false, true}) {
+    SimWorldOptions o = ServerOptions(16);
+    o.comm.all_pairs = true;
+    auto w = MakeWorld("small", o);
+    ASSERT_NE(w, nullptr);
+    const uint64_t count = 20000;  // a block: 80000 bytes, two chunks
+    EXPECT_EQ(RunChecked(*w, CollKind::kAllToAll, Algorithm::kRing, count, nullptr, 0, in_place),
+              0);
+    for (CollKind k : {CollKind::kGather, CollKind::kScatter}) {
+      EXPECT_EQ(RunChecked(*w, k, Algorithm::kRing, 3001, nullptr, 3, in_place), 0)
+          << CollKindName(k);
+    }
+  }
   SimWorldOptions o = ServerOptions(16);
   o.comm.all_pairs = true;
-  auto w = SimWorld::Create(topo::BuildPreset("small").value(), o);
-  ASSERT_FALSE(w.ok());
-  EXPECT_NE(w.status().message().find("has no path between their NICs"), std::string::npos)
-      << w.status().message();
+  auto w = MakeWorld("small", o);
+  ASSERT_NE(w, nullptr);
+  const uint64_t count = 20000, block = count * 4;
+  ASSERT_EQ(RunChecked(*w, CollKind::kAllToAll, Algorithm::kRing, count), 0);
+  for (int r = 0; r < 16; ++r) {
+    EXPECT_EQ(w->server()->counters(r).tx_bytes, 14 * block) << r;
+    EXPECT_EQ(w->server()->counters(r).rx_bytes, 14 * block) << r;
+  }
+}
+
+// All-to-allv: a skewed (mixture-of-experts-like) matrix with some empty
+// pairs runs with correct results across servers and inside one, and the
+// skew generator keeps every row's total and is reproducible by its seed.
+TEST(ServerSimTest, AllToAllVWithASkewedMatrixIsCorrect) {
+  const int n = 16;
+  SizeMatrix m = SkewMatrix(n, 200000, 7, 1.2, 4);
+  m.bytes[3] = 0;           // rank 0 sends rank 3 nothing
+  m.bytes[5 * n + 5] = 0;   // rank 5 keeps nothing
+  m.bytes[9 * n + 1] = 12;  // three floats
+  EXPECT_EQ(SkewMatrix(n, 200000, 7, 1.2, 4).bytes, SkewMatrix(n, 200000, 7, 1.2, 4).bytes);
+  EXPECT_NE(SkewMatrix(n, 200000, 7, 1.2, 4).bytes, SkewMatrix(n, 200000, 8, 1.2, 4).bytes);
+  const SizeMatrix fresh = SkewMatrix(n, 200000, 7, 1.2, 4);
+  uint64_t hottest = 0;
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(fresh.RowBytes(r), 200000u) << r;
+    hottest = std::max(hottest, fresh.ColBytes(r));
+  }
+  EXPECT_GT(hottest, 3 * 200000u) << "a Zipf 1.2 skew has a hot expert";
+  EXPECT_GE(fresh.BusiestRankBytes(), hottest - 200000);
+
+  for (const std::string preset : {"medium", "small"}) {
+    SimWorldOptions o = ServerOptions(n);
+    o.comm.all_pairs = true;
+    auto w = MakeWorld(preset, o);
+    ASSERT_NE(w, nullptr);
+    auto counts = std::make_shared<const std::vector<uint64_t>>(m.Elements(4));
+    std::vector<std::unique_ptr<RankBuffers>> bufs;
+    std::vector<const void*> in;
+    std::vector<void*> out;
+    for (int r = 0; r < n; ++r) {
+      bufs.push_back(std::make_unique<RankBuffers>(CollKind::kAllToAllV, n, r, DataType::kFloat32,
+                                                   m.MaxRowOrColBytes() / 4));
+      bufs.back()->set_counts(counts);
+      bufs.back()->Fill(0, false);
+      in.push_back(bufs.back()->in());
+      out.push_back(bufs.back()->out());
+    }
+    CollSpec spec;
+    spec.kind = CollKind::kAllToAllV;
+    spec.nranks = n;
+    spec.counts = counts;
+    RunOutcome res = w->Run(spec, DataType::kFloat32, RedOp::kSum, in, out);
+    ASSERT_TRUE(res.status.ok()) << res.status.ToString() << "\n" << res.report;
+    int64_t wrong = 0;
+    for (const auto& b : bufs) wrong += b->CountWrong(0, RedOp::kSum, 0);
+    EXPECT_EQ(wrong, 0) << preset;
+    // The check can fail: a rank's output shifted by one element is wrong.
+    std::memmove(out[2], static_cast<uint8_t*>(out[2]) + 4, 16);
+    EXPECT_GT(bufs[2]->CountWrong(0, RedOp::kSum, 0), 0);
+  }
+}
+
+// A bad matrix file names FILE:LINE and what is wrong.
+TEST(ServerSimTest, BadSizeMatrixFilesNameTheFileAndLine) {
+  const std::string path = ::testing::TempDir() + "/alltoallv_matrix.txt";
+  auto error = [&](const std::string& text) {
+    std::ofstream(path) << text;
+    auto m = LoadSizeMatrix(path, 3);
+    return m.ok() ? std::string("ok") : m.status().message();
+  };
+  EXPECT_EQ(error("# rows = senders\n1K 2K 0\n\n4,5,6  # bytes\n7 8 1M\n"), "ok");
+  auto m = LoadSizeMatrix(path, 3);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->At(0, 1), 2048u);
+  EXPECT_EQ(m->At(2, 2), 1u << 20);
+  EXPECT_NE(error("1 2 3\n1 2\n1 2 3\n")
+                .find(path + ":2: row 2 (sender rank 1) has 2 entries, "
+                             "expected 3"),
+            std::string::npos);
+  EXPECT_NE(error("1 2 3\n# x\n1 -2 3\n1 2 3\n").find(path + ":3: entry 2 '-2' is negative"),
+            std::string::npos);
+  EXPECT_NE(error("1 2 3\n1 2 3\n1 2 x3\n").find(path + ":3: entry 3 'x3' is not a size"),
+            std::string::npos);
+  EXPECT_NE(error("1 2 3\n1 2 3\n").find(path + ":2: 2 rows, expected 3"), std::string::npos);
+  EXPECT_NE(error("1 2 3\n1 2 3\n1 2 3\n1 2 3\n").find(path + ":4: row 4 is one too many"),
+            std::string::npos);
+  EXPECT_NE(error("").find(":1: 0 rows"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+// All-to-all on the medium level (leaf-spine, 4 spines x 4 parallel
+// uplinks per leaf): 32 ranks on 4 servers under 2 leaves. Every link
+// direction carries what the routes of the QPs crossing it say: each
+// cross-server QP sends one block, so a port's data bytes are its QPs'
+// blocks in frames (full_wire_bytes per full_payload), plus the reverse
+// flows' ACKs and credits, a few percent (lossless: no retransmissions).
+// Returns the run's time; fills the
+// hot links.
+double MediumAllToAll(bool salt, std::vector<worlds::LinkLoad>* hot) {
+  // One channel: the alltoall pairs' QPs (and the trees', idle).
+  SimWorldOptions o = ServerOptions(32, 1);
+  o.comm.all_pairs = true;
+  o.network.ecmp_salt = salt;
+  // Lossless (PFC): an all-to-all's incast drops packets on a lossy fabric,
+  // and their retransmissions would load the links beyond the routes' figure.
+  o.network.qos = sim::LosslessRoceQos();
+  o.comm.qp.traffic_class = sim::kLosslessRoceTrafficClass;
+  auto w = MakeWorld("medium", o);
+  if (w == nullptr) return 0;
+  const uint64_t count = 1 << 14, block = count * 4;  // 64 KiB per pair
+  sim::Network& net = w->network();
+  const std::vector<uint64_t> before = worlds::PortBytes(net);
+  double us = 0;
+  EXPECT_EQ(RunChecked(*w, CollKind::kAllToAll, Algorithm::kRing, count, &us), 0);
+  const std::vector<uint64_t> after = worlds::PortBytes(net);
+  // The figure the routes give, per port.
+  std::unordered_map<const sim::Port*, double> expected;
+  int flows = 0;
+  for (size_t h = 0; h < w->topology().hosts().size(); ++h) {
+    sim::Nic& nic = net.nic(static_cast<int32_t>(h));
+    nic.ForEachFlow([&](const sim::QpFlow& f) {
+      // The pair's QP that ran (the trees' second channel connects some
+      // pairs twice; that QP stays idle).
+      if (nic.GetQpCounters(f.src_qpn).value().sent_pkts == 0) return;
+      ++flows;
+      const double wire = static_cast<double>(block) * f.full_wire_bytes / f.full_payload;
+      for (const sim::Port* p : f.path) {
+        if (p != nullptr) expected[p] += wire;
+      }
+    });
+  }
+  EXPECT_EQ(flows, 32 * 24);  // every pair on different servers, each way
+  int checked = 0;
+  const auto ports = net.ports();
+  for (size_t i = 0; i < ports.size(); ++i) {
+    const double got = static_cast<double>(after[i] - before[i]);
+    auto it = expected.find(ports[i]);
+    if (it == expected.end()) {
+      // No data route crosses it: at most ACKs and credits of others.
+      EXPECT_LT(got, 0.05 * static_cast<double>(block)) << worlds::PortLinkName(net, *ports[i]);
+      continue;
+    }
+    ++checked;
+    // Within 1% below (a message's first and last packets have other
+    // headers than the full-size ones) and 5% above (ACKs, credits).
+    EXPECT_GE(got, 0.99 * it->second) << worlds::PortLinkName(net, *ports[i]);
+    EXPECT_LE(got, 1.05 * it->second) << worlds::PortLinkName(net, *ports[i]);
+  }
+  EXPECT_GT(checked, 64);
+  *hot = worlds::HotLinks(net, before, after, 8);
+  return us;
+}
+
+TEST(ServerSimTest, MediumAllToAllLinkLoadsFollowTheRoutesAndPolarizationIsSlower) {
+  std::vector<worlds::LinkLoad> hot_salted, hot_polarized;
+  const double salted = MediumAllToAll(true, &hot_salted);
+  const double polarized = MediumAllToAll(false, &hot_polarized);
+  // Without the salt every switch hashes a flow alike: the spines send each
+  // leaf's traffic down a fraction of their links.
+  EXPECT_GT(polarized, 1.2 * salted) << salted << " vs " << polarized;
+  ASSERT_FALSE(hot_polarized.empty());
+  EXPECT_GT(hot_polarized.front().ratio,
+            hot_salted.empty() ? worlds::kHotRatio : hot_salted.front().ratio);
+  EXPECT_NE(hot_polarized.front().name.find("spine"), std::string::npos)
+      << hot_polarized.front().name;
 }
 
 }  // namespace

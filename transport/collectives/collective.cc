@@ -31,6 +31,15 @@ Status RankCollective::Start(Picoseconds now) {
     spec_.channels = comm_->options().channels;
   }
   FATHOM_ASSIGN_OR_RETURN(plan_, BuildPlan(spec_, comm_->rank()));
+  // In place (the buffers overlap): the kinds whose receives overwrite what
+  // is still to be sent order them (CollSpec::in_place).
+  const bool overlap = in_ != nullptr && out_ != nullptr && in_ < out_ + plan_.out_count * elem_ &&
+                       out_ < in_ + plan_.in_count * elem_;
+  if (overlap && !spec_.in_place &&
+      (spec_.kind == CollKind::kAllToAll || spec_.kind == CollKind::kSendRecv)) {
+    spec_.in_place = true;
+    FATHOM_ASSIGN_OR_RETURN(plan_, BuildPlan(spec_, comm_->rank()));
+  }
   FATHOM_ASSIGN_OR_RETURN(in_mr_,
                           comm_->Register(const_cast<uint8_t*>(in_), plan_.in_count * elem_));
   FATHOM_ASSIGN_OR_RETURN(out_mr_, comm_->Register(out_, plan_.out_count * elem_));
@@ -133,7 +142,7 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
     if (s.out_offset >= 0) {
       dst = out_ + static_cast<uint64_t>(s.out_offset) * elem_;
       lkey = out_mr_->lkey();
-    } else if (recv[0] != nullptr || (scale && send[0] != nullptr)) {
+    } else if (recv[0] != nullptr || ((scale || s.stage) && send[0] != nullptr)) {
       FATHOM_ASSIGN_OR_RETURN(dst, comm_->OutStaging(*send[0], &lkey));
     }
     if (dst != nullptr) {

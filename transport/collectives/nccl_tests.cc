@@ -124,22 +124,17 @@ namespace {
 
 // Elements of the input and output buffers for `count` (CollSpec::count).
 uint64_t InCount(CollKind kind, uint64_t n, uint64_t count) {
+  if (kind == CollKind::kAllToAllV) return count;  // the largest row or column
   return kind == CollKind::kReduceScatter || kind == CollKind::kScatter ||
                  kind == CollKind::kAllToAll
              ? count * n
              : count;
 }
 uint64_t OutCount(CollKind kind, uint64_t n, uint64_t count) {
+  if (kind == CollKind::kAllToAllV) return count;
   return kind == CollKind::kAllGather || kind == CollKind::kGather || kind == CollKind::kAllToAll
              ? count * n
              : count;
-}
-// Kinds whose in-place run shares one buffer as nccl-tests lays it out;
-// the point-to-point kinds (alltoall, sendrecv, gather, scatter) run out of
-// place in both columns here.
-bool SharesInPlace(CollKind kind) {
-  return kind != CollKind::kAllToAll && kind != CollKind::kSendRecv && kind != CollKind::kGather &&
-         kind != CollKind::kScatter;
 }
 
 }  // namespace
@@ -175,12 +170,36 @@ RankBuffers::RankBuffers(CollKind kind, int nranks, int rank, DataType type, uin
   out_mem_.assign(out_count * es + 8, 0);
 }
 
-void RankBuffers::Fill(uint64_t count, bool in_place_asked) {
-  const bool in_place = in_place_asked && SharesInPlace(kind_);
+void RankBuffers::Fill(uint64_t count, bool in_place) {
+  if (kind_ == CollKind::kAllToAllV) {
+    const uint64_t n = static_cast<uint64_t>(nranks_), r = static_cast<uint64_t>(rank_);
+    const size_t es = DataTypeSize(type_);
+    uint64_t in_count = 0, out_count = 0;
+    for (uint64_t j = 0; counts_ != nullptr && j < n; ++j) {
+      in_count += (*counts_)[r * n + j];
+      out_count += (*counts_)[j * n + r];
+    }
+    if (counts_ == nullptr || in_count * es + 8 > mem_.size() ||
+        out_count * es + 8 > out_mem_.size()) {
+      std::fprintf(stderr, "RankBuffers::Fill: alltoallv matrix beyond the buffers\n");
+      std::abort();
+    }
+    for (uint64_t i = 0; i < in_count; ++i)
+      StoreElement(mem_.data(), i, type_, InputValue(rank_, i));
+    std::memset(out_mem_.data(), 0, out_count * es);
+    in_ = mem_.data();
+    out_ = out_mem_.data();
+    return;
+  }
+  // In place, one buffer as nccl-tests lays it out: allgather and gather
+  // read their input from the rank's slice of the output, reduce-scatter
+  // and scatter write their output into the rank's slice of the input, the
+  // other kinds use it whole.
   const size_t es = DataTypeSize(type_);
   const uint64_t n = static_cast<uint64_t>(nranks_);
   const uint64_t r = static_cast<uint64_t>(rank_);
-  const bool gather = kind_ == CollKind::kAllGather, scatter = kind_ == CollKind::kReduceScatter;
+  const bool gather = kind_ == CollKind::kAllGather || kind_ == CollKind::kGather;
+  const bool scatter = kind_ == CollKind::kReduceScatter || kind_ == CollKind::kScatter;
   const uint64_t in_count = InCount(kind_, n, count);
   const uint64_t out_count = OutCount(kind_, n, count);
   if (std::max(in_count, out_count) * es + 8 > mem_.size() ||
@@ -204,6 +223,25 @@ void RankBuffers::Fill(uint64_t count, bool in_place_asked) {
 int64_t RankBuffers::CountWrong(uint64_t count, RedOp op, int root) const {
   if (kind_ == CollKind::kBarrier) return 0;
   int64_t wrong = 0;
+  if (kind_ == CollKind::kAllToAllV) {
+    // Block from rank i: its elements at the offset of our block in its row.
+    const uint64_t n = static_cast<uint64_t>(nranks_), r = static_cast<uint64_t>(rank_);
+    const std::vector<uint64_t>& m = *counts_;
+    uint64_t at = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+      uint64_t from = 0;
+      for (uint64_t j = 0; j < r; ++j) from += m[i * n + j];
+      for (uint64_t k = 0; k < m[i * n + r]; ++k, ++at) {
+        uint8_t tmp[8];
+        StoreElement(tmp, 0, type_, InputValue(static_cast<int>(i), from + k));
+        const bool same = IsFloatingType(type_)
+                              ? LoadElement(out_, at, type_) == LoadElement(tmp, 0, type_)
+                              : LoadInteger(out_, at, type_) == LoadInteger(tmp, 0, type_);
+        if (!same) ++wrong;
+      }
+    }
+    return wrong;
+  }
   const int n = nranks_;
   const double tol = Tolerance(type_, n, op);
   const bool integer = !IsFloatingType(type_);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,14 @@ class RankBuffers {
   // of sendrecv: a rank receives from its predecessor on channel 0's ring.
   void set_gpus_per_server(int g) { gpus_per_server_ = g; }
 
+  // alltoallv: the size matrix in elements of the current type
+  // (CollSpec::counts), set before Fill(); the constructor's max_count is
+  // then the largest row or column sum in elements. Both columns run out of
+  // place (MPI_IN_PLACE alltoallv needs a symmetric matrix).
+  void set_counts(std::shared_ptr<const std::vector<uint64_t>> counts) {
+    counts_ = std::move(counts);
+  }
+
   // Reuses the memory for another type (-d all): the sweep's sizes are in
   // bytes, so a buffer built for the smallest type (int8) holds every type's
   // count. Fill() checks that the count fits.
@@ -66,8 +75,9 @@ class RankBuffers {
 
   // Writes the rank's input for `count` elements and zeroes its output. In
   // place, input and output share one buffer the way nccl-tests lays them
-  // out (allgather: the input is the rank's slice of the output;
-  // reduce-scatter: the output is the rank's slice of the input).
+  // out (allgather, gather: the input is the rank's slice of the output;
+  // reduce-scatter, scatter: the output is the rank's slice of the input;
+  // the others: one buffer).
   void Fill(uint64_t count, bool in_place);
   const void* in() const { return in_; }
   void* out() const { return out_; }
@@ -82,6 +92,7 @@ class RankBuffers {
   int nranks_, rank_;
   DataType type_;
   int gpus_per_server_ = 0;
+  std::shared_ptr<const std::vector<uint64_t>> counts_;
   std::vector<uint8_t> mem_, out_mem_;
   const void* in_ = nullptr;
   void* out_ = nullptr;

@@ -26,6 +26,10 @@ double BusBwFactor(CollKind kind, int nranks) {
     case CollKind::kSendRecv:
     case CollKind::kReduce:
       return 1;
+    // alltoallv: alltoall's for a uniform matrix; a sweep states busbw from
+    // the matrix's busiest rank instead (size_matrix.h).
+    case CollKind::kAllToAllV:
+      return (n - 1) / n;
   }
   return 0;
 }
@@ -126,6 +130,19 @@ std::string TableFooter(const std::vector<ReportRow>& rows) {
   return buf;
 }
 
+std::string HotLinksLine(const ReportRow& row) {
+  if (row.hot_links.empty()) return "";
+  std::string s = "#  hot links (>= 1.5x the mean switch link):";
+  for (size_t h = 0; h < row.hot_links.size(); ++h) {
+    char b[200];
+    std::snprintf(b, sizeof(b), "%s %s %.1f MB (%.1fx)", h ? "," : "",
+                  row.hot_links[h].link.c_str(), static_cast<double>(row.hot_links[h].bytes) / 1e6,
+                  row.hot_links[h].x_mean);
+    s += b;
+  }
+  return s + "\n";
+}
+
 std::string RowsToJson(const std::vector<ReportRow>& rows) {
   std::string s = "[";
   char buf[512];
@@ -147,6 +164,17 @@ std::string RowsToJson(const std::vector<ReportRow>& rows) {
                   r.algo.c_str());
     s += buf;
     s += "\"out_of_place\":" + cell(r.out_of_place) + ",\"in_place\":" + cell(r.in_place);
+    if (r.has_hot_links) {
+      s += ",\"hot_links\":[";
+      for (size_t h = 0; h < r.hot_links.size(); ++h) {
+        char b[256];
+        std::snprintf(b, sizeof(b), "%s{\"link\":\"%s\",\"bytes\":%llu,\"x_mean\":%.3f}",
+                      h ? "," : "", r.hot_links[h].link.c_str(),
+                      static_cast<unsigned long long>(r.hot_links[h].bytes), r.hot_links[h].x_mean);
+        s += b;
+      }
+      s += "]";
+    }
     if (!r.counters.empty()) {
       s += ",\"counters\":{";
       for (size_t c = 0; c < r.counters.size(); ++c) {

@@ -27,6 +27,13 @@ struct Measurement {
   int64_t wrong = -1;  // -1: not checked
 };
 
+// A link direction that carried well above its share (worlds/hot_links.h).
+struct HotLinkRow {
+  std::string link;  // "leaf1->spine3"
+  uint64_t bytes = 0;
+  double x_mean = 0;  // bytes / mean of the switch-to-switch directions
+};
+
 struct ReportRow {
   uint64_t size_bytes = 0;
   uint64_t count = 0;
@@ -38,7 +45,15 @@ struct ReportRow {
   // The fabric's counters that moved during this size (sim backend; name,
   // delta), every one the backend has: RowsToJson writes them as "counters".
   std::vector<std::pair<std::string, uint64_t>> counters;
+  // The hot links of this size (sim backend: has_hot_links; none may be
+  // hot). Text: a "#  hot links:" line; JSON: "hot_links".
+  bool has_hot_links = false;
+  std::vector<HotLinkRow> hot_links;
 };
+
+// "#  hot links (>= 1.5x the mean switch link): leaf1->spine3 12.6 MB (4.0x), ...\n", or
+// "" when none is hot.
+std::string HotLinksLine(const ReportRow& row);
 
 // What nccl-tests' first line reports.
 struct SweepParams {

@@ -211,8 +211,9 @@ class ChainBroadcastStream final : public Stream {
 // receive: the data go straight from the input).
 class PeerSendStream final : public Stream {
  public:
-  PeerSendStream(int channel, int dst, uint64_t in_base, Range part, uint64_t chunk)
-      : Stream(channel), dst_(dst), in_base_(in_base), part_(part), chunk_(chunk) {}
+  PeerSendStream(int channel, int dst, uint64_t in_base, Range part, uint64_t chunk,
+                 bool stage = false)
+      : Stream(channel), dst_(dst), in_base_(in_base), part_(part), chunk_(chunk), stage_(stage) {}
   uint64_t size() const override { return CeilDiv(part_.count, chunk_); }
   Step At(uint64_t i) const override {
     const uint64_t lo = part_.offset + i * chunk_;
@@ -220,6 +221,7 @@ class PeerSendStream final : public Stream {
     s.count = std::min(chunk_, part_.offset + part_.count - lo);
     s.in_offset = static_cast<int64_t>(in_base_ + lo);
     s.send[0] = dst_;
+    s.stage = stage_;
     return s;
   }
 
@@ -228,13 +230,22 @@ class PeerSendStream final : public Stream {
   uint64_t in_base_;
   Range part_;
   uint64_t chunk_;
+  bool stage_;
 };
 
-// Receives `part` from `src` into out[out_base..], a chunk per step.
+// Receives `part` from `src` into out[out_base..], a chunk per step; with
+// `after_stream` >= 0, step i only after that stream's step i (in place:
+// the send that reads the same memory).
 class PeerRecvStream final : public Stream {
  public:
-  PeerRecvStream(int channel, int src, uint64_t out_base, Range part, uint64_t chunk)
-      : Stream(channel), src_(src), out_base_(out_base), part_(part), chunk_(chunk) {}
+  PeerRecvStream(int channel, int src, uint64_t out_base, Range part, uint64_t chunk,
+                 int after_stream = -1)
+      : Stream(channel),
+        src_(src),
+        out_base_(out_base),
+        part_(part),
+        chunk_(chunk),
+        after_stream_(after_stream) {}
   uint64_t size() const override { return CeilDiv(part_.count, chunk_); }
   Step At(uint64_t i) const override {
     const uint64_t lo = part_.offset + i * chunk_;
@@ -242,6 +253,10 @@ class PeerRecvStream final : public Stream {
     s.count = std::min(chunk_, part_.offset + part_.count - lo);
     s.out_offset = static_cast<int64_t>(out_base_ + lo);
     s.recv[0] = src_;
+    if (after_stream_ >= 0) {
+      s.after_stream = after_stream_;
+      s.after_step = i;
+    }
     return s;
   }
 
@@ -250,6 +265,7 @@ class PeerRecvStream final : public Stream {
   uint64_t out_base_;
   Range part_;
   uint64_t chunk_;
+  int after_stream_;
 };
 
 // Pipelined chain reduce along a ring toward `root`: the rank after the
@@ -391,24 +407,27 @@ std::string_view CollKindName(CollKind k) {
       return "gather";
     case CollKind::kScatter:
       return "scatter";
+    case CollKind::kAllToAllV:
+      return "alltoallv";
   }
   return "?";
 }
 
 bool NeedsAllPairs(CollKind k) {
-  return k == CollKind::kAllToAll || k == CollKind::kGather || k == CollKind::kScatter;
+  return k == CollKind::kAllToAll || k == CollKind::kGather || k == CollKind::kScatter ||
+         k == CollKind::kAllToAllV;
 }
 
 StatusOr<CollKind> ParseCollKind(std::string_view name) {
   for (CollKind k :
        {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter, CollKind::kBroadcast,
         CollKind::kBarrier, CollKind::kAllToAll, CollKind::kSendRecv, CollKind::kReduce,
-        CollKind::kGather, CollKind::kScatter}) {
+        CollKind::kGather, CollKind::kScatter, CollKind::kAllToAllV}) {
     if (name == CollKindName(k)) return k;
   }
   return InvalidArgument("collective '" + std::string(name) +
                          "': expected allreduce, allgather, reduce_scatter, broadcast, barrier, "
-                         "alltoall, sendrecv, reduce, gather or scatter");
+                         "alltoall, alltoallv, sendrecv, reduce, gather or scatter");
 }
 
 std::string_view AlgorithmName(Algorithm a) {
@@ -535,6 +554,13 @@ Status CheckSpec(const CollSpec& spec, int rank) {
   if (spec.algorithm == Algorithm::kAuto) {
     return InvalidArgument("BuildPlan: algorithm must be resolved (ChooseAlgorithm) first");
   }
+  const uint64_t cells = static_cast<uint64_t>(spec.nranks) * static_cast<uint64_t>(spec.nranks);
+  if (spec.kind == CollKind::kAllToAllV &&
+      (spec.counts == nullptr || spec.counts->size() != cells)) {
+    return InvalidArgument("BuildPlan: alltoallv needs a " + std::to_string(spec.nranks) + " x " +
+                           std::to_string(spec.nranks) + " size matrix (got " +
+                           std::to_string(spec.counts ? spec.counts->size() : 0) + " entries)");
+  }
   return Status::Ok();
 }
 
@@ -577,6 +603,37 @@ StatusOr<Plan> BuildPlan(const CollSpec& spec_in, int rank) {
       plan.in_count = spec.count;
       plan.out_count = spec.count * nn;
       break;
+    case CollKind::kAllToAllV:
+      for (int j = 0; j < n; ++j) {
+        plan.in_count += (*spec.counts)[static_cast<size_t>(rank) * nn + static_cast<size_t>(j)];
+        plan.out_count += (*spec.counts)[static_cast<size_t>(j) * nn + static_cast<size_t>(rank)];
+      }
+      break;
+  }
+  if (spec.kind == CollKind::kAllToAllV) {
+    // As alltoall, with each pair's own size: the block for rank j starts
+    // after the row's blocks for ranks < j, the block from rank i after the
+    // column's blocks from ranks < i.
+    const std::vector<uint64_t>& m = *spec.counts;
+    auto cell = [&](int i, int j) {
+      return m[static_cast<size_t>(i) * nn + static_cast<size_t>(j)];
+    };
+    std::vector<uint64_t> send_off(nn + 1, 0), recv_off(nn + 1, 0);
+    for (int j = 0; j < n; ++j) {
+      send_off[static_cast<size_t>(j) + 1] = send_off[static_cast<size_t>(j)] + cell(rank, j);
+      recv_off[static_cast<size_t>(j) + 1] = recv_off[static_cast<size_t>(j)] + cell(j, rank);
+    }
+    const size_t ur = static_cast<size_t>(rank);
+    plan.streams.push_back(std::make_unique<CopyStream>(0, Range{send_off[ur], cell(rank, rank)},
+                                                        Range{recv_off[ur], cell(rank, rank)}));
+    for (int k = 1; k < n; ++k) {
+      const int dst = Mod(rank + k, n), src = Mod(rank - k, n);
+      plan.streams.push_back(std::make_unique<PeerSendStream>(
+          0, dst, send_off[static_cast<size_t>(dst)], Range{0, cell(rank, dst)}, spec.chunk_elems));
+      plan.streams.push_back(std::make_unique<PeerRecvStream>(
+          0, src, recv_off[static_cast<size_t>(src)], Range{0, cell(src, rank)}, spec.chunk_elems));
+    }
+    return plan;
   }
   if (n == 1) {
     const uint64_t off = 0;
@@ -596,22 +653,27 @@ StatusOr<Plan> BuildPlan(const CollSpec& spec_in, int rank) {
     case CollKind::kAllToAll:
       // Block `rank` stays; every other goes straight to its rank (and
       // comes from it), all pairs at once, as NCCL's grouped send/recv.
+      // In place, block `src` is both what goes to src and what comes
+      // from it: the receive of each chunk follows the staged send of the
+      // same chunk (stream 2k - 1 sends to rank + k; src = rank + (n - k)).
       copy_block(ur * spec.count, ur * spec.count);
       for (int k = 1; k < n; ++k) {
         const int dst = Mod(rank + k, n), src = Mod(rank - k, n);
-        plan.streams.push_back(std::make_unique<PeerSendStream>(
-            0, dst, static_cast<uint64_t>(dst) * spec.count, all_elems, spec.chunk_elems));
+        plan.streams.push_back(
+            std::make_unique<PeerSendStream>(0, dst, static_cast<uint64_t>(dst) * spec.count,
+                                             all_elems, spec.chunk_elems, spec.in_place));
         plan.streams.push_back(std::make_unique<PeerRecvStream>(
-            0, src, static_cast<uint64_t>(src) * spec.count, all_elems, spec.chunk_elems));
+            0, src, static_cast<uint64_t>(src) * spec.count, all_elems, spec.chunk_elems,
+            spec.in_place ? 2 * (n - k) - 1 : -1));
       }
       return plan;
     case CollKind::kSendRecv: {
       const RingOrder order(n, spec.gpus_per_server, 0);
       const int pos = order.PosOf(rank);
-      plan.streams.push_back(std::make_unique<PeerSendStream>(0, order.RankAt(pos + 1), 0,
-                                                              all_elems, spec.chunk_elems));
-      plan.streams.push_back(std::make_unique<PeerRecvStream>(0, order.RankAt(pos - 1), 0,
-                                                              all_elems, spec.chunk_elems));
+      plan.streams.push_back(std::make_unique<PeerSendStream>(
+          0, order.RankAt(pos + 1), 0, all_elems, spec.chunk_elems, spec.in_place));
+      plan.streams.push_back(std::make_unique<PeerRecvStream>(
+          0, order.RankAt(pos - 1), 0, all_elems, spec.chunk_elems, spec.in_place ? 0 : -1));
       return plan;
     }
     case CollKind::kGather:

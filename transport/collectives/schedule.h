@@ -57,6 +57,8 @@ enum class CollKind : uint8_t {
   kReduce,
   kGather,
   kScatter,
+  // All-to-all with a size matrix (CollSpec::counts; size_matrix.h).
+  kAllToAllV,
 };
 // alltoall, gather and scatter talk to every peer (CommOptions::all_pairs).
 bool NeedsAllPairs(CollKind k);
@@ -91,6 +93,10 @@ struct Step {
   // The reduction this step does completes the sum: every rank's share is
   // in it (where integer avg divides, as NCCL's sum-then-divide).
   bool final_sum = false;
+  // Send a copy of the local part taken now (through a staging slot), not
+  // the input itself: in place, the input is overwritten by a later receive
+  // before the NIC would read it (NCCL copies to its FIFO the same way).
+  bool stage = false;
 };
 
 // An in-order sequence of steps bound to one channel (one QP per peer).
@@ -131,6 +137,16 @@ struct CollSpec {
   // > 1: ranks are GPUs of servers of this many (server-major) and rings and
   // trees are hierarchical (see above); 0 or 1: flat.
   int gpus_per_server = 0;
+  // alltoall, sendrecv: input and output share memory (nccl-tests'
+  // in-place column). A block received from a peer then lands only after
+  // this rank's send of the same block (to that peer, or of the same range
+  // for sendrecv) was staged. RankCollective sets it when the buffers
+  // overlap; the other kinds need no ordering (the layout of nccl_tests.h).
+  bool in_place = false;
+  // alltoallv: elements rank i sends rank j at [i * nranks + j] (rows =
+  // senders); a rank's input is its row's blocks in rank order, its output
+  // its column's. `count` is unused.
+  std::shared_ptr<const std::vector<uint64_t>> counts;
 };
 
 // The ring of one channel: which rank sits at each position. Flat: rank =

@@ -37,13 +37,29 @@ class ServerFabric::ServerCq final : public CompletionQueue {
     if (n < static_cast<int>(out.size()) && fabric_->tier().spec.gpudirect_rdma) {
       n += inner_->Poll(out.subspan(static_cast<size_t>(n)));
     }
+    for (auto& [proxy, cq] : proxy_cqs_) {
+      if (n >= static_cast<int>(out.size())) break;
+      n += cq->Poll(out.subspan(static_cast<size_t>(n)));
+    }
     return n;
   }
   void SetNotify(std::function<void()> notify) override {
     notify_ = std::move(notify);
     if (fabric_->tier().spec.gpudirect_rdma) inner_->SetNotify(notify_);
+    for (auto& [proxy, cq] : proxy_cqs_) cq->SetNotify(notify_);
   }
   CompletionQueue* inner() { return inner_.get(); }
+  // PXN: the send completions of this rank's QPs on `proxy`'s NIC, in a CQ
+  // of that NIC (QP numbers are per NIC), polled with this one.
+  StatusOr<CompletionQueue*> ProxyCq(int proxy, Device* nic) {
+    for (auto& [p, cq] : proxy_cqs_) {
+      if (p == proxy) return cq.get();
+    }
+    FATHOM_ASSIGN_OR_RETURN(auto cq, nic->CreateCq(1024));
+    cq->SetNotify(notify_);
+    proxy_cqs_.emplace_back(proxy, std::move(cq));
+    return proxy_cqs_.back().second.get();
+  }
   void Push(const Completion& c) {
     own_.push_back(c);
     if (notify_) notify_();
@@ -76,6 +92,7 @@ class ServerFabric::ServerCq final : public CompletionQueue {
   ServerFabric* fabric_;
   int rank_;
   std::unique_ptr<CompletionQueue> inner_;
+  std::vector<std::pair<int, std::unique_ptr<CompletionQueue>>> proxy_cqs_;
   std::deque<Completion> own_;
   std::function<void()> notify_;
 };
@@ -273,6 +290,134 @@ class ServerFabric::NvlinkQp final : public QueuePair {
   std::deque<RecvWr> recvs_;
 };
 
+// PXN (intranode.h): `out_` on the proxy's NIC sends to the peer's own NIC;
+// `in_` on this rank's NIC receives from the peer's proxy. Connect() pairs
+// them with the peer's PxnQp (found by rank and QP number, as NVLink QPs).
+class ServerFabric::PxnQp final : public QueuePair {
+ public:
+  PxnQp(ServerFabric* f, int rank, int peer, int proxy, Device* proxy_nic,
+        std::unique_ptr<QueuePair> out, std::unique_ptr<QueuePair> in, const QpOptions& o)
+      : fabric_(f),
+        rank_(rank),
+        peer_(peer),
+        proxy_(proxy),
+        proxy_nic_(proxy_nic),
+        out_(std::move(out)),
+        in_(std::move(in)),
+        options_(o),
+        alive_(std::make_shared<bool>(true)) {
+    qpn_ = fabric_->NextQpn();
+    fabric_->AddPxn(rank_, qpn_, this);
+  }
+  ~PxnQp() override {
+    *alive_ = false;
+    fabric_->RemovePxn(rank_, qpn_);
+  }
+  uint32_t qp_num() const override { return qpn_; }
+  int peer_rank() const override { return peer_; }
+  QpState state() const override {
+    return in_->state() == QpState::kErr ? QpState::kErr : out_->state();
+  }
+  EndpointInfo LocalInfo() const override {
+    EndpointInfo e = in_->LocalInfo();
+    e.rank = rank_;
+    e.qpn = qpn_;
+    return e;
+  }
+  Status Connect(const EndpointInfo& remote) override {
+    const std::string call = "Connect PXN qpn " + Hex(qpn_) + " (via rank " +
+                             std::to_string(proxy_) + ") -> rank " + std::to_string(remote.rank) +
+                             " qpn " + Hex(remote.qpn);
+    if (remote.rank != peer_) {
+      return InvalidArgument(call + ": the QP was created for rank " + std::to_string(peer_));
+    }
+    PxnQp* r = fabric_->FindPxn(peer_, remote.qpn);
+    if (r == nullptr) return InvalidArgument(call + ": the peer's QP is not a PXN QP");
+    // Ours out -> their in (the peer's NIC, on the proxy's rail); their out
+    // (their proxy) -> our in.
+    FATHOM_RETURN_IF_ERROR(out_->Connect(r->in_->LocalInfo()).WithContext(call));
+    return in_->Connect(r->out_->LocalInfo()).WithContext(call);
+  }
+  int path_mtu() const override { return out_->path_mtu(); }
+  Status PostSend(const SendWr& wr) override {
+    if (outstanding_sends() >= options_.max_send_wr) {
+      return Unavailable("ibv_post_send (PXN) rank " + std::to_string(rank_) + " qpn " + Hex(qpn_) +
+                         ": send queue full (max_send_wr " + std::to_string(options_.max_send_wr) +
+                         ")");
+    }
+    if (state() != QpState::kRts) return out_->PostSend(wr);  // its error or flush
+    const Picoseconds now = fabric_->nic_fabric().engine().Now();
+    const uint64_t bytes = wr.sge.length;
+    Picoseconds at = bytes <= kSmallMessageBytes
+                         ? now + fabric_->tier().spec.nvlink_latency
+                         : fabric_->ReserveNvlink(rank_, proxy_, bytes, now);
+    // RC order: nothing overtakes an earlier WR of this QP on its NVLink hop.
+    at = std::max(at, last_at_);
+    last_at_ = at;
+    ++pending_;
+    std::weak_ptr<bool> alive = alive_;
+    fabric_->At(at, [this, alive, wr] {
+      if (alive.expired() || !*alive.lock()) return;
+      --pending_;
+      // A failure now has no caller: the QP's error completions (or the
+      // watchdog) report it.
+      (void)Relay(wr);
+    });
+    return Status::Ok();
+  }
+  Status PostRecv(const RecvWr& wr) override { return in_->PostRecv(wr); }
+  int outstanding_sends() const override { return out_->outstanding_sends() + pending_; }
+  int outstanding_recvs() const override { return in_->outstanding_recvs(); }
+  Status ModifyToError() override {
+    FATHOM_RETURN_IF_ERROR(out_->ModifyToError());
+    return in_->ModifyToError();
+  }
+
+ private:
+  // The bytes are in the proxy GPU's memory: its NIC sends them from there.
+  // Staging slot k is reused max_send_wr posts later: the QP then has fewer
+  // than max_send_wr sends outstanding, and RC completes in order, so the
+  // WR that last used it has completed.
+  Status Relay(SendWr wr) {
+    const bool modelled = wr.sge.lkey == 0;
+    // Zero-length WRs (credits) too: their lkey must be the proxy NIC's.
+    if (!modelled) {
+      const size_t k = static_cast<size_t>(relayed_ % static_cast<uint64_t>(options_.max_send_wr));
+      if (staging_.size() <= k) staging_.resize(k + 1);
+      Staging& st = staging_[k];
+      if (st.buf.empty() || st.buf.size() < wr.sge.length) {
+        st.mr.reset();
+        st.buf.assign(std::max<uint64_t>(wr.sge.length, 8), 0);
+        FATHOM_ASSIGN_OR_RETURN(
+            st.mr, proxy_nic_->RegisterMemory(st.buf.data(), st.buf.size(), kAccessLocalWrite));
+      }
+      if (wr.sge.length > 0) {
+        std::memcpy(st.buf.data(), reinterpret_cast<const void*>(wr.sge.addr), wr.sge.length);
+      }
+      wr.sge.addr = reinterpret_cast<uint64_t>(st.buf.data());
+      wr.sge.lkey = st.mr->lkey();
+    }
+    ++relayed_;
+    return out_->PostSend(wr);
+  }
+
+  struct Staging {
+    std::vector<uint8_t> buf;
+    std::unique_ptr<MemoryRegion> mr;
+  };
+  ServerFabric* fabric_;
+  int rank_, peer_, proxy_;
+  Device* proxy_nic_;
+  std::unique_ptr<QueuePair> out_, in_;
+  QpOptions options_;
+  std::shared_ptr<bool> alive_;
+  uint32_t qpn_ = 0;
+  int pending_ = 0;
+  uint64_t relayed_ = 0;
+  Picoseconds last_at_;
+  std::vector<Staging> staging_;
+};
+
 namespace {
 
 // A NIC QP whose payloads bounce through host memory (GPUDirect RDMA off):
@@ -363,6 +508,19 @@ class ServerDevice final : public Device {
       return std::unique_ptr<QueuePair>(new ServerFabric::NvlinkQp(
           fabric_, scq, rank_, peer_rank, options, nic_->info().active_mtu));
     }
+    if (const int proxy = fabric_->PxnProxy(rank_, peer_rank); proxy >= 0) {
+      const int their_proxy = fabric_->PxnProxy(peer_rank, rank_);
+      if (their_proxy < 0) {
+        return InvalidArgument("ibv_create_qp rank " + std::to_string(rank_) + " peer " +
+                               std::to_string(peer_rank) + ": PXN one way only (no proxy back)");
+      }
+      FATHOM_ASSIGN_OR_RETURN(Device * proxy_nic, fabric_->NicDevice(proxy));
+      FATHOM_ASSIGN_OR_RETURN(CompletionQueue * proxy_cq, scq->ProxyCq(proxy, proxy_nic));
+      FATHOM_ASSIGN_OR_RETURN(auto out, proxy_nic->CreateQp(peer_rank, options, proxy_cq));
+      FATHOM_ASSIGN_OR_RETURN(auto in, nic_->CreateQp(their_proxy, options, scq->inner()));
+      return std::unique_ptr<QueuePair>(new ServerFabric::PxnQp(
+          fabric_, rank_, peer_rank, proxy, proxy_nic, std::move(out), std::move(in), options));
+    }
     FATHOM_ASSIGN_OR_RETURN(auto qp, nic_->CreateQp(peer_rank, options, scq->inner()));
     if (!fabric_->tier().spec.gpudirect_rdma) {
       return std::unique_ptr<QueuePair>(new BounceQp(fabric_, rank_, std::move(qp)));
@@ -384,6 +542,11 @@ ServerFabric::ServerFabric(emulated::EmulatedFabric* nic_fabric, topo::ServerTie
   tx_free_.assign(gpus, Picoseconds());
   rx_free_.assign(gpus, Picoseconds());
   counters_.assign(gpus, NvlinkCounters{});
+  rank_of_gpu_.assign(gpus, -1);
+  for (size_t r = 0; r < gpu_of_rank_.size(); ++r) {
+    rank_of_gpu_[static_cast<size_t>(gpu_of_rank_[r])] = static_cast<int32_t>(r);
+  }
+  nic_devices_.resize(gpu_of_rank_.size());
   const auto& s = tier_.spec;
   switches_per_server_ = (s.gpus + s.gpus_per_pcie_switch - 1) / s.gpus_per_pcie_switch;
   const size_t uplinks = static_cast<size_t>(tier_.servers) * switches_per_server_;
@@ -400,6 +563,25 @@ StatusOr<std::unique_ptr<Device>> ServerFabric::OpenDevice(int rank) {
   }
   FATHOM_ASSIGN_OR_RETURN(auto nic, nic_fabric_->OpenDevice(rank));
   return std::unique_ptr<Device>(new ServerDevice(this, rank, std::move(nic)));
+}
+
+int ServerFabric::PxnProxy(int rank, int peer) const {
+  const int32_t gpu = topo::PxnProxyGpu(nic_fabric_->network().topology(), tier_,
+                                        gpu_of_rank_[static_cast<size_t>(rank)],
+                                        gpu_of_rank_[static_cast<size_t>(peer)]);
+  return gpu < 0 ? -1 : rank_of_gpu_[static_cast<size_t>(gpu)];
+}
+
+StatusOr<Device*> ServerFabric::NicDevice(int rank) {
+  if (rank < 0 || rank >= nranks()) {
+    return InvalidArgument("ServerFabric::NicDevice: rank " + std::to_string(rank) +
+                           " outside 0.." + std::to_string(nranks() - 1));
+  }
+  std::unique_ptr<Device>& d = nic_devices_[static_cast<size_t>(rank)];
+  if (!d) {
+    FATHOM_ASSIGN_OR_RETURN(d, nic_fabric_->OpenDevice(rank));
+  }
+  return d.get();
 }
 
 Picoseconds ServerFabric::ReserveNvlink(int src, int dst, uint64_t bytes, Picoseconds now) {

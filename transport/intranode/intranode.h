@@ -27,6 +27,14 @@
 // received payload is copied host -> GPU before its completion is seen.
 // With GPUDirect on, the NIC's own profile (sim::NicProfile) times its DMA.
 //
+// PXN (topo::PxnProxyGpu): a QP to a peer on another server whose NIC has
+// no path from this rank's NIC (rail-only wiring) is two RC QPs. Sends go
+// over NVLink to the proxy GPU (this server's GPU on the peer's rail) into
+// a staging buffer there, and the proxy's NIC writes them to the peer's NIC
+// (NCCL 2.12's PXN: the proxy's NIC reads the data from the proxy GPU's
+// memory). Receives arrive at this rank's own NIC from the peer's proxy.
+// GPUDirect off does not add PCIe bounces to the PXN hop.
+//
 // Ownership: the caller owns the EmulatedFabric (and its network, engine,
 // topology), which must outlive the ServerFabric; the ServerFabric must
 // outlive every Device it opened; transport.h's rules hold for what a
@@ -84,7 +92,20 @@ class ServerFabric {
   // Internal to the transport (intranode.cc's objects use them).
   struct Transfer;
   class NvlinkQp;
+  class PxnQp;
   class ServerCq;
+  // The rank of PXN's proxy GPU for sends from `rank` to `peer`, or -1 when
+  // they need none (topo::PxnProxyGpu).
+  int PxnProxy(int rank, int peer) const;
+  // The emulated NIC device of rank `rank` (opened once, owned here): PXN
+  // QPs and their staging memory live on their proxy's NIC.
+  StatusOr<Device*> NicDevice(int rank);
+  void AddPxn(int rank, uint32_t qpn, PxnQp* qp) { pxn_[Key(rank, qpn)] = qp; }
+  void RemovePxn(int rank, uint32_t qpn) { pxn_.erase(Key(rank, qpn)); }
+  PxnQp* FindPxn(int rank, uint32_t qpn) const {
+    auto it = pxn_.find(Key(rank, qpn));
+    return it == pxn_.end() ? nullptr : it->second;
+  }
   // Reserves an NVLink transfer of `bytes` from rank src to rank dst posted
   // at `now`; returns when its last byte is at dst.
   Picoseconds ReserveNvlink(int src, int dst, uint64_t bytes, Picoseconds now);
@@ -123,6 +144,9 @@ class ServerFabric {
   std::vector<Picoseconds> pcie_up_free_, pcie_down_free_;
   int32_t switches_per_server_ = 1;
   std::unordered_map<uint64_t, NvlinkQp*> qps_;
+  std::unordered_map<uint64_t, PxnQp*> pxn_;
+  std::vector<int32_t> rank_of_gpu_;                  // -1: no rank on that GPU
+  std::vector<std::unique_ptr<Device>> nic_devices_;  // by rank, opened on demand
   std::unordered_map<uint64_t, Region> regions_;
   std::unordered_map<uint64_t, std::function<void()>> pending_;
   uint64_t next_event_ = 0;

@@ -17,6 +17,7 @@
 #include "base/units.h"
 #include "transport/collectives/cost_model.h"
 #include "transport/collectives/driver.h"
+#include "transport/collectives/report.h"
 #include "transport/collectives/trace.h"
 #include "transport/worlds/progress.h"
 
@@ -50,6 +51,11 @@ class Backend {
   // fabric (verbs).
   using Counters = std::vector<std::pair<std::string, uint64_t>>;
   virtual Counters FabricCounters() { return {}; }
+  // The hot links (hot_links.h) since the last MarkLinks(); a backend that
+  // sees no links returns false from has_links().
+  virtual bool has_links() const { return false; }
+  virtual void MarkLinks() {}
+  virtual std::vector<coll::HotLinkRow> HotLinksSinceMark() { return {}; }
   // Runs one collective on this process's ranks; in[i] / out[i] are the
   // buffers of local_ranks()[i] (null in modelled mode).
   virtual coll::RunOutcome Run(const coll::CollSpec& spec, coll::DataType type, coll::RedOp op,

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "transport/collectives/report.h"
+#include "transport/worlds/hot_links.h"
 
 namespace fathom::transport::worlds {
 
@@ -38,6 +39,17 @@ std::vector<std::string> SimBackend::DeviceLines() {
 
 BitsPerSecond SimBackend::link_bandwidth() {
   return BitsPerSecond::Gbps(static_cast<int64_t>(world_->comm(0).device().info().active_gbps));
+}
+
+void SimBackend::MarkLinks() { link_mark_ = PortBytes(world_->network()); }
+
+std::vector<coll::HotLinkRow> SimBackend::HotLinksSinceMark() {
+  std::vector<coll::HotLinkRow> rows;
+  for (const LinkLoad& l :
+       HotLinks(world_->network(), link_mark_, PortBytes(world_->network()), 8)) {
+    rows.push_back({l.name, l.bytes, l.ratio});
+  }
+  return rows;
 }
 
 Backend::Counters SimBackend::FabricCounters() {

@@ -26,6 +26,9 @@ class SimBackend final : public Backend {
   // errors summed over every port, and the QPs' transport counters summed
   // (their mlx5 names, as `fathom sim` reports them).
   Counters FabricCounters() override;
+  bool has_links() const override { return true; }
+  void MarkLinks() override;
+  std::vector<coll::HotLinkRow> HotLinksSinceMark() override;
   coll::RunOutcome Run(const coll::CollSpec& spec, coll::DataType type, coll::RedOp op,
                        const std::vector<const void*>& in, const std::vector<void*>& out,
                        coll::Trace* trace) override {
@@ -40,6 +43,7 @@ class SimBackend final : public Backend {
 
  private:
   SimWorld* world_;
+  std::vector<uint64_t> link_mark_;  // PortBytes at MarkLinks()
 };
 
 }  // namespace fathom::transport::worlds

@@ -157,15 +157,17 @@ StatusOr<std::vector<int>> PlaceGpus(const topo::Topology& t, const topo::Server
       if (a.server == b.server) continue;
       const int32_t ha = t.hosts()[static_cast<size_t>(a.host)];
       const int32_t hb = t.hosts()[static_cast<size_t>(b.host)];
-      if (!t.Reachable(ha, hb)) {
+      // Rail-only wiring: NCCL's PXN relays through the GPU on the peer's
+      // rail (topo::PxnProxyGpu; transport/intranode does it).
+      if (!t.Reachable(ha, hb) &&
+          (topo::PxnProxyGpu(t, tier, r, peer) < 0 || topo::PxnProxyGpu(t, tier, peer, r) < 0)) {
         return InvalidArgument("SimWorld: rank " + std::to_string(r) + " (server " +
                                std::to_string(a.server) + " GPU " + std::to_string(a.gpu) +
                                ", NIC " + t.node(ha).name + ") and rank " + std::to_string(peer) +
                                " (NIC " + t.node(hb).name + ") are joined by channel " +
                                std::to_string(ch) + " but " + t.name() +
-                               " has no path between their NICs (rail-only wiring joins only "
-                               "same-rail NICs: the snake ring needs an even number of servers, "
-                               "and alltoall, gather and scatter need a switched fabric)");
+                               " has no path between their NICs, nor through another GPU's NIC "
+                               "of their servers (PXN)");
       }
     }
   }

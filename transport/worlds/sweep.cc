@@ -92,7 +92,13 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
   std::vector<std::unique_ptr<RankBuffers>> bufs;
   if (!opt.modelled) {
     const uint64_t unit = CountUnitBytes(opt.kind, n, smallest);
-    const uint64_t max_count = opt.sizes.empty() ? 0 : opt.sizes.back() / unit;
+    uint64_t max_count = opt.sizes.empty() ? 0 : opt.sizes.back() / unit;
+    if (opt.kind == CollKind::kAllToAllV) {
+      max_count = 0;
+      for (const auto& m : opt.matrices) {
+        max_count = std::max(max_count, m->MaxRowOrColBytes() / DataTypeSize(smallest));
+      }
+    }
     const uint64_t need = static_cast<uint64_t>(local.size()) *
                           RankBuffers::BytesFor(opt.kind, n, smallest, max_count);
     const uint64_t avail = AvailableMemoryBytes();
@@ -149,6 +155,13 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
             "(%d hops)\n",
             model.alpha.us(), model.payload_bytes_per_s / 1e9, model.hops);
       }
+      if (opt.kind == CollKind::kAllToAllV && !opt.matrices.empty()) {
+        std::printf(
+            "#\n# alltoallv: %s (rows = senders); size = the mean row (bytes a rank sends, "
+            "its own block included); busbw = the busiest rank's bytes to or from the others "
+            "/ time; both columns run out of place\n",
+            opt.matrices.front()->source.c_str());
+      }
       std::printf("#\n%s", TableHeader().c_str());
       std::fflush(stdout);
     }
@@ -170,7 +183,18 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
       const uint64_t unit = CountUnitBytes(opt.kind, n, type);
       for (size_t si = 0; si < opt.sizes.size() && failure.empty(); ++si) {
         const uint64_t size = opt.sizes[si];
-        const uint64_t count = size / unit;
+        uint64_t count = size / unit;
+        // alltoallv: this size's matrix in whole elements of the type.
+        std::shared_ptr<const std::vector<uint64_t>> counts;
+        SizeMatrix matrix;
+        if (opt.kind == CollKind::kAllToAllV) {
+          matrix = *opt.matrices[si];
+          const uint64_t es = DataTypeSize(type);
+          counts = std::make_shared<const std::vector<uint64_t>>(matrix.Elements(es));
+          for (size_t i = 0; i < matrix.bytes.size(); ++i) matrix.bytes[i] = (*counts)[i] * es;
+          count = matrix.MeanRowBytes() / es;
+          for (auto& b : bufs) b->set_counts(counts);
+        }
         ReportRow row;
         row.size_bytes = count * unit;
         row.count = count;
@@ -182,6 +206,7 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
         spec.nranks = n;
         spec.count = count;
         spec.root = opt.root;
+        spec.counts = counts;
         spec.algorithm = opt.algo == Algorithm::kAuto
                              ? ChooseAlgorithm(opt.kind, row.size_bytes, n, model, comm.chunk_bytes)
                              : opt.algo;
@@ -193,6 +218,7 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
                        ? "p2p"
                        : std::string(AlgorithmName(spec.algorithm));
         const Backend::Counters counters_before = backend.FabricCounters();
+        backend.MarkLinks();
         for (int place = 0; place < 2 && failure.empty(); ++place) {
           std::vector<const void*> in(local.size(), nullptr);
           std::vector<void*> out(local.size(), nullptr);
@@ -258,10 +284,16 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
             break;
           }
           if (wrong > 0) result = SweepResult::kFailure;
-          (place == 0 ? row.out_of_place : row.in_place) =
-              Measure(opt.kind, n, row.size_bytes, time_us, wrong);
+          Measurement& cell = place == 0 ? row.out_of_place : row.in_place;
+          cell = Measure(opt.kind, n, row.size_bytes, time_us, wrong);
+          if (opt.kind == CollKind::kAllToAllV) {
+            cell.busbw_gbs =
+                time_us > 0 ? static_cast<double>(matrix.BusiestRankBytes()) / (time_us * 1e3) : 0;
+          }
         }
         row.counters = counter_deltas(counters_before, backend.FabricCounters());
+        row.has_hot_links = backend.has_links();
+        if (row.has_hot_links) row.hot_links = backend.HotLinksSinceMark();
         if (!failure.empty()) {
           error_counters = row.counters;
           break;
@@ -269,7 +301,7 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
         rows.push_back(row);
         if (print && !opt.json) {
           progress.Clear();
-          std::printf("%s", TableRow(row).c_str());
+          std::printf("%s%s", TableRow(row).c_str(), HotLinksLine(row).c_str());
           if (opt.counters && !row.counters.empty())
             std::printf("%s", CountersLine(row.counters).c_str());
           std::fflush(stdout);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "transport/collectives/reduce.h"
 #include "transport/collectives/report.h"
 #include "transport/collectives/schedule.h"
+#include "transport/collectives/size_matrix.h"
 #include "transport/worlds/backend.h"
 
 namespace fathom::transport::worlds {
@@ -52,7 +54,11 @@ struct SweepOptions {
   // A "#  counters:" line after each row with the fabric's counters that
   // moved (Backend::FabricCounters); --json always has them.
   bool counters = false;
-  std::string trace_path;           // --trace FILE; empty: none
+  std::string trace_path;  // --trace FILE; empty: none
+  // alltoallv: the size matrix of each size (matrices[i] for sizes[i], in
+  // bytes). The size column is its mean row, busbw its busiest rank's bytes
+  // over the time (size_matrix.h).
+  std::vector<std::shared_ptr<const coll::SizeMatrix>> matrices;
   SweepOutcome* outcome = nullptr;  // filled when set
 };
 
