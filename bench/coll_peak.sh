@@ -13,11 +13,12 @@
 # the server. The rail's payload rate is the JSON's bandwidth_gbs (the
 # world's alpha-beta: the line rate times payload / frame bytes at the path
 # MTU). Below 90% the line says why:
-#   model: the alpha term, 2(n-1) ring steps x alpha_us (the JSON's, one
-#          hop's latency), is over 10% of the time (small sizes: latency,
-#          not bandwidth, bounds the ring);
+#   model: the alpha term, 2(n-1) ring steps x alpha (the slowest hop's
+#          latency: NVLink's 0.47 us per transfer, or the JSON's network
+#          alpha_us), is over 10% of the time (small sizes: latency, not
+#          bandwidth, bounds the ring);
 #   topology: hot links (ECMP placed several rings' flows on one link: the
-#          row's hot_links, worlds/hot_links.h);
+#          row's hot_links, worlds/hot_links.h); both when both apply;
 #   else: "unexplained" with the figures.
 # A benchmark, not a test: run it by hand.
 # Usage: bench/coll_peak.sh [BUILD_DIR] [MIN_BYTES] [MAX_BYTES] [LEVEL...]
@@ -29,7 +30,42 @@ shift $(( $# > 3 ? 3 : $# ))
 LEVELS=("$@")
 [ ${#LEVELS[@]} -eq 0 ] && LEVELS=(small medium large)
 FATHOM="$(cd "$BUILD" && pwd)/tools/fathom"
-NVLINK_GBS=450  # --server h100 (topologies/server.cc), one way per GPU
+PY=$(mktemp /tmp/fathom-coll-peak.XXXXXX.py)
+trap 'rm -f "$PY"' EXIT
+cat > "$PY" <<'PY_EOF'
+import json, os
+j = json.loads(os.environ["JSON"])
+level, n, nvlink = os.environ["LEVEL"], int(os.environ["RANKS"]), float(os.environ["NVLINK"])
+rail = j["bandwidth_gbs"]
+# A ring step waits for its slowest hop's latency: NVLink's per-transfer
+# 0.47 us (h100 preset, topologies/server.cc) inside the servers, the JSON's
+# alpha (the network path) between them.
+alpha = max(j["alpha_us"], float(os.environ["NVLINK_ALPHA"]))
+peak = min(nvlink, 8 * rail)
+print("# %s: %d ranks, rail payload %.2f GB/s x 8 NICs, NVLink %.0f GB/s: peak busbw %.2f GB/s; "
+      "alpha %.3f us (network %.3f us)" % (level, n, rail, nvlink, peak, alpha, j["alpha_us"]))
+print("%12s %12s %9s %9s %7s  why" % ("size", "time_us", "busbw", "peak", "ratio"))
+for r in j["rows"]:
+    m = r["out_of_place"]
+    ratio = m["busbw_gbs"] / peak
+    why = ""
+    if ratio < 0.9:
+        alpha_us = 2 * (n - 1) * alpha
+        hot = r.get("hot_links", [])
+        reasons = []
+        if hot:
+            reasons.append("topology: ECMP collisions, %d hot links, %s at %.1fx the mean "
+                           "(rings sharing a link split its rate)" % (
+                               len(hot), hot[0]["link"], hot[0]["x_mean"]))
+        if alpha_us > 0.1 * m["time_us"]:
+            reasons.append("model: 2(n-1) steps x alpha = %.1f us of %.1f us (latency)" % (
+                alpha_us, m["time_us"]))
+        why = "; ".join(reasons) or "unexplained: no alpha share or hot link accounts for it"
+    print("%12d %12.1f %9.2f %9.2f %6.1f%%  %s" % (r["size"], m["time_us"], m["busbw_gbs"], peak,
+                                                   100 * ratio, why))
+PY_EOF
+NVLINK_GBS=450      # --server h100 (topologies/server.cc), one way per GPU
+NVLINK_ALPHA_US=0.47  # its per-transfer latency (NCCL's tuning table's figure)
 for level in "${LEVELS[@]}"; do
   case $level in
     small) ranks=16 ;;
@@ -39,31 +75,5 @@ for level in "${LEVELS[@]}"; do
   esac
   json=$("$FATHOM" coll allreduce --topology "$level" --ranks $ranks --server h100 --modelled \
     --algo ring -b "$MIN" -e "$MAX" -f 4 -n 1 -w 0 --json)
-  LEVEL=$level RANKS=$ranks NVLINK=$NVLINK_GBS python3 -c '
-import json, os, sys
-j = json.loads(sys.stdin.read())
-level, n, nvlink = os.environ["LEVEL"], int(os.environ["RANKS"]), float(os.environ["NVLINK"])
-rail = j["bandwidth_gbs"]
-peak = min(nvlink, 8 * rail)
-print(f"# {level}: {n} ranks, rail payload {rail:.2f} GB/s x 8 NICs, NVLink {nvlink:.0f} GB/s: "
-      f"peak busbw {peak:.2f} GB/s; alpha {j[\"alpha_us\"]:.3f} us")
-print(f"{\"size\":>12} {\"time_us\":>12} {\"busbw\":>9} {\"peak\":>9} {\"ratio\":>7}  why")
-for r in j["rows"]:
-    m = r["out_of_place"]
-    ratio = m["busbw_gbs"] / peak
-    why = ""
-    if ratio < 0.9:
-        alpha_us = 2 * (n - 1) * j["alpha_us"]
-        hot = r.get("hot_links", [])
-        if alpha_us > 0.1 * m["time_us"]:
-            why = (f"model: 2(n-1) steps x alpha = {alpha_us:.1f} us of {m[\"time_us\"]:.1f} us "
-                   f"(latency-bound size)")
-        elif hot:
-            why = (f"topology: {len(hot)} hot links, {hot[0][\"link\"]} at "
-                   f"{hot[0][\"x_mean\"]:.1f}x the mean (ECMP collisions)")
-        else:
-            why = "unexplained: no alpha share or hot link accounts for it"
-    print(f"{r[\"size\"]:>12} {m[\"time_us\"]:>12.1f} {m[\"busbw_gbs\"]:>9.2f} {peak:>9.2f} "
-          f"{100 * ratio:>6.1f}%  {why}")
-' <<< "$json"
+  LEVEL=$level RANKS=$ranks NVLINK=$NVLINK_GBS NVLINK_ALPHA=$NVLINK_ALPHA_US JSON=$json python3 "$PY"
 done

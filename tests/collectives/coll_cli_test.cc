@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "tests/cli_run.h"
@@ -253,6 +254,48 @@ TEST(CollCliTest, VerbsFaultFlagAndScenario) {
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("swallowed_error_hang.yaml:27:3: verbs_faults: "), std::string::npos)
       << r.out;
+}
+
+// alltoallv (issue 31): a matrix file runs with correct results and states
+// its busbw; a bad one exits 2 naming FILE:LINE; the matrix flags belong to
+// alltoallv.
+TEST(CollCliTest, AllToAllVTakesASizeMatrixFileAndRefusesABadOne) {
+  const std::string dir = ::testing::TempDir();
+  const std::string good = dir + "/coll_cli_a2av_good.txt", bad = dir + "/coll_cli_a2av_bad.txt";
+  std::ofstream(good) << "# rows = senders\n64K 1M 0 4K\n1K 2K 0 4K\n1M 2K 300K 4K\n1K 2K 0 16K\n";
+  std::ofstream(bad) << "1K 2K 0 4K\n1K 2K 0 4K\n1K 2K 0 4K\n1K 2K 0x 4K\n";
+  const std::string base = kFathom + " coll alltoallv --topology medium --server none --ranks 4 ";
+  ShellRun r = Shell(base + "--matrix " + good + " -n 1 -w 0");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("# alltoallv: " + good + " (rows = senders)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("busbw = the busiest rank's bytes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# Out of bounds values : 0 OK"), std::string::npos) << r.out;
+  r = Shell(base + "--matrix " + bad);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find(bad + ":4: entry 3 '0x' is not a size"), std::string::npos) << r.out;
+  r = Shell(base + "--skew 3 -b 64K -e 256K -f 4 -n 1 -w 0");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("# alltoallv: skew seed 3 zipf 1"), std::string::npos) << r.out;
+  r = Shell(kFathom + " coll allreduce --ranks 2 --matrix " + good);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--matrix is for alltoallv"), std::string::npos) << r.out;
+  std::remove(good.c_str());
+  std::remove(bad.c_str());
+}
+
+// The hot links line: medium's rings (4 servers under 2 leaves) collide on
+// ECMP-hashed spine uplinks.
+TEST(CollCliTest, HotLinksAreNamedAfterEachSize) {
+  const std::string cmd = kFathom +
+                          " coll allreduce --topology medium --ranks 32 --server h100 --modelled "
+                          "--algo ring -b 1M -e 1M -n 1 -w 0";
+  ShellRun r = Shell(cmd);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("#  hot links (>= 1.5x the mean switch link): leaf"), std::string::npos)
+      << r.out;
+  r = Shell(cmd + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"hot_links\":[{\"link\":\""), std::string::npos) << r.out;
 }
 
 }  // namespace
