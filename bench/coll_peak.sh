@@ -20,7 +20,12 @@
 #   topology: hot links (ECMP placed several rings' flows on one link: the
 #          row's hot_links, worlds/hot_links.h); both when both apply;
 #   else: "unexplained" with the figures.
-# A benchmark, not a test: run it by hand.
+#   topology: packets dropped / ACK timeouts (the row's counters: a lossy
+#          fabric where collisions overflow a queue);
+# The model line's alpha term is an upper bound (every step at the slowest
+# hop's latency).
+# A benchmark, not a test: run it by hand. COLL_FLAGS adds flags to every
+# run (e.g. '--fabric lossless').
 # Usage: bench/coll_peak.sh [BUILD_DIR] [MIN_BYTES] [MAX_BYTES] [LEVEL...]
 set -euo pipefail
 BUILD=${1:-build}
@@ -57,9 +62,16 @@ for r in j["rows"]:
             reasons.append("topology: ECMP collisions, %d hot links, %s at %.1fx the mean "
                            "(rings sharing a link split its rate)" % (
                                len(hot), hot[0]["link"], hot[0]["x_mean"]))
+        c = r.get("counters", {})
+        drops = sum(v for k, v in c.items() if k.startswith("drops_"))
+        if drops or c.get("local_ack_timeout_err", 0):
+            reasons.append("topology: %d packets dropped, %d retransmitted, %d ACK timeouts "
+                           "(a lossy fabric under collisions; try COLL_FLAGS='--fabric lossless')" % (
+                               drops, c.get("retransmitted_packets", 0),
+                               c.get("local_ack_timeout_err", 0)))
         if alpha_us > 0.1 * m["time_us"]:
-            reasons.append("model: 2(n-1) steps x alpha = %.1f us of %.1f us (latency)" % (
-                alpha_us, m["time_us"]))
+            reasons.append("model: alpha term <= 2(n-1) x %.2f us = %.1f us of %.1f us (latency)" % (
+                alpha, alpha_us, m["time_us"]))
         why = "; ".join(reasons) or "unexplained: no alpha share or hot link accounts for it"
     print("%12d %12.1f %9.2f %9.2f %6.1f%%  %s" % (r["size"], m["time_us"], m["busbw_gbs"], peak,
                                                    100 * ratio, why))
@@ -74,6 +86,6 @@ for level in "${LEVELS[@]}"; do
     *) echo "coll_peak.sh: unknown level $level (small, medium, large)" >&2; exit 2 ;;
   esac
   json=$("$FATHOM" coll allreduce --topology "$level" --ranks $ranks --server h100 --modelled \
-    --algo ring -b "$MIN" -e "$MAX" -f 4 -n 1 -w 0 --json)
+    --algo ring -b "$MIN" -e "$MAX" -f 4 -n 1 -w 0 --json ${COLL_FLAGS:-})
   LEVEL=$level RANKS=$ranks NVLINK=$NVLINK_GBS NVLINK_ALPHA=$NVLINK_ALPHA_US JSON=$json python3 "$PY"
 done
