@@ -443,7 +443,7 @@ TEST(ServerSimTest, BadSizeMatrixFilesNameTheFileAndLine) {
 // flows' ACKs and credits, a few percent (lossless: no retransmissions).
 // Returns the run's time; fills the
 // hot links.
-double MediumAllToAll(bool salt, std::vector<worlds::LinkLoad>* hot) {
+double MediumAllToAll(bool salt, std::vector<worlds::LinkLoad>* hot, double* nic_bound_us) {
   // One channel: the alltoall pairs' QPs (and the trees', idle).
   SimWorldOptions o = ServerOptions(32, 1);
   o.comm.all_pairs = true;
@@ -495,13 +495,21 @@ double MediumAllToAll(bool salt, std::vector<worlds::LinkLoad>* hot) {
   }
   EXPECT_GT(checked, 64);
   *hot = worlds::HotLinks(net, before, after, 8);
+  // The traffic matrix's bound: each NIC sends its GPU's 24 cross-server
+  // blocks at the rail's payload rate (the world's alpha-beta).
+  *nic_bound_us = 24.0 * static_cast<double>(block) / w->alpha_beta().payload_bytes_per_s * 1e6;
   return us;
 }
 
 TEST(ServerSimTest, MediumAllToAllLinkLoadsFollowTheRoutesAndPolarizationIsSlower) {
   std::vector<worlds::LinkLoad> hot_salted, hot_polarized;
-  const double salted = MediumAllToAll(true, &hot_salted);
-  const double polarized = MediumAllToAll(false, &hot_polarized);
+  double bound_us = 0, unused = 0;
+  const double salted = MediumAllToAll(true, &hot_salted, &bound_us);
+  const double polarized = MediumAllToAll(false, &hot_polarized, &unused);
+  // busbw follows the traffic matrix: the salted run takes the NICs' time
+  // (busbw near the rail's payload rate), within 15%.
+  EXPECT_GT(salted, bound_us);
+  EXPECT_LT(salted, 1.15 * bound_us) << "bound " << bound_us << " us";
   std::printf(
       "medium alltoall 32 ranks, 64 KiB per pair: salted %.2f us (%zu hot links), "
       "salt off %.2f us (%zu hot links, hottest %s at %.2fx)\n",
