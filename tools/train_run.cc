@@ -123,6 +123,11 @@ int RunTrainingScenario(const char* tool, const sim::LoadedScenario& sc, SimWorl
       std::printf("# fault %s placed at iteration %lld: acts from t=%.3f us\n", a.name.c_str(),
                   static_cast<long long>(a.iteration), a.at.us());
     }
+    for (const IterationFault& pf : copy.iteration_faults) {
+      if (pf.iteration < r.completed + (r.failed ? 1 : 0)) continue;
+      std::printf("# fault %s placed at iteration %lld: not reached, never acted\n",
+                  pf.name.c_str(), static_cast<long long>(pf.iteration));
+    }
     if (r.failed) {
       std::printf(
           "# FAILED: iteration %lld (started t=%.3f us), collective '%s' group %d: %s at t=%.3f "

@@ -269,6 +269,16 @@ TEST(CollTrainingTest, FaultAtAnIterationHitsThatIteration) {
   EXPECT_NE(r.out.find("expectation not met: first_failed_iteration: expected 42, got 43"),
             std::string::npos)
       << r.out;
+  // A second fault after the failure is never armed, and the report says so.
+  text = Read(path);
+  const size_t faults = text.find("faults:\n");
+  ASSERT_NE(faults, std::string::npos);
+  text.insert(faults + 8, "  - {kind: loss, link: h0-leaf0, rate: 0.5, at_iteration: 60}\n");
+  r = test_util::RunCommand(kFathom + " coll train --scenario " + WriteFile("at60.yaml", text));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("# fault loss#0 placed at iteration 60: not reached, never acted"),
+            std::string::npos)
+      << r.out;
 }
 
 // Through the API: where the faults are armed, and that the offset counts
