@@ -24,6 +24,10 @@ const std::vector<ParamInfo> kCommon = {
     {"host", "host", "-", "host_crash: the host; other kinds: every link of the host"},
     {"start_us", "us", "0", "when the fault starts (virtual time)"},
     {"duration_us", "us", "end of run", "how long it lasts"},
+    {"at_iteration", "iteration", "-",
+     "training scenarios: instead of start_us, when this iteration (0-based) posts its first "
+     "collective"},
+    {"iteration_offset_us", "us", "0", "with at_iteration: this long after that"},
     {"filter", "map", "all frames",
      "qpn, opcode, udp_sport, src_host, dst_host, traffic_class, min_bytes, max_bytes"},
 };
@@ -81,7 +85,8 @@ const std::vector<KindInfo> kKinds = {
 // Fields every kind may set.
 bool IsCommonField(std::string_view f) {
   return f == "kind" || f == "name" || f == "link" || f == "from" || f == "host" ||
-         f == "start_us" || f == "duration_us" || f == "filter";
+         f == "start_us" || f == "duration_us" || f == "filter" || f == "at_iteration" ||
+         f == "iteration_offset_us";
 }
 
 std::string Num(double v) {
@@ -145,6 +150,34 @@ Status ValidateFaultSpec(const proto::FaultSpec& spec, std::string_view path,
     for (const KindInfo& k : kKinds) names += (names.empty() ? "" : ", ") + std::string(k.name);
     return map.Error(at("kind"),
                      "unknown fault kind \"" + spec.kind() + "\" (known: " + names + ")");
+  }
+  // Placed at an iteration (issue 27): the times count from when that
+  // iteration posts its first collective, so they are checked as if
+  // iteration_offset_us were start_us. Which iteration exists is the
+  // scenario's to check (fabric/scenario/training_spec.h).
+  if (spec.has_at_iteration() || spec.iteration_offset_us() != 0) {
+    if (!spec.has_at_iteration()) {
+      return map.Error(at("iteration_offset_us"), "needs at_iteration");
+    }
+    if (spec.start_us() != 0 || map.Find(at("start_us"))) {
+      return map.Error(at("start_us"),
+                       "set start_us (a time) or at_iteration (an iteration), not both");
+    }
+    if (spec.at_iteration() < 0) {
+      return map.Error(at("at_iteration"), std::to_string(spec.at_iteration()) +
+                                               " is negative (iterations count "
+                                               "from 0)");
+    }
+    FATHOM_RETURN_IF_ERROR(
+        CheckTime(map, at("iteration_offset_us"), spec.iteration_offset_us(), false));
+    if (spec.kind() == "pfc_storm") {
+      return map.Error(at("at_iteration"), "pfc_storm is placed by time only (start_us)");
+    }
+    proto::FaultSpec relative = spec;
+    relative.clear_at_iteration();
+    relative.clear_iteration_offset_us();
+    relative.set_start_us(spec.iteration_offset_us());
+    return ValidateFaultSpec(relative, path, map);
   }
   // Only the kind's own parameters.
   std::vector<const pb::FieldDescriptor*> set;
@@ -329,6 +362,9 @@ Status ValidateFaults(const pb::RepeatedPtrField<proto::FaultSpec>& faults, std:
     const Window wb = WindowOf(b);
     for (int i = 0; i < j; ++i) {
       const proto::FaultSpec& a = faults[i];
+      // A fault placed at an iteration has no time until the run reaches it.
+      if (a.has_at_iteration() != b.has_at_iteration()) continue;
+      if (a.has_at_iteration() && a.at_iteration() != b.at_iteration()) continue;
       if (a.kind() != b.kind() || a.link() != b.link() || a.from() != b.from() ||
           a.host() != b.host() ||
           a.filter().SerializeAsString() != b.filter().SerializeAsString()) {
@@ -351,11 +387,27 @@ std::string FaultName(const proto::FaultSpec& spec, int index) {
 
 Picoseconds MicrosecondsToPs(double us) { return Picoseconds(std::llround(us * 1e6)); }
 
-Window WindowOf(const proto::FaultSpec& spec) {
+namespace {
+
+// Where a spec's times count from: 0, or for a fault placed at an
+// iteration, the time that iteration posted its first collective.
+Picoseconds Base(const proto::FaultSpec& spec, Picoseconds origin) {
+  return spec.has_at_iteration() ? origin : Picoseconds();
+}
+
+// start_us, or iteration_offset_us for a fault placed at an iteration.
+double StartUs(const proto::FaultSpec& spec) {
+  return spec.has_at_iteration() ? spec.iteration_offset_us() : spec.start_us();
+}
+
+}  // namespace
+
+Window WindowOf(const proto::FaultSpec& spec, Picoseconds origin) {
   Window w;
-  w.start = MicrosecondsToPs(spec.start_us());
+  const Picoseconds base = Base(spec, origin);
+  w.start = base + MicrosecondsToPs(StartUs(spec));
   if (spec.kind() == "link_flap") {
-    if (spec.has_until_us()) w.end = MicrosecondsToPs(spec.until_us());
+    if (spec.has_until_us()) w.end = base + MicrosecondsToPs(spec.until_us());
   } else if (spec.has_duration_us()) {
     w.end = w.start + MicrosecondsToPs(spec.duration_us());
   }
@@ -369,20 +421,21 @@ PfcStorm PfcStormOf(const proto::FaultSpec& spec) {
   return s;
 }
 
-FlapSchedule FlapScheduleOf(const proto::FaultSpec& spec) {
+FlapSchedule FlapScheduleOf(const proto::FaultSpec& spec, Picoseconds origin) {
   FlapSchedule s;
-  s.start = MicrosecondsToPs(spec.start_us());
+  const Picoseconds base = Base(spec, origin);
+  s.start = base + MicrosecondsToPs(StartUs(spec));
   if (spec.has_duration_us()) s.duration = MicrosecondsToPs(spec.duration_us());
   if (spec.kind() == "link_flap") {
     s.period = MicrosecondsToPs(spec.period_us());
-    if (spec.has_until_us()) s.until = MicrosecondsToPs(spec.until_us());
+    if (spec.has_until_us()) s.until = base + MicrosecondsToPs(spec.until_us());
   }
   return s;
 }
 
 StatusOr<Model> BuildModel(const proto::FaultSpec& spec, const Placement& placement) {
   const uint64_t seed = StreamSeed(placement.scenario_seed, HashId(placement.label));
-  const Window w = WindowOf(spec);
+  const Window w = WindowOf(spec, placement.origin);
   const std::string where = "fault " + placement.label;
   Filter filter;
   const auto& pf = spec.filter();
@@ -469,7 +522,7 @@ StatusOr<Model> BuildModel(const proto::FaultSpec& spec, const Placement& placem
                           filter, seed));
   }
   if (kind == "link_down" || kind == "link_flap") {
-    return Model(LinkFlapModel(FlapScheduleOf(spec), filter, seed));
+    return Model(LinkFlapModel(FlapScheduleOf(spec, placement.origin), filter, seed));
   }
   if (kind == "corrupt") {
     const double rate = spec.has_rate() ? spec.rate() : 0;

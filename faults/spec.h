@@ -53,10 +53,12 @@ Status ValidateFaults(const google::protobuf::RepeatedPtrField<proto::FaultSpec>
 
 // "<name>" or "<kind>#<index>": how reports name a fault.
 std::string FaultName(const proto::FaultSpec& spec, int index);
-// When the spec is active (link faults: see FlapScheduleOf).
-Window WindowOf(const proto::FaultSpec& spec);
+// When the spec is active (link faults: see FlapScheduleOf). A fault placed
+// at an iteration (at_iteration) counts from `origin`, the time its
+// iteration posted its first collective; others ignore it.
+Window WindowOf(const proto::FaultSpec& spec, Picoseconds origin = Picoseconds());
 // link_down / link_flap outages.
-FlapSchedule FlapScheduleOf(const proto::FaultSpec& spec);
+FlapSchedule FlapScheduleOf(const proto::FaultSpec& spec, Picoseconds origin = Picoseconds());
 Picoseconds MicrosecondsToPs(double us);
 
 // pfc_storm (CASES.md 16): not a frame model but a behaviour of the host's
@@ -79,6 +81,9 @@ struct Placement {
   int32_t crashed_host = -1;  // host_crash: the host's node id
   // Host name -> node id, for filters on src_host / dst_host.
   std::function<StatusOr<int32_t>(std::string_view)> find_host;
+  // A fault placed at an iteration: when that iteration posted its first
+  // collective (WindowOf's origin).
+  Picoseconds origin;
 };
 
 // The model for one attachment of a validated spec. Errors: an FEC mode the

@@ -53,6 +53,7 @@
 #include "tools/coll_flags.h"
 #include "tools/coll_server.h"
 #include "tools/command.h"
+#include "tools/train_run.h"
 #include "topologies/builders.h"
 #include "topologies/spec.h"
 #include "transport/collectives/launcher_env.h"
@@ -94,107 +95,11 @@ int ExpectVerdict(const proto::ExpectSpec& e, const CollFacts& f, bool wrong, bo
   return kExitOk;
 }
 
-double Nearest(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  size_t idx = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
-  idx = idx == 0 ? 0 : idx - 1;
-  return sorted[std::min(idx, sorted.size() - 1)];
-}
-
-// `fathom coll train --scenario FILE`: the scenario's training loop
-// (transport/worlds/training.h) on `world`; the iteration times, the first
-// failure and the wall time, then the expectations.
+// `fathom coll train --scenario FILE`: the scenario's training loop on
+// `world` (tools/train_run.h, shared with `fathom sim`).
 int RunTrainingLoop(const CollOptions& o, const sim::LoadedScenario& sc, SimWorld* world,
                     const proto::ExpectSpec* expect) {
-  auto plan = TrainingPlanFromScenario(sc, world->nranks());
-  if (!plan.ok()) {
-    std::fprintf(stderr, "fathom coll: %s\n", plan.status().message().c_str());
-    return kExitUsage;
-  }
-  const std::vector<std::string> lines = DescribePlan(plan.value());
-  const TrainingPlan copy = plan.value();
-  auto runner = TrainingRunner::Create(world, std::move(plan).value());
-  if (!runner.ok()) {
-    std::fprintf(stderr, "fathom coll: %s\n", runner.status().message().c_str());
-    return kExitFailure;
-  }
-  const auto wall_start = std::chrono::steady_clock::now();
-  const TrainingResult r = runner.value()->Run();
-  const double wall =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  std::vector<double> us;
-  us.reserve(r.iteration_times.size());
-  for (Picoseconds t : r.iteration_times) us.push_back(t.us());
-  std::sort(us.begin(), us.end());
-  CollFacts f;
-  f.training = true;
-  f.failed = r.failed;
-  f.hung = r.hung;
-  f.error_status = r.error_status;
-  f.error_time_us = r.failed ? r.failed_at.us() : -1;
-  f.stalled_ranks = r.stalled_ranks;
-  f.first_failed_iteration = r.failed_iteration;
-  f.iterations_completed = r.completed;
-  f.iteration_p50_us = Nearest(us, 0.5);
-  f.iteration_p99_us = Nearest(us, 0.99);
-  f.iteration_max_us = us.empty() ? 0 : us.back();
-  const double virtual_s = (r.end - r.start).seconds();
-  const double events_per_s = wall > 0 ? static_cast<double>(r.events) / wall : 0;
-  if (o.json) {
-    nlohmann::ordered_json j;
-    j["op"] = "train";
-    j["backend"] = "sim";
-    j["nranks"] = world->nranks();
-    j["topology"] = world->topology().name();
-    j["scenario"] = sc.path;
-    j["collectives"] = lines;
-    j["iterations_completed"] = r.completed;
-    j["virtual_time_s"] = virtual_s;
-    j["iteration_p50_us"] = f.iteration_p50_us;
-    j["iteration_p99_us"] = f.iteration_p99_us;
-    j["iteration_max_us"] = f.iteration_max_us;
-    j["status"] = r.failed ? (r.hung ? "hung" : "failed") : "ok";
-    if (r.failed) {
-      j["first_failed_iteration"] = r.failed_iteration;
-      j["failed_iteration_start_us"] = r.failed_iteration_start.us();
-      j["failed_collective"] = r.failed_collective;
-      j["failed_group"] = r.failed_group;
-      j["error_status"] = r.error_status;
-      j["error_time_us"] = r.failed_at.us();
-      j["stalled_ranks"] = r.stalled_ranks;
-      j["report"] = r.report;
-    }
-    j["events"] = r.events;
-    j["wall_s"] = wall;
-    j["idle_wall_s"] = r.idle_wall_s;
-    std::printf("%s\n", j.dump().c_str());
-  } else {
-    std::printf("# fathom coll train: %d ranks on %s, scenario %s\n", world->nranks(),
-                world->topology().name().c_str(), sc.path.c_str());
-    std::printf("# iteration: compute %.3f us", copy.compute.us());
-    for (const std::string& l : lines) std::printf("; %s", l.c_str());
-    if (copy.checkpoint_every > 0) {
-      std::printf("; checkpoint %.3f us every %d", copy.checkpoint.us(), copy.checkpoint_every);
-    }
-    std::printf("\n# iterations completed %lld, virtual time %.6f s\n",
-                static_cast<long long>(r.completed), virtual_s);
-    std::printf("# iteration time (us): p50 %.3f  p99 %.3f  max %.3f\n", f.iteration_p50_us,
-                f.iteration_p99_us, f.iteration_max_us);
-    if (r.failed) {
-      std::printf(
-          "# FAILED: iteration %lld (started t=%.3f us), collective '%s' group %d: %s at t=%.3f "
-          "us (virtual)\n",
-          static_cast<long long>(r.failed_iteration), r.failed_iteration_start.us(),
-          r.failed_collective.c_str(), r.failed_group,
-          r.hung ? "no progress (the watchdog's report is on stderr)" : r.error_status.c_str(),
-          r.failed_at.us());
-    }
-    std::printf("# wall %.3f s (compute/checkpoint gaps %.3f s), %llu events, %.0f events/s\n",
-                wall, r.idle_wall_s, static_cast<unsigned long long>(r.events), events_per_s);
-  }
-  if (r.failed) std::fprintf(stderr, "%s", r.report.c_str());
-  if (expect != nullptr) return ExpectVerdict(*expect, f, false, o.json);
-  return r.failed ? kExitFailure : kExitOk;
+  return RunTrainingScenario("fathom coll", sc, world, o.json, expect);
 }
 
 int RunSim(const CollOptions& o, const CollParsed& p) {

@@ -27,6 +27,9 @@
 #include "fabric/scenario/scenario.h"
 #include "faults/spec.h"
 #include "tools/command.h"
+#include "tools/train_run.h"
+#include "transport/worlds/coll_expect.h"
+#include "transport/worlds/sim_world.h"
 
 namespace fathom::tools {
 namespace {
@@ -110,6 +113,45 @@ std::string CheckSeed(std::string& text) {
   return "";
 }
 
+// `fathom sim` on a training scenario (issue 27): the loop on a SimWorld
+// built from the scenario alone (its topology, transport, network, faults
+// and verbs faults; every host a rank), reported and checked as `fathom
+// coll train --scenario` does. The flow-level outputs have no flows to
+// describe: those flags are refused.
+int RunTrainingSim(const SimFlags& f, sim::LoadedScenario& sc, parallel::Comm* comm) {
+  auto refuse = [](const std::string& flag, const std::string& why) {
+    std::fprintf(stderr, "fathom sim: %s: %s\n", flag.c_str(), why.c_str());
+    return kExitUsage;
+  };
+  const std::string flows =
+      "a training scenario has no flows to report (its report is the "
+      "iteration table)";
+  if (comm != nullptr && comm->size() > 1) {
+    return refuse("mpirun", "a training scenario runs in one process");
+  }
+  if (!f.pcap.empty()) return refuse("--pcap", "not for a training scenario");
+  if (!f.trace.empty()) return refuse("--trace", "not for a training scenario");
+  if (!f.json_out.empty()) return refuse("--json-out", "use --json");
+  if (!f.flows_out.empty()) return refuse("--flows-out", flows);
+  if (!f.faults.empty()) return refuse("--fault", "put the fault in the scenario's faults list");
+  if (!f.event_order.empty()) return refuse("--event-order", "not for a training scenario");
+  // --seed over the scenario's, as for flows.
+  if (f.seed) sc.spec.set_seed(*f.seed);
+  const transport::worlds::SimWorldOptions options;
+  auto world = transport::worlds::SimWorld::CreateFromScenario(sc, options);
+  if (!world.ok()) {
+    std::fprintf(stderr, "fathom sim: %s\n", world.status().message().c_str());
+    return kExitUsage;
+  }
+  if (Status s = transport::worlds::CheckCollExpectFields(sc, world.value()->nranks()); !s.ok()) {
+    std::fprintf(stderr, "fathom sim: %s\n", s.message().c_str());
+    return kExitUsage;
+  }
+  const proto::ExpectSpec* expect = sc.spec.has_expect() ? &sc.spec.expect() : nullptr;
+  const int code = RunTrainingScenario("fathom sim", sc, world.value().get(), f.json, expect);
+  return code;
+}
+
 int RunSimOn(const SimFlags& f, parallel::Comm* comm) {
   StartGate gate{comm};
   std::vector<std::pair<std::string, std::string>> pcaps;
@@ -126,6 +168,11 @@ int RunSimOn(const SimFlags& f, parallel::Comm* comm) {
   if (!loaded.ok()) {
     std::fprintf(stderr, "fathom sim: %s\n", loaded.status().message().c_str());
     return kExitUsage;
+  }
+  // A training loop runs on the collectives over the same fabric, through
+  // the code `fathom coll train` runs (tools/train_run.h).
+  if (loaded->spec.workload().pattern() == proto::WorkloadSpec::PATTERN_TRAINING) {
+    return RunTrainingSim(f, *loaded, comm);
   }
   // Verbs-level faults wrap the transport API, which `sim`'s flows do not
   // run over: refuse rather than ignore them.
@@ -376,7 +423,11 @@ FATHOM_REGISTER_COMMAND(
     Command{"sim", "Run a scenario in the fabric simulator (virtual time) and summarize it",
             [](CLI::App* sub) -> std::function<int()> {
               auto flags = std::make_shared<SimFlags>();
-              sub->add_option("scenario", flags->scenario, "scenario file (YAML)")->required();
+              sub->add_option("scenario", flags->scenario,
+                              "scenario file (YAML); a training loop (workload.pattern: "
+                              "training) runs as `fathom coll train --scenario` runs it, with "
+                              "the scenario's own settings, and prints its iteration report")
+                  ->required();
               sub->add_option("--seed", flags->seed,
                               "override the scenario's seed (0..2^64-1, as `seed:` in the file)")
                   ->type_name("UINT64")

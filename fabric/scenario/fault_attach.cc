@@ -113,6 +113,38 @@ StatusOr<std::unique_ptr<FaultAttachment>> FaultAttachment::Attach(
     uint64_t seed, const config::SourceMap& map, std::string_view path) {
   FATHOM_RETURN_IF_ERROR(faults::ValidateFaults(specs, path, map));
   std::unique_ptr<FaultAttachment> out(new FaultAttachment());
+  out->network_ = network;
+  out->seed_ = seed;
+  out->map_ = map;
+  out->path_ = std::string(path);
+  out->specs_.assign(specs.begin(), specs.end());
+  out->armed_.assign(out->specs_.size(), false);
+  for (int i = 0; i < specs.size(); ++i) {
+    // A fault placed at an iteration is checked now and attached by Arm.
+    const bool now = !specs[i].has_at_iteration();
+    FATHOM_RETURN_IF_ERROR(out->AttachOne(i, Picoseconds(), now));
+    out->armed_[static_cast<size_t>(i)] = now;
+  }
+  for (auto& pf : out->ports_) pf->port->set_impairment(&pf->hook);
+  return out;
+}
+
+Status FaultAttachment::Arm(int index, Picoseconds origin) {
+  if (index < 0 || index >= static_cast<int>(specs_.size()) || armed_[static_cast<size_t>(index)]) {
+    return InvalidArgument("FaultAttachment::Arm: fault " + std::to_string(index) +
+                           " is not an unarmed fault of " + std::to_string(specs_.size()));
+  }
+  FATHOM_RETURN_IF_ERROR(AttachOne(index, origin, true));
+  armed_[static_cast<size_t>(index)] = true;
+  // Ports new to this fault get their hook; the others already have it.
+  for (auto& pf : ports_) pf->port->set_impairment(&pf->hook);
+  return Status::Ok();
+}
+
+Status FaultAttachment::AttachOne(int i, Picoseconds origin, bool install) {
+  Network* network = network_;
+  const config::SourceMap& map = map_;
+  const uint64_t seed = seed_;
   const topo::Topology& topo = network->topology();
   auto find_host = [&topo](std::string_view name) -> StatusOr<int32_t> {
     FATHOM_ASSIGN_OR_RETURN(const int32_t node, topo.FindNode(name));
@@ -121,110 +153,106 @@ StatusOr<std::unique_ptr<FaultAttachment>> FaultAttachment::Attach(
     }
     return node;
   };
-  for (int i = 0; i < specs.size(); ++i) {
-    const proto::FaultSpec& spec = specs[i];
-    const std::string item = std::string(path) + "[" + std::to_string(i) + "]";
-    const std::string name = faults::FaultName(spec, i);
-    out->specs_.push_back(spec);
-    auto links = ResolveLinks(topo, spec);
-    if (!links.ok()) {
-      return map.Error(config::JoinPath(item, spec.host().empty() ? "link" : "host"),
-                       links.status().message());
+  const proto::FaultSpec& spec = specs_[static_cast<size_t>(i)];
+  const std::string item = path_ + "[" + std::to_string(i) + "]";
+  const std::string name = faults::FaultName(spec, i);
+  auto links = ResolveLinks(topo, spec);
+  if (!links.ok()) {
+    return map.Error(config::JoinPath(item, spec.host().empty() ? "link" : "host"),
+                     links.status().message());
+  }
+  faults::Placement place;
+  place.scenario_seed = seed;
+  place.find_host = find_host;
+  place.origin = origin;
+  if (spec.kind() == "pfc_storm") {
+    // Not a frame model: the host's NIC sends PAUSE (fabric/scenario/
+    // pfc_field.h), scheduled by the scenario.
+    if (auto host = find_host(spec.host()); !host.ok()) {
+      return map.Error(config::JoinPath(item, "host"), host.status().message());
     }
-    faults::Placement place;
-    place.scenario_seed = seed;
-    place.find_host = find_host;
-    if (spec.kind() == "pfc_storm") {
-      // Not a frame model: the host's NIC sends PAUSE (fabric/scenario/
-      // pfc_field.h), scheduled by the scenario.
-      if (auto host = find_host(spec.host()); !host.ok()) {
-        return map.Error(config::JoinPath(item, "host"), host.status().message());
-      }
-      continue;
-    }
-    if (spec.kind() == "host_crash") {
-      place.crashed_host = *find_host(spec.host());
-    }
-    int32_t from = -1;
-    if (!spec.from().empty()) {
-      auto node = topo.FindNode(spec.from());
-      if (!node.ok()) return map.Error(config::JoinPath(item, "from"), node.status().message());
-      from = *node;
-    }
-    int attached = 0;
-    std::vector<Port*> directions;  // the ports this fault covers
-    for (const int32_t id : *links) {
-      const topo::Link& l = topo.link(id);
-      for (const auto& [node, port, far] :
-           {std::tuple{l.a, l.a_port, l.b}, std::tuple{l.b, l.b_port, l.a}}) {
-        if (from >= 0 && node != from) continue;
-        place.label = name + "@" + topo.node(node).name + ">" + topo.node(far).name;
-        place.link_rate = l.rate;
-        auto model = faults::BuildModel(spec, place);
-        if (!model.ok()) return map.Error(item, model.status().message());
-        Port* p = &network->port(node, port);
-        directions.push_back(p);
-        PortFaults* pf = out->ForPort(p);
-        pf->set.Add(std::move(*model), place.label);
-        ++attached;
-      }
-    }
-    if (attached > 0 && (spec.kind() == "link_down" || spec.kind() == "link_flap")) {
-      // Each host end of a flapping link sees its port go down and up.
-      for (const int32_t id : *links) {
-        const topo::Link& l = topo.link(id);
-        for (const int32_t node : {l.a, l.b}) {
-          if (topo.node(node).kind != topo::NodeKind::kHost) continue;
-          auto feed = std::make_unique<NicFeed>(NicFeed{&network->engine(),
-                                                        &network->nic(topo.HostRank(node)),
-                                                        faults::FlapScheduleOf(spec)});
-          network->engine().Schedule<&FaultAttachment::OnPortTransition>(
-              network->engine().Now(), EventKind::kFault, static_cast<uint32_t>(node), feed.get(),
-              0);
-          out->feeds_.push_back(std::move(feed));
-        }
-      }
-    }
-    if (attached > 0 && !spec.reroute_via().empty()) {
-      auto via = topo.FindNode(spec.reroute_via());
-      if (!via.ok()) {
-        return map.Error(config::JoinPath(item, "reroute_via"), via.status().message());
-      }
-      // Packets already past the failed hop keep their hop count and read
-      // the new route at the next switch: only a downward direction, whose
-      // far end sends them toward their host, keeps them on their way.
-      for (const Port* d : directions) {
-        if (topo.node(d->peer()->config().node).tier >= topo.node(d->config().node).tier) {
-          return map.Error(config::JoinPath(item, "from"),
-                           "reroute_via re-routes a link's downward direction only: set from: "
-                           "to the link's upper end (" +
-                               topo.node(d->peer()->config().node).name + ")");
-        }
-      }
-      auto reroute = std::make_unique<Reroute>(network, directions, *via, &out->down_);
-      const faults::Window w = faults::WindowOf(spec);
-      network->engine().Schedule<&Reroute::OnApply>(w.start, EventKind::kFault,
-                                                    static_cast<uint32_t>(*via), reroute.get(), 0);
-      if (w.end != Picoseconds::Max()) {
-        network->engine().Schedule<&Reroute::OnRestore>(
-            w.end, EventKind::kFault, static_cast<uint32_t>(*via), reroute.get(), 0);
-      }
-      out->reroutes_.push_back({i, std::move(reroute)});
-    }
-    if (spec.kind() == "host_crash") {
-      Nic* nic = &network->nic(topo.HostRank(place.crashed_host));
-      network->engine().Schedule<&FaultAttachment::OnHostCrash>(
-          faults::WindowOf(spec).start, EventKind::kFault,
-          static_cast<uint32_t>(place.crashed_host), nic, 0);
-    }
-    if (attached == 0) {
-      return map.Error(
-          config::JoinPath(item, "from"),
-          "\"" + spec.from() + "\" is not an end of any link \"" + spec.link() + "\" selects");
+    return Status::Ok();
+  }
+  if (spec.kind() == "host_crash") {
+    place.crashed_host = *find_host(spec.host());
+  }
+  int32_t from = -1;
+  if (!spec.from().empty()) {
+    auto node = topo.FindNode(spec.from());
+    if (!node.ok()) return map.Error(config::JoinPath(item, "from"), node.status().message());
+    from = *node;
+  }
+  int attached = 0;
+  std::vector<Port*> directions;  // the ports this fault covers
+  for (const int32_t id : *links) {
+    const topo::Link& l = topo.link(id);
+    for (const auto& [node, port, far] :
+         {std::tuple{l.a, l.a_port, l.b}, std::tuple{l.b, l.b_port, l.a}}) {
+      if (from >= 0 && node != from) continue;
+      place.label = name + "@" + topo.node(node).name + ">" + topo.node(far).name;
+      place.link_rate = l.rate;
+      auto model = faults::BuildModel(spec, place);
+      if (!model.ok()) return map.Error(item, model.status().message());
+      Port* p = &network->port(node, port);
+      directions.push_back(p);
+      if (install) ForPort(p)->set.Add(std::move(*model), place.label);
+      ++attached;
     }
   }
-  for (auto& pf : out->ports_) pf->port->set_impairment(&pf->hook);
-  return out;
+  if (install && attached > 0 && (spec.kind() == "link_down" || spec.kind() == "link_flap")) {
+    // Each host end of a flapping link sees its port go down and up.
+    for (const int32_t id : *links) {
+      const topo::Link& l = topo.link(id);
+      for (const int32_t node : {l.a, l.b}) {
+        if (topo.node(node).kind != topo::NodeKind::kHost) continue;
+        auto feed = std::make_unique<NicFeed>(NicFeed{&network->engine(),
+                                                      &network->nic(topo.HostRank(node)),
+                                                      faults::FlapScheduleOf(spec, origin)});
+        network->engine().Schedule<&FaultAttachment::OnPortTransition>(
+            network->engine().Now(), EventKind::kFault, static_cast<uint32_t>(node), feed.get(), 0);
+        feeds_.push_back(std::move(feed));
+      }
+    }
+  }
+  if (attached > 0 && !spec.reroute_via().empty()) {
+    auto via = topo.FindNode(spec.reroute_via());
+    if (!via.ok()) {
+      return map.Error(config::JoinPath(item, "reroute_via"), via.status().message());
+    }
+    // Packets already past the failed hop keep their hop count and read
+    // the new route at the next switch: only a downward direction, whose
+    // far end sends them toward their host, keeps them on their way.
+    for (const Port* d : directions) {
+      if (topo.node(d->peer()->config().node).tier >= topo.node(d->config().node).tier) {
+        return map.Error(config::JoinPath(item, "from"),
+                         "reroute_via re-routes a link's downward direction only: set from: "
+                         "to the link's upper end (" +
+                             topo.node(d->peer()->config().node).name + ")");
+      }
+    }
+    if (!install) return Status::Ok();
+    auto reroute = std::make_unique<Reroute>(network, directions, *via, &down_);
+    const faults::Window w = faults::WindowOf(spec, origin);
+    network->engine().Schedule<&Reroute::OnApply>(w.start, EventKind::kFault,
+                                                  static_cast<uint32_t>(*via), reroute.get(), 0);
+    if (w.end != Picoseconds::Max()) {
+      network->engine().Schedule<&Reroute::OnRestore>(
+          w.end, EventKind::kFault, static_cast<uint32_t>(*via), reroute.get(), 0);
+    }
+    reroutes_.push_back({i, std::move(reroute)});
+  }
+  if (install && spec.kind() == "host_crash") {
+    Nic* nic = &network->nic(topo.HostRank(place.crashed_host));
+    network->engine().Schedule<&FaultAttachment::OnHostCrash>(
+        faults::WindowOf(spec, origin).start, EventKind::kFault,
+        static_cast<uint32_t>(place.crashed_host), nic, 0);
+  }
+  if (attached == 0) {
+    return map.Error(
+        config::JoinPath(item, "from"),
+        "\"" + spec.from() + "\" is not an end of any link \"" + spec.link() + "\" selects");
+  }
+  return Status::Ok();
 }
 
 std::vector<FaultAttachment::FaultReport> FaultAttachment::Report(Picoseconds now) {

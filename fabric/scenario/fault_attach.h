@@ -56,6 +56,13 @@ class FaultAttachment {
   // Text for the run summary: one line per fault with its non-zero counters.
   std::string Summary(Picoseconds now);
 
+  // Faults placed at an iteration (at_iteration, training scenarios) are
+  // checked by Attach (targets, parameters) but act only once armed: Arm
+  // attaches faults[index] with its times counting from `origin` (when the
+  // iteration posted its first collective; now or later). Once each.
+  Status Arm(int index, Picoseconds origin);
+  bool armed(int index) const { return armed_[static_cast<size_t>(index)]; }
+
   size_t faulty_ports() const { return ports_.size(); }
   // The fault set on a port direction, or null when it has none.
   const faults::FaultSet* FaultsAt(const Port* port) const;
@@ -65,6 +72,9 @@ class FaultAttachment {
   struct PortFaults;
   static ImpairmentVerdict Decide(void* ctx, const Packet& p, uint32_t wire_bytes, Picoseconds at);
   PortFaults* ForPort(Port* port);
+  // Resolves spec `i` and builds its models; with `install`, attaches them
+  // and schedules their events (else only the checks).
+  Status AttachOne(int i, Picoseconds origin, bool install);
 
   // A link fault on a host's link, as the host's NIC sees it: port events
   // at each transition of the flap schedule (one engine event at a time).
@@ -78,6 +88,12 @@ class FaultAttachment {
   // link_down with reroute_via, by fault index; events point in.
   std::vector<std::pair<int, std::unique_ptr<Reroute>>> reroutes_;
   std::vector<Port*> down_;  // link directions down now, for the reroutes
+  // What Arm needs later.
+  Network* network_ = nullptr;
+  uint64_t seed_ = 0;
+  config::SourceMap map_;
+  std::string path_;
+  std::vector<bool> armed_;  // per spec: attached (time-placed: at once)
 };
 
 }  // namespace fathom::sim

@@ -225,6 +225,7 @@ Status Validate(const LoadedScenario& sc) {
   const bool training = w.pattern() == proto::WorkloadSpec::PATTERN_TRAINING;
   if (training) FATHOM_RETURN_IF_ERROR(ValidateTraining(sc));
   FATHOM_RETURN_IF_ERROR(ValidateCollExpect(sc));
+  FATHOM_RETURN_IF_ERROR(ValidateIterationFaults(sc));
   if (hosts < 2) return m.Error("topology", "needs at least 2 hosts for a workload");
   FATHOM_RETURN_IF_ERROR(CheckTimeUs(m, "workload.start_us", w.start_us()));
   FATHOM_RETURN_IF_ERROR(CheckTimeUs(m, "workload.start_jitter_us", w.start_jitter_us()));

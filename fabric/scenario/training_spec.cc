@@ -116,6 +116,61 @@ Status ValidateTraining(const LoadedScenario& sc) {
   return Status::Ok();
 }
 
+Status ValidateIterationFaults(const LoadedScenario& sc) {
+  const config::SourceMap& m = sc.map;
+  const bool training = sc.spec.workload().pattern() == proto::WorkloadSpec::PATTERN_TRAINING;
+  const proto::TrainingSpec& t = sc.spec.workload().training();
+  // One check for both lists: (path, at_iteration set, its value, offset,
+  // the time field's name, the time).
+  auto check = [&](const std::string& p, bool has, int64_t it, double offset_us,
+                   const char* time_field, double time_us) -> Status {
+    if (!has) {
+      if (offset_us != 0 || m.Find(p + ".iteration_offset_us")) {
+        return m.Error(p + ".iteration_offset_us", "needs at_iteration");
+      }
+      return Status::Ok();
+    }
+    if (!training) {
+      return m.Error(p + ".at_iteration",
+                     "places a fault at an iteration of a training loop, but the workload is "
+                     "not one (workload.pattern: training); use " +
+                         std::string(time_field));
+    }
+    if (time_us != 0 || m.Find(p + "." + time_field)) {
+      return m.Error(p + "." + time_field, std::string("set ") + time_field +
+                                               " (a time) or at_iteration (an iteration), "
+                                               "not both");
+    }
+    if (it < 0) {
+      return m.Error(p + ".at_iteration",
+                     std::to_string(it) + " is negative (iterations count from 0)");
+    }
+    if (t.has_iterations() && it >= t.iterations()) {
+      return m.Error(p + ".at_iteration", "iteration " + std::to_string(it) +
+                                              " never runs: the job has " +
+                                              std::to_string(t.iterations()) + " iterations (0.." +
+                                              std::to_string(t.iterations() - 1) + ")");
+    }
+    if (it >= kMaxTrainingIterations) {
+      return m.Error(p + ".at_iteration", "beyond the " + std::to_string(kMaxTrainingIterations) +
+                                              " iterations a run may have");
+    }
+    return CheckUs(m, p + ".iteration_offset_us", offset_us);
+  };
+  for (int i = 0; i < sc.spec.faults_size(); ++i) {
+    const proto::FaultSpec& f = sc.spec.faults(i);
+    FATHOM_RETURN_IF_ERROR(check("faults[" + std::to_string(i) + "]", f.has_at_iteration(),
+                                 f.at_iteration(), f.iteration_offset_us(), "start_us",
+                                 f.start_us()));
+  }
+  for (int i = 0; i < sc.spec.verbs_faults_size(); ++i) {
+    const proto::VerbsFaultSpec& f = sc.spec.verbs_faults(i);
+    FATHOM_RETURN_IF_ERROR(check("verbs_faults[" + std::to_string(i) + "]", f.has_at_iteration(),
+                                 f.at_iteration(), f.iteration_offset_us(), "at_us", f.at_us()));
+  }
+  return Status::Ok();
+}
+
 Status ValidateCollExpect(const LoadedScenario& sc) {
   const config::SourceMap& m = sc.map;
   const proto::ExpectSpec& e = sc.spec.expect();

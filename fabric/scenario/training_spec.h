@@ -29,6 +29,14 @@ inline constexpr int64_t kMaxTrainingIterations = 10'000'000;
 // overlap within one collective. Errors name file:line and field.
 Status ValidateTraining(const LoadedScenario& sc);
 
+// Faults placed at an iteration (faults[i].at_iteration,
+// verbs_faults[i].at_iteration; training.h arms them): only in a training
+// scenario, an iteration >= 0 and below workload.training.iterations (when
+// set), not together with a time (start_us / at_us), an offset
+// (iteration_offset_us) finite, >= 0 and only with at_iteration. Errors
+// name file:line and field. Checked for every scenario.
+Status ValidateIterationFaults(const LoadedScenario& sc);
+
 // The collective expectations against the file: times, stalled ranks below
 // the host count, coll_error an IBV_WC_* name or "none", bounds ordered.
 Status ValidateCollExpect(const LoadedScenario& sc);

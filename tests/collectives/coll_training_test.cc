@@ -237,16 +237,217 @@ workload:
     EXPECT_NE(r.out.find("bad_training.yaml:"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find(k.want), std::string::npos) << r.out;
   }
-  // fathom sim refuses the loop; coll refuses a sweep op on it.
+  // coll refuses a sweep op on the loop.
   const std::string path =
       WriteFile("training_sim.yaml", head + "      - {op: allreduce, bytes: 4096}\n");
-  auto r = test_util::RunCommand(kFathom + " sim " + path);
-  EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.out.find("workload.pattern: training runs on the collectives"), std::string::npos)
-      << r.out;
-  r = test_util::RunCommand(kFathom + " coll allreduce --scenario " + path);
+  auto r = test_util::RunCommand(kFathom + " coll allreduce --scenario " + path);
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("fathom coll train --scenario"), std::string::npos) << r.out;
+}
+
+// A fault placed at an iteration (faults[].at_iteration) is armed when
+// that iteration posts its first collective: the example's link goes down
+// at iteration 42 and iteration 42's allreduce fails with error 12 one
+// retry budget after it was posted, whatever the compute time before it.
+TEST(CollTrainingTest, FaultAtAnIterationHitsThatIteration) {
+  const std::string path = kScenarios + "coll/training_link_down_at_iteration.yaml";
+  auto r = test_util::RunCommand(kFathom + " coll train --scenario " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("# fault link_down#0 placed at iteration 42: acts from t="),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("# FAILED: iteration 42 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("IBV_WC_RETRY_EXC_ERR"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# expectations met"), std::string::npos) << r.out;
+  // Mutation: the fault one iteration later fails the pinned expectation.
+  std::string text = Read(path);
+  const size_t at = text.find("at_iteration: 42");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 16, "at_iteration: 43");
+  r = test_util::RunCommand(kFathom + " coll train --scenario " + WriteFile("at43.yaml", text));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("expectation not met: first_failed_iteration: expected 42, got 43"),
+            std::string::npos)
+      << r.out;
+  // A second fault after the failure is never armed, and the report says so.
+  text = Read(path);
+  const size_t faults = text.find("faults:\n");
+  ASSERT_NE(faults, std::string::npos);
+  text.insert(faults + 8, "  - {kind: loss, link: h0-leaf0, rate: 0.5, at_iteration: 60}\n");
+  r = test_util::RunCommand(kFathom + " coll train --scenario " + WriteFile("at60.yaml", text));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("# fault loss#0 placed at iteration 60: not reached, never acted"),
+            std::string::npos)
+      << r.out;
+}
+
+// Through the API: where the faults are armed, and that the offset counts
+// from the iteration's first post (a 0.5 s offset with 1 s of compute and a
+// few-us allreduce lands in the next iteration's compute, so the next
+// iteration is the one that fails). A verbs fault placed at an iteration
+// acts at that iteration's first post.
+TEST(CollTrainingTest, IterationOffsetAndVerbsFaultsAtAnIteration) {
+  const std::string head = R"(name: at-iteration
+end_time_us: 1
+topology:
+  preset: "leaf-spine:leaves=2,spines=1,hosts=2,gpus=1"
+transport:
+  ib_timeout: 14
+  retry_cnt: 7
+workload:
+  pattern: training
+  training:
+    iterations: 20
+    compute_us: 1000000
+    collectives:
+      - {op: allreduce, bytes: 65536}
+)";
+  auto run = [](const std::string& yaml) {
+    auto sc = sim::LoadScenarioString(yaml, "at.yaml");
+    EXPECT_TRUE(sc.ok()) << sc.status().ToString();
+    auto world = SimWorld::CreateFromScenario(sc.value(), SimWorldOptions{});
+    EXPECT_TRUE(world.ok()) << world.status().ToString();
+    auto plan = TrainingPlanFromScenario(sc.value(), world.value()->nranks());
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    auto runner = TrainingRunner::Create(world.value().get(), plan.value());
+    EXPECT_TRUE(runner.ok()) << runner.status().ToString();
+    return runner.value()->Run();
+  };
+  const TrainingResult base = run(head);
+  ASSERT_FALSE(base.failed);
+  ASSERT_EQ(base.completed, 20);
+  const Picoseconds iteration = base.iteration_times[0];
+  const Picoseconds compute = Picoseconds::FromSeconds(1);
+  {
+    SCOPED_TRACE("offset 0");
+    const TrainingResult r = run(head +
+                                 "faults:\n  - {kind: link_down, link: h3-leaf1, "
+                                 "at_iteration: 5, duration_us: 60000000}\n");
+    ASSERT_EQ(r.armed.size(), 1u);
+    EXPECT_EQ(r.armed[0].iteration, 5);
+    // Iterations 0..4 took the fault-free time; the fault acts when
+    // iteration 5's compute ends.
+    EXPECT_EQ(r.armed[0].at, base.start + iteration * 5 + compute);
+    EXPECT_EQ(r.failed_iteration, 5);
+    EXPECT_EQ(r.error_status, "IBV_WC_RETRY_EXC_ERR");
+  }
+  {
+    SCOPED_TRACE("offset 0.5 s");
+    const TrainingResult r = run(head +
+                                 "faults:\n  - {kind: link_down, link: h3-leaf1, at_iteration: 5, "
+                                 "iteration_offset_us: 500000, duration_us: 60000000}\n");
+    ASSERT_EQ(r.armed.size(), 1u);
+    EXPECT_EQ(r.armed[0].at, base.start + iteration * 5 + compute + Picoseconds::FromSeconds(0.5));
+    EXPECT_EQ(r.failed_iteration, 6);
+  }
+  {
+    SCOPED_TRACE("verbs fault");
+    const TrainingResult r = run(head +
+                                 "verbs_faults:\n  - {kind: fail_post, rank: 1, at_iteration: "
+                                 "7}\n  - {kind: qp_error, rank: 2, at_iteration: 19}\n");
+    ASSERT_EQ(r.armed.size(), 1u);  // iteration 19 never came
+    EXPECT_EQ(r.armed[0].name, "verbs_faults[0] fail_post");
+    EXPECT_EQ(r.armed[0].at, base.start + iteration * 7 + compute);
+    EXPECT_TRUE(r.failed);
+    EXPECT_EQ(r.failed_iteration, 7);
+    EXPECT_EQ(r.completed, 7);
+  }
+}
+
+// Bad placements: file:line and the field, exit 2.
+TEST(CollTrainingTest, BadIterationPlacementNamesFileLineAndField) {
+  const std::string head = R"(name: bad
+end_time_us: 1
+topology:
+  preset: "leaf-spine:leaves=2,spines=1,hosts=2,gpus=1"
+workload:
+  pattern: training
+  training:
+    iterations: 5
+    compute_us: 1000
+    collectives:
+      - {op: allreduce, bytes: 4096}
+)";
+  struct Case {
+    std::string body;
+    std::string want;
+  };
+  for (const Case& k : {
+           Case{"faults:\n  - {kind: link_down, link: h3-leaf1, at_iteration: 5}\n",
+                "faults[0].at_iteration: iteration 5 never runs: the job has 5 "
+                "iterations (0..4)"},
+           Case{"faults:\n  - {kind: link_down, link: h3-leaf1, at_iteration: -1}\n",
+                "faults[0].at_iteration: -1 is negative"},
+           Case{"faults:\n  - {kind: link_down, link: h3-leaf1, at_iteration: 2, start_us: 0}\n",
+                "faults[0].start_us: set start_us (a time) or at_iteration (an iteration), not "
+                "both"},
+           Case{"faults:\n  - {kind: link_down, link: h3-leaf1, iteration_offset_us: 3}\n",
+                "faults[0].iteration_offset_us: needs at_iteration"},
+           Case{"faults:\n  - {kind: link_down, link: h3-leaf1, at_iteration: 1, "
+                "iteration_offset_us: -3}\n",
+                "faults[0].iteration_offset_us"},
+           Case{"verbs_faults:\n  - {kind: qp_error, rank: 1, at_us: 10, at_iteration: 1}\n",
+                "verbs_faults[0].at_us: set at_us (a time) or at_iteration"},
+           Case{"verbs_faults:\n  - {kind: qp_error, rank: 1, at_iteration: 9}\n",
+                "verbs_faults[0].at_iteration: iteration 9 never runs"},
+       }) {
+    SCOPED_TRACE(k.body);
+    const std::string path = WriteFile("bad_at.yaml", head + k.body);
+    auto r = test_util::RunCommand(kFathom + " coll train --scenario " + path);
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_NE(r.out.find("bad_at.yaml:13:"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(k.want), std::string::npos) << r.out;
+  }
+  // Not a training scenario: there are no iterations.
+  const std::string flows = WriteFile("at_flows.yaml", R"(name: flows
+end_time_us: 1000
+topology:
+  preset: "leaf-spine:leaves=2,spines=1,hosts=2,gpus=1"
+workload:
+  pattern: permutation
+  flow_bytes: 4096
+faults:
+  - {kind: loss, link: h3-leaf1, rate: 0.1, at_iteration: 3}
+)");
+  for (const std::string cmd : {" sim ", " coll allreduce -b 4K -e 4K -n 1 -w 0 --scenario "}) {
+    auto r = test_util::RunCommand(kFathom + cmd + flows);
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_NE(r.out.find("at_flows.yaml:9:"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("faults[0].at_iteration: places a fault at an iteration of a training "
+                         "loop, but the workload is not one"),
+              std::string::npos)
+        << r.out;
+  }
+}
+
+// `fathom sim` runs a training scenario through the same loop and report
+// as `fathom coll train`, and honours its expect block (a miss exits 1).
+// Flow-level outputs are refused.
+TEST(CollTrainingTest, SimRunsTheTrainingLoop) {
+  const std::string path = kScenarios + "coll/training_link_down_hour7.yaml";
+  auto r = test_util::RunCommand(kFathom + " sim " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("# fathom sim: training loop, 4 ranks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# iterations completed 839, virtual time 25200.544558 s"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("IBV_WC_RETRY_EXC_ERR at t=25200544557.830 us"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# expectations met"), std::string::npos) << r.out;
+  r = test_util::RunCommand(kFathom + " sim --json " + path);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"first_failed_iteration\":839"), std::string::npos) << r.out;
+  const std::string nofault = WriteFile("sim_nofault.yaml", WithoutBlock(Read(path), "faults"));
+  r = test_util::RunCommand(kFathom + " sim " + nofault);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("fathom sim: expectation not met: first_failed_iteration: expected 839, "
+                       "got -1"),
+            std::string::npos)
+      << r.out;
+  r = test_util::RunCommand(kFathom + " sim --flows-out /tmp/x.csv " + path);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("fathom sim: --flows-out: a training scenario has no flows"),
+            std::string::npos)
+      << r.out;
 }
 
 }  // namespace

@@ -54,6 +54,9 @@ class FaultyDevice final : public Device {
     const VerbsFault& f = fault(i);
     return Elapsed() >= f.at && before >= f.after && (f.count == 0 || s.acted < f.count);
   }
+  std::weak_ptr<bool> alive() const { return alive_; }
+  // Wakes the driver at fault i's time to fire it (qp_error, async_event).
+  void ScheduleOne(size_t i);
   void Forget(FaultyQp* qp) { qps_.erase(std::find(qps_.begin(), qps_.end(), qp)); }
 
  private:
@@ -297,12 +300,18 @@ void FaultyDevice::ScheduleTimed() {
   for (size_t i : faults_) {
     const VerbsFault& f = fault(i);
     if (f.kind != FaultKind::kQpError && f.kind != FaultKind::kAsyncEvent) continue;
-    if (f.at.ps() == 0) continue;  // checked at every post and poll
-    std::weak_ptr<bool> alive = alive_;
-    env.wake_at(env.origin + f.at, [this, alive] {
-      if (auto a = alive.lock(); a && *a) CheckTriggers();
-    });
+    if (f.at.ps() == 0) continue;              // checked at every post and poll
+    if (f.at == Picoseconds::Max()) continue;  // placed at an iteration: Arm
+    ScheduleOne(i);
   }
+}
+
+void FaultyDevice::ScheduleOne(size_t i) {
+  const FaultEnv& env = injector_->env_;
+  std::weak_ptr<bool> alive = alive_;
+  env.wake_at(env.origin + fault(i).at, [this, alive] {
+    if (auto a = alive.lock(); a && *a) CheckTriggers();
+  });
 }
 
 void FaultyDevice::CheckTriggers() {
@@ -366,7 +375,22 @@ std::unique_ptr<Device> FaultInjector::Wrap(std::unique_ptr<Device> device, int 
   if (mine.empty()) return device;
   auto* d = new FaultyDevice(std::move(device), this, rank, std::move(mine));
   d->ScheduleTimed();
+  devices_.emplace_back(d->alive(), d);
   return std::unique_ptr<Device>(d);
+}
+
+void FaultInjector::Arm(size_t i, Picoseconds at) {
+  VerbsFault& f = plan_[i];
+  f.at = at;
+  if (!env_.wake_at || (f.kind != FaultKind::kQpError && f.kind != FaultKind::kAsyncEvent)) {
+    return;  // the others are checked at every post and completion
+  }
+  for (auto& [alive, device] : devices_) {
+    const auto a = alive.lock();
+    if (!a || !*a) continue;
+    const std::vector<size_t>& mine = device->faults();
+    if (std::find(mine.begin(), mine.end(), i) != mine.end()) device->ScheduleOne(i);
+  }
 }
 
 void FaultInjector::Acted(size_t i, const std::string& detail) {

@@ -37,6 +37,8 @@ struct FaultEnv {
   std::function<void(Picoseconds at, std::function<void()> fn)> wake_at;
 };
 
+class FaultyDevice;
+
 class FaultInjector {
  public:
   FaultInjector(std::vector<VerbsFault> plan, FaultEnv env);
@@ -60,6 +62,12 @@ class FaultInjector {
     std::string first_detail;
   };
   const std::vector<Stats>& stats() const { return stats_; }
+
+  // A fault placed at an iteration (a training scenario's at_iteration,
+  // transport/worlds/training.h) is in the plan with `at` =
+  // Picoseconds::Max(): it never acts until armed here, when its iteration
+  // comes, to act from `at` (since origin) on.
+  void Arm(size_t i, Picoseconds at);
   const std::vector<VerbsFault>& plan() const { return plan_; }
   const FaultEnv& env() const { return env_; }
 
@@ -73,6 +81,8 @@ class FaultInjector {
   std::vector<VerbsFault> plan_;
   FaultEnv env_;
   std::vector<Stats> stats_;
+  // The wrapped devices (and whether each is alive), for Arm's wake-ups.
+  std::vector<std::pair<std::weak_ptr<bool>, FaultyDevice*>> devices_;
 };
 
 }  // namespace fathom::transport::faulty

@@ -260,7 +260,11 @@ std::string Describe(const VerbsFault& f) {
   if (f.qp >= 0) r += ",qp=" + std::to_string(f.qp);
   if (f.qpn != 0) r += ",qpn=" + Hex(f.qpn);
   if (f.peer >= 0) r += ",peer=" + std::to_string(f.peer);
-  if (f.at.ps() > 0) r += ",at=" + Duration(f.at);
+  if (f.at == Picoseconds::Max()) {
+    r += ",at=never";  // placed at an iteration the run did not reach
+  } else if (f.at.ps() > 0) {
+    r += ",at=" + Duration(f.at);
+  }
   if (f.after > 0) r += ",after=" + std::to_string(f.after);
   if (f.count > 0 && f.kind != FaultKind::kQpError && f.kind != FaultKind::kAsyncEvent) {
     r += ",count=" + std::to_string(f.count);

@@ -373,6 +373,7 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::CreateFromScenario(
                      ": workload and end_time_us not used: the collective and its size sweep "
                      "are the workload");
   }
+  const size_t verbs_base = options.verbs_faults.size();  // the flag's come first
   if (spec.verbs_faults_size() > 0) {
     FATHOM_ASSIGN_OR_RETURN(std::vector<int> placement,
                             PlaceRanks(scenario.topology, options.nranks));
@@ -381,6 +382,7 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::CreateFromScenario(
     options.verbs_faults.insert(options.verbs_faults.end(), plan.begin(), plan.end());
   }
   FATHOM_ASSIGN_OR_RETURN(std::unique_ptr<SimWorld> w, Create(scenario.topology, options));
+  w->scenario_verbs_base_ = verbs_base;
   if (spec.faults_size() > 0) {
     FATHOM_ASSIGN_OR_RETURN(
         w->faults_,
@@ -413,6 +415,23 @@ SimWorld::~SimWorld() {
   comms_.clear();
   devices_.clear();
   injector_.reset();
+}
+
+Status SimWorld::ArmScenarioFault(bool verbs, int index, Picoseconds at) {
+  if (at < engine_->Now()) {
+    return InvalidArgument("ArmScenarioFault: at " + std::to_string(at.ps()) +
+                           " ps is before now " + std::to_string(engine_->Now().ps()));
+  }
+  if (!verbs) {
+    if (faults_ == nullptr) return InvalidArgument("ArmScenarioFault: the world has no faults");
+    return faults_->Arm(index, at);
+  }
+  const size_t i = scenario_verbs_base_ + static_cast<size_t>(index);
+  if (injector_ == nullptr || index < 0 || i >= injector_->plan().size()) {
+    return InvalidArgument("ArmScenarioFault: no verbs fault " + std::to_string(index));
+  }
+  injector_->Arm(i, at);
+  return Status::Ok();
 }
 
 StatusOr<std::vector<faulty::VerbsFault>> VerbsFaultsFromScenario(
@@ -455,6 +474,8 @@ StatusOr<std::vector<faulty::VerbsFault>> VerbsFaultsFromScenario(
       const std::string field = e.key == "at" ? "at_us" : e.key == "delay" ? "delay_us" : e.key;
       return map.Error(path + (field.empty() ? "" : "." + field), e.message);
     }
+    // Placed at an iteration: nothing until the training loop arms it.
+    if (spec.has_at_iteration()) f.at = Picoseconds::Max();
     out.push_back(std::move(f));
   }
   return out;

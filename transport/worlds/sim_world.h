@@ -131,6 +131,9 @@ class SimWorld {
   const intranode::ServerFabric* server() const { return server_.get(); }
   // The verbs-level fault injector (null without verbs faults).
   const faulty::FaultInjector* verbs_faults() const { return injector_.get(); }
+  // Arms the scenario's faults[index] (verbs: verbs_faults[index]) placed
+  // at an iteration (training.h) to act from `at` (virtual time, >= now).
+  Status ArmScenarioFault(bool verbs, int index, Picoseconds at);
 
   // Runs one collective on all ranks; in[r] / out[r] are rank r's buffers
   // (null in modelled mode). spec.algorithm must be resolved.
@@ -161,6 +164,7 @@ class SimWorld {
   class Waker;
   std::unique_ptr<Waker> waker_;
   std::unique_ptr<faulty::FaultInjector> injector_;
+  size_t scenario_verbs_base_ = 0;  // the plan index of verbs_faults[0]
 };
 
 }  // namespace fathom::transport::worlds

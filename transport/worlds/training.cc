@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "fabric/scenario/training_spec.h"
+#include "faults/spec.h"
 #include "transport/collectives/collective.h"
 #include "transport/collectives/cost_model.h"
 #include "transport/collectives/nccl_tests.h"
@@ -111,6 +112,19 @@ StatusOr<TrainingPlan> TrainingPlanFromScenario(const sim::LoadedScenario& scena
       tc.groups.push_back(std::move(all));
     }
     plan.collectives.push_back(std::move(tc));
+  }
+  for (int i = 0; i < scenario.spec.faults_size(); ++i) {
+    const proto::FaultSpec& f = scenario.spec.faults(i);
+    if (!f.has_at_iteration()) continue;
+    plan.iteration_faults.push_back(IterationFault{false, i, faults::FaultName(f, i),
+                                                   f.at_iteration(), Us(f.iteration_offset_us())});
+  }
+  for (int i = 0; i < scenario.spec.verbs_faults_size(); ++i) {
+    const proto::VerbsFaultSpec& f = scenario.spec.verbs_faults(i);
+    if (!f.has_at_iteration()) continue;
+    plan.iteration_faults.push_back(
+        IterationFault{true, i, "verbs_faults[" + std::to_string(i) + "] " + f.kind(),
+                       f.at_iteration(), Us(f.iteration_offset_us())});
   }
   return plan;
 }
@@ -243,6 +257,17 @@ TrainingResult TrainingRunner::Run() {
     if (it >= sim::kMaxTrainingIterations) break;
     const Picoseconds t0 = clock.Now();
     Idle(t0 + plan_.compute);
+    // This iteration's faults act from its first post on (IterationFault).
+    for (const IterationFault& f : plan_.iteration_faults) {
+      if (f.iteration != it) continue;
+      const Picoseconds at = clock.Now() + f.offset;
+      res.status =
+          world_->ArmScenarioFault(f.verbs, f.index, at)
+              .WithContext("training: arming " + f.name + " at iteration " + std::to_string(it));
+      if (!res.status.ok()) break;
+      res.armed.push_back({f.name, it, at});
+    }
+    if (!res.status.ok()) break;
     for (auto& e : entries_) {
       std::vector<std::unique_ptr<RankCollective>> colls;
       std::vector<RankCollective*> ptrs;

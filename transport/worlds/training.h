@@ -2,8 +2,9 @@
 // runs a scenario's workload.training — N iterations (or a duration) of
 // compute, then collectives over rank groups (data, tensor or pipeline
 // parallel), then an optional checkpoint — on the emulated NIC, with the
-// scenario's faults on their virtual-time timeline. A fault hours into the
-// run hits the iteration running then: the loop stops at the first
+// scenario's faults on their virtual-time timeline, or armed when the
+// iteration they name posts its first collective (IterationFault). A fault
+// hours into the run hits the iteration running then: the loop stops at the first
 // collective that fails (a completion error) or stalls (the watchdog), and
 // says which iteration, which collective and group, and the watchdog's
 // report.
@@ -41,6 +42,21 @@ struct TrainingCollective {
   std::vector<std::vector<int>> groups;           // world ranks; run at once
 };
 
+// A fault placed at an iteration (the scenario's faults[index] or
+// verbs_faults[index] with at_iteration). It is armed when that iteration
+// posts its first collective, i.e. when its compute ends, and acts `offset`
+// later. Not at the start of the compute: compute moves no traffic, so a
+// fault there would hit the iteration or not depending on compute_us; from
+// the first post on, offset 0 means "the iteration's first packet sees it",
+// whatever the compute time.
+struct IterationFault {
+  bool verbs = false;
+  int index = 0;
+  std::string name;  // "link_down#0", "verbs_faults[1] qp_error"
+  int64_t iteration = 0;
+  Picoseconds offset;
+};
+
 struct TrainingPlan {
   int64_t iterations = -1;  // -1: until `duration`
   Picoseconds duration;     // zero: `iterations` only
@@ -48,6 +64,7 @@ struct TrainingPlan {
   std::vector<TrainingCollective> collectives;
   int checkpoint_every = 0;  // 0: no checkpoint
   Picoseconds checkpoint;
+  std::vector<IterationFault> iteration_faults;
 };
 
 // The scenario's workload.training for a run of `nranks` ranks: groups
@@ -74,6 +91,14 @@ struct TrainingResult {
   std::vector<int> stalled_ranks;  // world ranks, hung only
   std::string report;              // the driver's report, group ranks named
   uint64_t events = 0;             // engine events the loop dispatched
+  // Faults placed at an iteration that the run reached, when armed.
+  struct Armed {
+    std::string name;
+    int64_t iteration = 0;
+    Picoseconds at;  // virtual: the iteration's first post + offset
+  };
+  std::vector<Armed> armed;
+  Status status;  // not ok: a fault could not be armed (the loop stopped)
   // Wall time spent letting compute and checkpoint time pass (the rest of
   // the loop's wall time is the collectives'), seconds.
   double idle_wall_s = 0;
