@@ -13,6 +13,10 @@
 #include <thread>
 
 #include "base/log.h"
+#include "fabric/live/control_server.h"
+#include "fabric/live/emulator.h"
+#include "fabric/live/endpoint.h"
+#include "fabric/scenario/scenario.h"
 #include "testbed/process.h"
 
 namespace fathom::testbed {
@@ -234,6 +238,7 @@ StatusOr<std::unique_ptr<Testbed>> Testbed::Start(TestbedOptions options) {
   }
   Status s = tb->Boot();
   if (s.ok() && tb->mode_ == Mode::kVm) s = tb->WaitReady();
+  if (s.ok() && tb->emulator_ != nullptr) s = tb->ClampTcpMss();
   if (!s.ok()) {
     (void)tb->Teardown();
     return s;
@@ -297,7 +302,10 @@ Status Testbed::Boot() {
     accel_ = KvmBoots(o.assets_dir, work_dir_) ? Accel::kKvm : Accel::kTcg;
   FATHOM_LOG(kInfo, "testbed: booting " + std::to_string(o.num_vms) + " VM(s) with accel " +
                         std::string(AccelName(accel_)) +
-                        (o.direct ? ", wired directly" : ", through the host switch"));
+                        (o.direct ? ", wired directly"
+                         : !o.fabric_scenario.empty()
+                             ? ", through the emulated fabric of " + o.fabric_scenario
+                             : ", through the host switch"));
 
   // Wiring: each VM's socket (VmSocket) is connected to a switch port (the
   // switch learns the VM's port from its first frame), or directly to the
@@ -308,6 +316,17 @@ Status Testbed::Boot() {
   if (o.direct) {
     FATHOM_RETURN_IF_ERROR(sockets[0].Connect(sockets[1].port()));
     FATHOM_RETURN_IF_ERROR(sockets[1].Connect(sockets[0].port()));
+  } else if (!o.fabric_scenario.empty()) {
+    // Each VM's cable ends at its host port of the modelled fabric: a udp:
+    // endpoint of the live emulator (what `fathom emulate -e HOST=udp:..`
+    // opens), so ARP, neighbour discovery, the ranks' TCP bootstrap and
+    // RoCEv2 all cross the fabric's links, queues, ECMP and faults.
+    std::vector<uint16_t> vm_ports;
+    for (const VmSocket& s : sockets) vm_ports.push_back(s.port());
+    FATHOM_ASSIGN_OR_RETURN(const std::vector<uint16_t> ends, StartFabric(vm_ports));
+    for (int i = 0; i < o.num_vms; ++i) {
+      FATHOM_RETURN_IF_ERROR(sockets[static_cast<size_t>(i)].Connect(ends[static_cast<size_t>(i)]));
+    }
   } else {
     switch_ = std::make_unique<Switch>();
     for (int i = 0; i < o.num_vms; ++i) {
@@ -359,6 +378,103 @@ Status Testbed::Boot() {
     FATHOM_LOG(kDebug, "testbed: vm" + std::to_string(i) + " mac " + v.mac + " ipv4 " + v.ipv4 +
                            " mtu " + std::to_string(v.mtu));
   }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<uint16_t>> Testbed::StartFabric(const std::vector<uint16_t>& vm_ports) {
+  const TestbedOptions& o = options_;
+  FATHOM_ASSIGN_OR_RETURN(sim::LoadedScenario scenario, sim::LoadScenario(o.fabric_scenario));
+  const size_t colon = o.fabric_listen.rfind(':');
+  int listen_port = -1;
+  if (colon != std::string::npos) {
+    try {
+      listen_port = std::stoi(o.fabric_listen.substr(colon + 1));
+    } catch (const std::exception&) {
+    }
+  }
+  if (listen_port < 0 || listen_port > 65535) {
+    return InvalidArgument("Testbed fabric_listen=" + o.fabric_listen + ": expected ADDRESS:PORT");
+  }
+  std::vector<std::unique_ptr<live::Endpoint>> endpoints;
+  std::vector<uint16_t> ends;
+  for (size_t i = 0; i < vm_ports.size(); ++i) {
+    // udp:LISTEN:PEER needs a port number: take a free one (bind to 0, read
+    // it, close) and retry if another process took it in between.
+    StatusOr<std::unique_ptr<live::Endpoint>> ep = IoError("no attempt");
+    uint16_t listen = 0;
+    for (int attempt = 0; attempt < 5 && !ep.ok(); ++attempt) {
+      {
+        VmSocket probe;
+        FATHOM_RETURN_IF_ERROR(probe.Open());
+        listen = probe.port();
+      }
+      ep = live::OpenEndpoint("udp:" + std::to_string(listen) + ":" + std::to_string(vm_ports[i]));
+      if (!ep.ok() && ep.status().code() != StatusCode::kIoError) break;
+    }
+    if (!ep.ok())
+      return ep.status().WithContext("Testbed fabric endpoint of vm" + std::to_string(i));
+    endpoints.push_back(std::move(ep).value());
+    ends.push_back(listen);
+  }
+  live::EmulatorOptions eo;
+  eo.time_dilation = o.fabric_time_dilation;
+  auto emu = live::Emulator::Create(scenario, eo, std::move(endpoints));
+  if (!emu.ok()) {
+    return InvalidArgument("Testbed --fabric " + o.fabric_scenario + " with " +
+                           std::to_string(vm_ports.size()) + " VM(s): " + emu.status().ToString());
+  }
+  emulator_ = std::move(emu).value();
+  live::Emulator* e = emulator_.get();
+  FATHOM_ASSIGN_OR_RETURN(control_,
+                          live::ControlServer::Start(
+                              o.fabric_listen.substr(0, colon), static_cast<uint16_t>(listen_port),
+                              [e](live::ControlRequest r) { return e->Control(std::move(r)); }));
+  fabric_port_ = control_->port();
+  fabric_stop_ = std::make_unique<std::atomic<bool>>(false);
+  fabric_thread_ = std::thread([this, e] { fabric_status_ = e->Run(*fabric_stop_); });
+  FATHOM_LOG(kInfo, "testbed: emulated fabric " + o.fabric_scenario + " (time dilation " +
+                        std::to_string(o.fabric_time_dilation) + "); metrics on http://" +
+                        o.fabric_listen.substr(0, colon) + ":" + std::to_string(fabric_port_) +
+                        "/metrics");
+  return ends;
+}
+
+Status Testbed::ClampTcpMss() {
+  if (options_.fabric_tcp_mss <= 0) return Status::Ok();
+  const std::string mss = std::to_string(options_.fabric_tcp_mss);
+  std::vector<CommandHandle> handles;
+  for (int i = 0; i < size(); ++i) {
+    // The on-link routes init.sh's addresses made (IPv6's at the kernel's
+    // metric 256, which is part of its key), re-stated with advmss.
+    FATHOM_ASSIGN_OR_RETURN(
+        CommandHandle h,
+        Launch(
+            i,
+            "ip route change 192.0.2.0/24 dev eth0 proto kernel scope link src $FATHOM_IP4 "
+            "advmss " +
+                mss +
+                " && ip -6 route replace 2001:db8::/64 dev eth0 proto kernel metric 256 advmss " +
+                mss + "\n",
+            seconds(30)));
+    handles.push_back(h);
+  }
+  for (const CommandHandle& h : handles) {
+    FATHOM_ASSIGN_OR_RETURN(const CommandResult r, Wait(h));
+    if (r.exit_status != 0) {
+      return Unavailable("vm" + std::to_string(h.vm) + ": setting the TCP MSS to " + mss +
+                         " failed (exit " + std::to_string(r.exit_status) +
+                         "): " + Tail(r.stderr_text, 300));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Testbed::StopFabric() {
+  if (!fabric_thread_.joinable()) return Status::Ok();
+  fabric_stop_->store(true);
+  fabric_thread_.join();
+  control_.reset();
+  if (!fabric_status_.ok()) return fabric_status_.WithContext("Testbed emulated fabric");
   return Status::Ok();
 }
 
@@ -520,6 +636,7 @@ Status Testbed::Teardown() {
   }
   Status status;
   if (switch_) status = switch_->Stop();
+  if (Status f = StopFabric(); !f.ok() && status.ok()) status = f;
   if (!work_dir_.empty()) {
     std::error_code ec;
     fs::remove_all(work_dir_, ec);

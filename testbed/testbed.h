@@ -22,10 +22,16 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/status.h"
 #include "testbed/host_switch.h"
+
+namespace fathom::live {
+class Emulator;
+class ControlServer;
+}  // namespace fathom::live
 
 namespace fathom::testbed {
 
@@ -54,6 +60,22 @@ struct TestbedOptions {
   std::string assets_dir;
   // Parent of the per-testbed temporary directory.
   std::string temp_root = "/tmp";
+  // The live emulator instead of the host switch (issue 29): the scenario
+  // whose modelled fabric carries the VMs' frames (fabric/live), VM i on
+  // host rank i (the scenario must have num_vms hosts). Empty = the switch.
+  // Everything the VMs send crosses it, the ranks' TCP bootstrap included.
+  std::string fabric_scenario;
+  double fabric_time_dilation = 1.0;  // wall seconds per model second
+  // ADDRESS:PORT of the emulator's metrics and control HTTP endpoint (port
+  // 0: a free one, see fabric_port()); `fathom emulate ctl --server` talks to it.
+  std::string fabric_listen = "127.0.0.1:0";
+  // With a fabric, the TCP MSS the VMs advertise to each other (route
+  // advmss; 0 = the kernel's, 8960 at MTU 9000). The ranks' bootstrap is TCP
+  // on the same eth0 as RoCE, so it crosses the fabric's faults too: with 900
+  // its segments are frames of at most 954 bytes, under a 1000-byte MTU
+  // fault that stages the RoCE hang (CASES.md case 4), so the watchdog's
+  // reports still reach rank 0. A loss fault costs it retransmissions only.
+  int fabric_tcp_mss = 900;
 };
 
 struct VmInfo {
@@ -109,8 +131,13 @@ class Testbed {
   // "vm-tcg", "vm-kvm" or "native:<device>".
   std::string ModeDescription() const;
   Accel accel() const { return accel_; }
-  // Null in direct and native mode.
+  // Null in direct and native mode, and with a fabric.
   Switch* host_switch() { return switch_.get(); }
+  // The live emulator wiring the VMs (TestbedOptions::fabric_scenario), null
+  // without one; its Control() answers metrics and run-time faults.
+  live::Emulator* emulator() { return emulator_.get(); }
+  // The emulator's HTTP port (0 without a fabric).
+  uint16_t fabric_port() const { return fabric_port_; }
   const std::filesystem::path& work_dir() const { return work_dir_; }
 
   // Starts `script` (/bin/sh syntax) in VM `vm`, in $FATHOM_OUT, with the
@@ -132,6 +159,11 @@ class Testbed {
   Testbed() = default;
   Status Boot();
   Status WaitReady();
+  // Opens the emulator's UDP endpoints (one per VM, toward `vm_ports`),
+  // starts its loop and HTTP endpoint; returns the endpoints' ports.
+  StatusOr<std::vector<uint16_t>> StartFabric(const std::vector<uint16_t>& vm_ports);
+  Status StopFabric();
+  Status ClampTcpMss();
   std::string ConfigText(int vm) const;
 
   TestbedOptions options_;
@@ -142,6 +174,12 @@ class Testbed {
   std::vector<VmInfo> vms_;
   std::unique_ptr<Switch> switch_;
   std::vector<uint16_t> switch_ports_;
+  std::unique_ptr<live::Emulator> emulator_;
+  std::unique_ptr<live::ControlServer> control_;
+  std::unique_ptr<std::atomic<bool>> fabric_stop_;
+  std::thread fabric_thread_;
+  Status fabric_status_;
+  uint16_t fabric_port_ = 0;
   std::vector<std::chrono::steady_clock::time_point> spawned_at_;
   int next_command_ = 1;
   bool torn_down_ = false;

@@ -1,5 +1,6 @@
 // `fathom testbed run|assets`: real soft-RoCE (rxe) in qemu VMs wired through
-// the host switch (testbed/testbed.h). `run` boots N VMs, runs a command or a
+// the host switch (testbed/testbed.h), or with --fabric through a scenario's
+// modelled fabric (the live emulator, fabric/live). `run` boots N VMs, runs a command or a
 // script in each, prints each VM's stdout, stderr and exit status, copies the
 // files each wrote in $FATHOM_OUT to --out DIR/vmN, and tears everything down
 // (also on a failure, the timeout and Ctrl-C). `assets` builds the VM assets.
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "base/json.h"
+#include "fabric/live/emulator.h"
 #include "testbed/testbed.h"
 #include "tools/command.h"
 
@@ -38,6 +40,10 @@ struct RunArgs {
   int boot_timeout_s = 120;
   bool direct = false;
   bool json = false;
+  std::string fabric;
+  double time_dilation = 1.0;
+  std::string fabric_listen = "127.0.0.1:0";
+  std::string metrics_out;
 };
 
 void OnSignal(int) { testbed::RequestInterrupt(); }
@@ -67,6 +73,34 @@ int RunTestbed(const RunArgs& a) {
   o.capture_path = a.capture;
   o.assets_dir = a.assets;
   o.boot_timeout = std::chrono::seconds(a.boot_timeout_s);
+  o.fabric_scenario = a.fabric;
+  o.fabric_time_dilation = a.time_dilation;
+  o.fabric_listen = a.fabric_listen;
+  if (!a.fabric.empty()) {
+    // The switch's impairments have no place in a modelled fabric: its
+    // faults come from the scenario or `fathom emulate ctl`.
+    const char* clash = a.direct               ? "--direct"
+                        : !a.max_frame.empty() ? "--max-frame"
+                        : !a.drop.empty()      ? "--drop"
+                        : !a.capture.empty()   ? "--capture"
+                                               : nullptr;
+    if (clash != nullptr) {
+      std::fprintf(stderr,
+                   "fathom testbed: --fabric %s: %s is a host-switch option; put the fault in the "
+                   "scenario or add it with `fathom emulate ctl` (captures: `ctl capture LINK "
+                   "FILE`)\n",
+                   a.fabric.c_str(), clash);
+      return kExitUsage;
+    }
+    if (!(a.time_dilation >= 1e-3 && a.time_dilation <= 1e6)) {
+      std::fprintf(stderr, "fathom testbed: --time-dilation %g: must be within [0.001, 1000000]\n",
+                   a.time_dilation);
+      return kExitUsage;
+    }
+  } else if (!a.metrics_out.empty()) {
+    std::fprintf(stderr, "fathom testbed: --metrics-out needs --fabric\n");
+    return kExitUsage;
+  }
   auto accel = testbed::ParseAccel(a.accel);
   if (!accel.ok()) {
     std::fprintf(stderr, "fathom testbed: %s\n", accel.status().message().c_str());
@@ -133,6 +167,12 @@ int RunTestbed(const RunArgs& a) {
                  tb.vm(i).mac.c_str(), tb.vm(i).ipv4.c_str(), tb.vm(i).ipv6.c_str(), tb.vm(i).mtu,
                  tb.vm(i).boot_to_ready.count() / 1000.0);
   }
+  if (tb.emulator() != nullptr) {
+    std::fprintf(stderr,
+                 "fathom testbed: vm i is host rank i of %s; metrics and control on "
+                 "http://127.0.0.1:%u (fathom emulate ctl --server 127.0.0.1:%u ...)\n",
+                 a.fabric.c_str(), tb.fabric_port(), tb.fabric_port());
+  }
   std::vector<testbed::CommandHandle> handles;
   std::vector<int> launched;
   int exit_code = kExitOk;
@@ -177,7 +217,27 @@ int RunTestbed(const RunArgs& a) {
       }
     }
   }
-  if (tb.host_switch() != nullptr) {
+  std::string metrics;
+  if (tb.emulator() != nullptr) {
+    auto reply = tb.emulator()->Control({"GET", "/metrics", ""}).get();
+    metrics = reply.body;
+    if (!a.metrics_out.empty()) {
+      std::ofstream f(a.metrics_out);
+      f << metrics;
+      if (!f) {
+        std::fprintf(stderr, "fathom testbed: --metrics-out %s: cannot write it\n",
+                     a.metrics_out.c_str());
+        exit_code = kExitFailure;
+      }
+    }
+  }
+  if (tb.emulator() != nullptr) {
+    if (a.json) {
+      json << "],\"fabric_metrics\":\"" << JsonEscape(metrics) << "\"}";
+    } else if (a.metrics_out.empty()) {
+      std::printf("=== fabric metrics\n%s", metrics.c_str());
+    }
+  } else if (tb.host_switch() != nullptr) {
     if (a.json) {
       json << "],\"switch\":" << tb.host_switch()->CountersJson() << "}";
     } else {
@@ -227,6 +287,18 @@ Command MakeCommand() {
     run->add_option("--boot-timeout", args->boot_timeout_s, "per-VM boot timeout, seconds");
     run->add_flag("--direct", args->direct, "wire two VMs to each other, no switch");
     run->add_flag("--json", args->json, "print results as JSON");
+    run->add_option("--fabric", args->fabric,
+                    "SCENARIO.yaml: wire VM i to host rank i of the scenario's modelled fabric "
+                    "(the live emulator, as `fathom emulate`) instead of the host switch");
+    run->add_option("--time-dilation", args->time_dilation,
+                    "--fabric: wall seconds per model second")
+        ->default_val(1.0);
+    run->add_option("--fabric-listen", args->fabric_listen,
+                    "--fabric: ADDRESS:PORT of the emulator's metrics/control HTTP endpoint "
+                    "(port 0: any, printed)")
+        ->default_val("127.0.0.1:0");
+    run->add_option("--metrics-out", args->metrics_out,
+                    "--fabric: write the emulator's metrics here after the commands");
     CLI::App* assets = sub->add_subcommand("assets", "build the VM assets (kernel, initramfs)");
     assets->add_option("--dir", *assets_dir, "asset directory");
     return [args, assets_dir, run, assets]() -> int {

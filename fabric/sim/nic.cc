@@ -255,6 +255,17 @@ Status Nic::ModifyToRtr(uint32_t qpn, int32_t remote_host, uint32_t remote_qpn, 
   }
   qp->flow.dst_host = remote_host;
   qp->flow.dest_qpn = remote_qpn;
+  if (profile_.udp_sport_from_qp_pair) {
+    // rdma_get_udp_sport(0, qpn, dest_qpn) (include/rdma/ib_verbs.h): the
+    // flow label is the product of the QP numbers folded to 20 bits, its
+    // top 6 bits folded into the low 14, in 0xC000..0xFFFF.
+    uint64_t v = uint64_t{qpn} * remote_qpn;
+    v ^= v >> 20;
+    v ^= v >> 40;
+    const uint32_t label = static_cast<uint32_t>(v & 0xFFFFF);
+    const uint32_t low = (label & 0x03FFF) ^ ((label & 0xFC000) >> 14);
+    qp->flow.udp_sport = static_cast<uint16_t>(0xC000u | low);
+  }
   qp->remote_qpn = remote_qpn;
   qp->epsn = rq_psn & wire::kPsnMask;
   if (path_fn_ != nullptr) {

@@ -85,6 +85,8 @@ StatusOr<NicProfile> NicProfileNamed(std::string_view name) {
     // costs about 100 times rxe's own work: not rxe's latency. There is no
     // PCIe for rxe (it copies in the kernel), so pcie_rate stays 0 too.
     p.infinite_retry7 = true;
+    // Source ports as rxe in Linux >= 5.17 picks them (nic_profile.h).
+    p.udp_sport_from_qp_pair = true;
     return p;
   }
   if (name == "cx6" || name == "cx7") {

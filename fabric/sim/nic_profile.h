@@ -57,6 +57,15 @@ struct NicProfile {
   int32_t timeout_floor = 0;  // 0: none
   int32_t timeout_multiplier = 1;
 
+  // The RoCEv2 UDP source port (ECMP entropy). false: rxe before Linux
+  // 5.17, 0xC000 | hash_32(qpn, 14) at QP creation (the simulator's
+  // default). true: rxe since 5.17 (rxe_verbs.c rxe_modify_qp with a GRH
+  // address: rdma_get_udp_sport(flow_label, qpn, dest_qpn); the flow label
+  // 0 becomes rdma_calc_flow_label of the two QP numbers, include/rdma/
+  // ib_verbs.h), set when the QP learns its destination (RTR). The testbed's
+  // Debian 6.1 kernel does this; the live emulator's VM test compares paths.
+  bool udp_sport_from_qp_pair = false;
+
   bool ideal() const { return name == "ideal"; }
 };
 
