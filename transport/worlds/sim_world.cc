@@ -323,7 +323,8 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
   w->comm_options_ = options.comm;
   w->network_config_ = options.network;
   w->profile_ = options.profile;
-  w->lossless_ = options.lossless;
+  // A scenario's network.qos may make a class lossless without --fabric.
+  w->lossless_ = options.lossless || options.network.qos.lossless_mask() != 0;
   const int path_mtu =
       options.comm.qp.path_mtu > 0 ? options.comm.qp.path_mtu : w->fabric_->ActiveMtu(0);
   if (w->server_) {
