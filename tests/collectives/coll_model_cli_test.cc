@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -215,6 +216,48 @@ TEST(CollModelCliTest, OneKiBAllreduceOn16RanksTakesTheProfilesPerStepLatency) {
   const std::vector<double> ti = RowTimes(ideal.out);
   ASSERT_EQ(ti.size(), 1u) << ideal.out;
   EXPECT_GT(t[0], 20 * ti[0]) << "cx6 " << t[0] << " us, ideal " << ti[0] << " us";
+}
+
+// With --scenario the scenario describes its fabric as fathom sim reads it:
+// silent, it is lossy with the ideal NIC (coll's defaults do not apply);
+// --fabric/--profile given apply; a scenario's own lossless class is
+// reported as lossless.
+TEST(CollModelCliTest, AScenarioKeepsItsOwnFabricUnlessTheFlagsAreGiven) {
+  const std::string base = R"(name: coll-defaults
+end_time_us: 10000
+topology:
+  preset: "leaf-spine:leaves=2,spines=1,hosts=2,gpus=1"
+workload:
+  pattern: permutation
+  flow_bytes: 4096
+)";
+  auto write = [](const std::string& name, const std::string& text) {
+    const std::string path = ::testing::TempDir() + name;
+    std::ofstream(path) << text;
+    return path;
+  };
+  const std::string silent = write("coll_defaults_silent.yaml", base);
+  const std::string pfc = write("coll_defaults_pfc.yaml", base + R"(network:
+  qos:
+    classes:
+      - {priority: 3, lossless: true, xoff_bytes: 65536, xon_bytes: 32768}
+)");
+  const std::string run = " coll allreduce --json -b 1K -e 1K -n 1 -w 0 --scenario ";
+  auto a = Shell(kFathom + run + silent, false);
+  ASSERT_EQ(a.exit_code, 0) << a.out;
+  EXPECT_NE(a.out.find("\"profile\":\"ideal\",\"fabric\":\"lossy\",\"ecn\":false,\"dcqcn\":false"),
+            std::string::npos)
+      << a.out;
+  auto b = Shell(kFathom + run + silent + " --fabric lossless --profile cx6", false);
+  ASSERT_EQ(b.exit_code, 0) << b.out;
+  EXPECT_NE(b.out.find("\"profile\":\"cx6\",\"fabric\":\"lossless\",\"ecn\":true,\"dcqcn\":true"),
+            std::string::npos)
+      << b.out;
+  auto c = Shell(kFathom + run + pfc, false);
+  ASSERT_EQ(c.exit_code, 0) << c.out;
+  EXPECT_NE(c.out.find("\"profile\":\"ideal\",\"fabric\":\"lossless\",\"ecn\":false"),
+            std::string::npos)
+      << c.out;
 }
 
 }  // namespace
