@@ -538,7 +538,9 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("--slots", o->slots, "staging slots per connection (default 4)");
           sub->add_option("--timeout", o->timeout_s,
                           "watchdog: seconds without progress (sim: virtual, default twice "
-                          "the retry budget (retry_cnt + 1) x 4.096 us x 2^ib-timeout, at least 1; "
+                          "the retry budget (retry_cnt + 1) x 4.096 us x 2^ib-timeout, or twice "
+                          "the NIC profile's time to IBV_WC_RETRY_EXC_ERR when longer (cx6 at "
+                          "ib-timeout 14: 3.66 s), at least 1; "
                           "verbs: wall, default 30; rank 0 prints every rank's view)");
           sub->add_option("--ib-timeout", o->ib_timeout,
                           "QP local ACK timeout (default NCCL_IB_TIMEOUT, else 14)");

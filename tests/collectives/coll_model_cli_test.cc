@@ -260,5 +260,39 @@ workload:
       << c.out;
 }
 
+// A dead link on a cx6 run ends with the NIC's IBV_WC_RETRY_EXC_ERR at the
+// profile's time (ConnectX at ib_timeout 14: 3.66 s, CASES.md 21), not with
+// the watchdog: its default covers twice that time (at the nominal budget,
+// 1.07 s, it called the run a hang first).
+TEST(CollModelCliTest, ADeadLinkEndsWithTheProfilesErrorNotTheWatchdog) {
+  const std::string path = ::testing::TempDir() + "coll_defaults_hole.yaml";
+  std::ofstream(path) << R"(name: coll-hole
+end_time_us: 10000
+topology:
+  preset: "leaf-spine:leaves=2,spines=1,hosts=4,gpus=1"
+workload:
+  pattern: permutation
+  flow_bytes: 4096
+transport:
+  ib_timeout: 14
+  retry_cnt: 7
+faults:
+  - {kind: black_hole, link: h0-leaf0, from: h0, start_us: 50}
+)";
+  auto r = Shell(
+      kFathom + " coll allreduce --json -b 64K -e 64K -n 1 -w 0 --profile cx6 --scenario " + path,
+      false);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("\"status\":\"failed\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("IBV_WC_RETRY_EXC_ERR"), std::string::npos) << r.out;
+  const size_t at = r.out.find("\"error_time_us\":");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const double t = std::atof(r.out.c_str() + at + 16);
+  auto nic = sim::NicProfileNamed("cx6");
+  ASSERT_TRUE(nic.ok());
+  const double expected_us = sim::RetryExceededTime(*nic, 14, 7).us();
+  EXPECT_NEAR(t, expected_us, 0.01 * expected_us) << r.out;
+}
+
 }  // namespace
 }  // namespace fathom::transport::coll

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 #include "fabric/scenario/network_config.h"
@@ -53,6 +54,13 @@ Picoseconds DefaultWatchdog(const QpOptions& qp) {
   const Picoseconds ack_timeout = Picoseconds::FromNanoseconds(4096) * (int64_t{1} << exponent);
   const Picoseconds budget = ack_timeout * (retries + 1);
   return std::max(Picoseconds::FromSeconds(1.0), budget * 2);
+}
+
+Picoseconds DefaultWatchdog(const QpOptions& qp, const sim::NicProfile& nic) {
+  const Picoseconds nominal = DefaultWatchdog(qp);
+  const Picoseconds error = sim::RetryExceededTime(nic, qp.timeout, qp.retry_cnt);
+  if (error.ps() > std::numeric_limits<int64_t>::max() / 4) return nominal;  // infinite
+  return std::max(nominal, error * 2);
 }
 
 namespace {
@@ -299,8 +307,9 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
   }
   FATHOM_RETURN_IF_ERROR(ExchangeAndConnect(comms));
   DriverOptions dopt;
-  dopt.timeout =
-      options.watchdog > Picoseconds() ? options.watchdog : DefaultWatchdog(options.comm.qp);
+  dopt.timeout = options.watchdog > Picoseconds()
+                     ? options.watchdog
+                     : DefaultWatchdog(options.comm.qp, options.network.nic);
   emulated::EmulatedFabric* fabric = w->fabric_.get();
   const faulty::FaultInjector* injector = w->injector_.get();
   dopt.fabric_evidence = [fabric, injector](const std::vector<StuckQp>& qps) {
