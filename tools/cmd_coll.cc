@@ -576,14 +576,15 @@ FATHOM_REGISTER_COMMAND(
                           "reductions at a CPU socket's DRAM bandwidth (204.8 GB/s); cx6 / cx7: "
                           "reductions at an A100's (2039 GB/s) / H100's (3350 GB/s) HBM "
                           "bandwidth");
-          sub->add_option("--fabric", o->fabric,
-                          "sim: the RoCE class: lossless (default: priority 3 with PFC, ECN "
-                          "marking at 5-200 KB (Pmax 1%) and DCQCN at the mlx5 defaults, the QPs "
-                          "on DSCP 26 with ECT(0) unless --tc or NCCL_IB_TC is given) or lossy "
-                          "(drop-tail, no ECN: the simulator's original fabric; --fabric lossy "
-                          "--profile ideal gives the original figures). With --scenario, the "
-                          "scenario's network block (lossy where it is silent) unless --fabric is "
-                          "given; its network.qos/ecn and transport.dcqcn win");
+          sub->add_option(
+              "--fabric", o->fabric,
+              "sim: the RoCE class: lossless (default: priority 3 with PFC, ECN "
+              "marking at 150-1500 KB of queue (Pmax 1%) and DCQCN at the mlx5 defaults, the QPs "
+              "on DSCP 26 with ECT(0) unless --tc or NCCL_IB_TC is given) or lossy "
+              "(drop-tail, no ECN: the simulator's original fabric; --fabric lossy "
+              "--profile ideal gives the original figures). With --scenario, the "
+              "scenario's network block (lossy where it is silent) unless --fabric is "
+              "given; its network.qos/ecn and transport.dcqcn win");
           sub->add_option("--host-mem-gbs", o->host_mem_gbs,
                           "sim: a rank's memory bandwidth for reductions in GB/s (default: the "
                           "profile's; 0 = reductions take no time)");
