@@ -49,6 +49,7 @@
 #include "fabric/scenario/scenario.h"
 #include "fabric/sim/nic_profile.h"
 #include "fabric/sim/pfc.h"
+#include "fabric/sim/roce_class.h"
 #include "tools/coll_alltoallv.h"
 #include "tools/coll_flags.h"
 #include "tools/coll_server.h"
@@ -113,15 +114,23 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
   wopt.comm = CommFromFlags(o, p);
   // The profile: --profile, or the scenario's transport.nic_profile (both:
   // they must agree). It sets the NIC's timing (NetworkConfig::nic) and the
-  // host's reduction (coll_profile.h).
+  // host's reduction (coll_profile.h). A scenario is the whole description
+  // of its fabric, read as `fathom sim` reads it (issue 27): where it names
+  // no profile and --profile is not given, the profile is fathom sim's
+  // default, ideal, not coll's cx6.
   CollProfile profile = p.profile;
   double reduce_bytes_per_s = p.host_reduce_bytes_per_s;
+  bool lossless = p.lossless;
   std::optional<sim::LoadedScenario> scenario;
   if (!o.scenario.empty()) {
     auto sc = sim::LoadScenario(o.scenario);
     if (!sc.ok()) return usage(sc.status());
     scenario = std::move(sc).value();
-    const std::string& named = scenario->spec.transport().nic_profile();
+    std::string named = scenario->spec.transport().nic_profile();
+    if (named.empty() && o.given.count("--profile") == 0) named = "ideal";
+    // Its network block decides the class (lossy where it is silent), unless
+    // --fabric is given; its network.qos/ecn and transport.dcqcn still win.
+    if (o.given.count("--fabric") == 0) lossless = false;
     if (!named.empty() && named != profile.name) {
       if (o.given.count("--profile") > 0) {
         return usage(InvalidArgument("--profile " + profile.name + ": the scenario " + o.scenario +
@@ -141,12 +150,16 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
   wopt.emulated.rxe_infinite_retry = o.rxe || profile.rxe_infinite_retry;
   wopt.comm.host_reduce_bytes_per_s = reduce_bytes_per_s;
   wopt.profile = profile.name;
-  wopt.lossless = p.lossless;
-  if (p.lossless) {
-    // RoCE's lossless class (priority 3 with PFC), and the QPs on it unless
-    // --tc says otherwise; a scenario's network.qos replaces it.
-    wopt.network.qos = sim::LosslessRoceQos();
-    if (o.given.count("--tc") == 0) wopt.comm.qp.traffic_class = sim::kLosslessRoceTrafficClass;
+  wopt.lossless = lossless;
+  if (lossless) {
+    // RoCE's lossless class (priority 3 with PFC) with ECN marking and
+    // DCQCN (roce_class.h), and the QPs on it, ECN-capable, unless --tc says
+    // otherwise; a scenario's network.qos, network.ecn and transport.dcqcn
+    // replace their parts.
+    wopt.network = sim::WithLosslessRoceClass(wopt.network);
+    if (o.given.count("--tc") == 0 && std::getenv("NCCL_IB_TC") == nullptr) {
+      wopt.comm.qp.traffic_class = sim::kLosslessRoceTrafficClass;
+    }
   }
   if (p.timeout_s > 0) wopt.watchdog = Picoseconds::FromSeconds(p.timeout_s);
   wopt.verbs_faults = p.verbs_faults;
@@ -439,7 +452,9 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("--slots", o->slots, "staging slots per connection (default 4)");
           sub->add_option("--timeout", o->timeout_s,
                           "watchdog: seconds without progress (sim: virtual, default twice "
-                          "the retry budget (retry_cnt + 1) x 4.096 us x 2^ib-timeout, at least 1; "
+                          "the retry budget (retry_cnt + 1) x 4.096 us x 2^ib-timeout, or twice "
+                          "the NIC profile's time to IBV_WC_RETRY_EXC_ERR when longer (cx6 at "
+                          "ib-timeout 14: 3.66 s), at least 1; "
                           "verbs: wall, default 30; rank 0 prints every rank's view)");
           sub->add_option("--ib-timeout", o->ib_timeout,
                           "QP local ACK timeout (default NCCL_IB_TIMEOUT, else 14)");
@@ -467,17 +482,23 @@ FATHOM_REGISTER_COMMAND(
                         "sim: move no bytes (timing only, no check; for huge runs)");
           sub->add_option("--seed", o->seed, "sim: seed (default 1)");
           sub->add_option("--profile", o->profile,
-                          "sim: NIC/host profile ideal|rxe|cx6|cx7 (default ideal: no NIC or "
-                          "host time, today's figures): the NIC timing and retransmission of "
-                          "fathom sim's profile of that name (a scenario's "
-                          "transport.nic_profile when it has one), and the host's reductions. "
-                          "rxe: rxe retry semantics and reductions "
-                          "at a CPU socket's DRAM bandwidth (204.8 GB/s); cx6 / cx7: reductions "
-                          "at an A100's (2039 GB/s) / H100's (3350 GB/s) HBM bandwidth");
-          sub->add_option("--fabric", o->fabric,
-                          "sim: the RoCE class: lossy (drop-tail, default) or lossless (priority 3 "
-                          "with PFC, the QPs on DSCP 26 unless --tc is given; a scenario's "
-                          "network.qos overrides)");
+                          "sim: NIC/host profile ideal|rxe|cx6|cx7 (default cx6: ConnectX-6, "
+                          "0.8 us per message; with --scenario, its transport.nic_profile, else "
+                          "ideal): the NIC timing and retransmission of fathom sim's profile of "
+                          "that name, and the host's reductions. ideal: no NIC or host time (the "
+                          "simulator's original figures). rxe: rxe retry semantics and "
+                          "reductions at a CPU socket's DRAM bandwidth (204.8 GB/s); cx6 / cx7: "
+                          "reductions at an A100's (2039 GB/s) / H100's (3350 GB/s) HBM "
+                          "bandwidth");
+          sub->add_option(
+              "--fabric", o->fabric,
+              "sim: the RoCE class: lossless (default: priority 3 with PFC, ECN "
+              "marking at 150-1500 KB of queue (Pmax 1%) and DCQCN at the mlx5 defaults, the QPs "
+              "on DSCP 26 with ECT(0) unless --tc or NCCL_IB_TC is given) or lossy "
+              "(drop-tail, no ECN: the simulator's original fabric; --fabric lossy "
+              "--profile ideal gives the original figures). With --scenario, the "
+              "scenario's network block (lossy where it is silent) unless --fabric is "
+              "given; its network.qos/ecn and transport.dcqcn win");
           sub->add_option("--host-mem-gbs", o->host_mem_gbs,
                           "sim: a rank's memory bandwidth for reductions in GB/s (default: the "
                           "profile's; 0 = reductions take no time)");

@@ -47,9 +47,15 @@ struct CollOptions {
   bool rxe = false, modelled = false, json = false;
   // sim: the NIC/host profile (coll_profile.h), the fabric's RoCE class, the
   // rank's memory bandwidth for reductions (GB/s; < 0: the profile's), and
-  // the fabric's counters in the text table.
-  std::string profile = "ideal";
-  std::string fabric = "lossy";
+  // the fabric's counters in the text table. The defaults are what a RoCE
+  // cluster runs (issue 26): ConnectX-6 NICs (cx6: the profile whose figures
+  // are cited, fabric/sim/nic_profile.cc) on the lossless RoCE class with
+  // ECN and DCQCN (fabric/sim/roce_class.h); `--fabric lossy --profile
+  // ideal` is the simulator's original model. With --scenario, the
+  // scenario's own settings (fathom sim's defaults where it is silent) unless
+  // these flags are given.
+  std::string profile = "cx6";
+  std::string fabric = "lossless";
   double host_mem_gbs = -1;
   bool counters = false;
   uint64_t seed = 1;

@@ -18,13 +18,18 @@ std::vector<int> SimBackend::local_ranks() const {
 }
 
 std::string SimBackend::Where() const {
+  const sim::NetworkConfig& nc = world_->network_config();
   return std::to_string(nranks()) + " ranks on " + world_->topology().name() + ", profile " +
-         world_->profile() + ", " + (world_->lossless() ? "lossless" : "lossy");
+         world_->profile() + ", " + (world_->lossless() ? "lossless" : "lossy") +
+         (nc.ecn.enabled ? ", ECN" : "") + (nc.dcqcn.enabled ? ", DCQCN" : "");
 }
 
 std::string SimBackend::WhereJson() const {
+  const sim::NetworkConfig& nc = world_->network_config();
   return "\"topology\":\"" + world_->topology().name() + "\",\"profile\":\"" + world_->profile() +
-         "\",\"fabric\":\"" + (world_->lossless() ? "lossless" : "lossy") + "\"";
+         "\",\"fabric\":\"" + (world_->lossless() ? "lossless" : "lossy") +
+         "\",\"ecn\":" + (nc.ecn.enabled ? "true" : "false") +
+         ",\"dcqcn\":" + (nc.dcqcn.enabled ? "true" : "false");
 }
 
 std::vector<std::string> SimBackend::DeviceLines() {

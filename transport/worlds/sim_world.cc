@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 #include "fabric/scenario/network_config.h"
@@ -53,6 +54,13 @@ Picoseconds DefaultWatchdog(const QpOptions& qp) {
   const Picoseconds ack_timeout = Picoseconds::FromNanoseconds(4096) * (int64_t{1} << exponent);
   const Picoseconds budget = ack_timeout * (retries + 1);
   return std::max(Picoseconds::FromSeconds(1.0), budget * 2);
+}
+
+Picoseconds DefaultWatchdog(const QpOptions& qp, const sim::NicProfile& nic) {
+  const Picoseconds nominal = DefaultWatchdog(qp);
+  const Picoseconds error = sim::RetryExceededTime(nic, qp.timeout, qp.retry_cnt);
+  if (error.ps() > std::numeric_limits<int64_t>::max() / 4) return nominal;  // infinite
+  return std::max(nominal, error * 2);
 }
 
 namespace {
@@ -301,8 +309,9 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
   }
   FATHOM_RETURN_IF_ERROR(ExchangeAndConnect(comms));
   DriverOptions dopt;
-  dopt.timeout =
-      options.watchdog > Picoseconds() ? options.watchdog : DefaultWatchdog(options.comm.qp);
+  dopt.timeout = options.watchdog > Picoseconds()
+                     ? options.watchdog
+                     : DefaultWatchdog(options.comm.qp, options.network.nic);
   emulated::EmulatedFabric* fabric = w->fabric_.get();
   const faulty::FaultInjector* injector = w->injector_.get();
   dopt.fabric_evidence = [fabric, injector](const std::vector<StuckQp>& qps) {
@@ -325,7 +334,8 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
   w->comm_options_ = options.comm;
   w->network_config_ = options.network;
   w->profile_ = options.profile;
-  w->lossless_ = options.lossless;
+  // A scenario's network.qos may make a class lossless without --fabric.
+  w->lossless_ = options.lossless || options.network.qos.lossless_mask() != 0;
   const int path_mtu =
       options.comm.qp.path_mtu > 0 ? options.comm.qp.path_mtu : w->fabric_->ActiveMtu(0);
   if (w->server_) {

@@ -38,7 +38,8 @@ struct SimWorldOptions {
   std::string profile = "ideal";
   bool lossless = false;
   // No rank progressed for this long (virtual time): the watchdog fires.
-  // Zero: DefaultWatchdog(comm.qp), after a scenario's transport settings.
+  // Zero: DefaultWatchdog(comm.qp, network.nic), after a scenario's
+  // transport settings.
   Picoseconds watchdog;
   // Verbs-level faults (transport/faulty; `fathom coll --verbs-fault`): the
   // named ranks' devices are wrapped; times are virtual, from 0.
@@ -62,6 +63,12 @@ struct SimWorldOptions {
 // the same budget: past it the job hangs as it would forever. timeout 0 (no
 // local ACK timer): the budget of NCCL's default exponent, 20.
 Picoseconds DefaultWatchdog(const QpOptions& qp);
+// The same for a NIC profile's retransmission (fabric/sim/nic_profile.h):
+// at least twice its time to IBV_WC_RETRY_EXC_ERR, which a ConnectX profile
+// stretches far past the nominal budget (cx6 at timeout 14: 3.66 s against
+// 0.54 s), so that the NIC's error, not the watchdog, ends a run on a dead
+// link.
+Picoseconds DefaultWatchdog(const QpOptions& qp, const sim::NicProfile& nic);
 
 // A scenario's verbs_faults, checked (rank and peer below `nranks`; errors
 // name file:line and field), in the form SimWorldOptions takes.
