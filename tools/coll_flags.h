@@ -73,6 +73,8 @@ struct CollOptions {
   double nvlink_gbs = -1;
   std::string gpudirect = "on";
   std::string rails;
+  // verbs: G consecutive ranks share a node (--ranks-per-node; 0: flat).
+  int ranks_per_node = 0;
 };
 
 // The flags, checked and converted.
