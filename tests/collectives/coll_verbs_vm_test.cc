@@ -16,14 +16,20 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "testbed/testbed.h"
+#include "tests/json_reader.h"
 #include "tests/testbed/shared_testbed.h"
 
 namespace fathom::testbed {
@@ -352,9 +358,52 @@ TEST_F(CollVerbsVmTest, HierarchicalCollectivesWithTwoRanksPerVmAreCorrect) {
   for (const std::string op : {"allreduce --algo ring", "allreduce --algo tree", "allgather",
                                "reduce_scatter", "broadcast -r 3", "alltoall"}) {
     SCOPED_TRACE(op);
-    ExpectCorrect(RunRanks(*tb_, op + " --ranks-per-node 2" + kSmall, 4, port++, seconds(600), 2),
-                  4, 2);
+    const Result r =
+        RunRanks(*tb_, op + " --ranks-per-node 2" + kSmall, 4, port++, seconds(600), 2);
+    ExpectCorrect(r, 4, 2);
+    EXPECT_NE(r.vm0.stdout_text.find("2 ranks per node (hierarchical"), std::string::npos)
+        << r.Describe();
   }
+}
+
+// Whom each rank's ring allreduce sends to, from rank 0's gathered trace.
+std::map<int, std::set<std::string>> RingSendsTo(Testbed& tb, const std::string& extra, int port,
+                                                 const std::string& name) {
+  const std::string file = name + ".json";
+  const Result r =
+      RunRanks(tb, "allreduce --algo ring -b 64K -e 64K -n 1 -w 0 -c 1 --trace " + file + extra, 4,
+               port, seconds(300), 2);
+  EXPECT_EQ(r.vm0.exit_status, 0) << r.Describe();
+  const std::filesystem::path dir = tb.work_dir() / name;
+  EXPECT_TRUE(tb.CollectFiles(0, dir).ok());
+  std::ifstream in(dir / file);
+  EXPECT_TRUE(in.good()) << "rank 0 wrote no " << file << "\n" << r.Describe();
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::map<std::string, std::string> j;
+  EXPECT_TRUE(test_util::Json(text).Parse(&j)) << text.substr(0, 2000);
+  std::map<int, std::set<std::string>> to;
+  for (const test_util::TraceEvent& e : test_util::TraceEvents(j)) {
+    if (e.count("ph") && e.at("ph") == "X" && e.count("args.to")) {
+      to[std::stoi(e.at("pid"))].insert(e.at("args.to"));
+    }
+  }
+  return to;
+}
+
+// The layout is really hierarchical: with two ranks per VM the ring is
+// NCCL's snake 0 -> 1 -> 3 -> 2 -> 0 (schedule.h RingOrder: the odd server
+// is walked backwards), so each VM's two ranks are ring neighbours (one hop
+// over rxe loopback per VM, one each way over the switch); flat (the same
+// placement), the ring is 0 -> 1 -> 2 -> 3 -> 0.
+TEST_F(CollVerbsVmTest, HierarchicalRingCrossesEachVmOnceWhereTheFlatRingDoesNot) {
+  const auto hier = RingSendsTo(*tb_, " --ranks-per-node 2", 18840, "hier-ring");
+  const std::map<int, std::set<std::string>> want_hier = {
+      {0, {"1"}}, {1, {"3"}}, {2, {"0"}}, {3, {"2"}}};
+  EXPECT_EQ(hier, want_hier);
+  const auto flat = RingSendsTo(*tb_, "", 18841, "flat-ring");
+  const std::map<int, std::set<std::string>> want_flat = {
+      {0, {"1"}}, {1, {"2"}}, {2, {"3"}}, {3, {"0"}}};
+  EXPECT_EQ(flat, want_flat);
 }
 
 }  // namespace

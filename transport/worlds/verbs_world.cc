@@ -190,11 +190,19 @@ std::string VerbsWorld::WorldCulprit(const std::string& own) const {
   // surface), so the others wait behind it — and a rank that learnt of the
   // abort before its own watchdog fired lists it without naming a culprit.
   // Otherwise the lowest rank's own culprit line (driver.cc MarkCulprit).
+  // "" when no rank's watchdog found a hang.
   std::vector<std::pair<int, const std::string*>> views = {{options_.rank, &own}};
   for (const proto::Report& rep : failure_reports_) {
     if (rep.rank() != options_.rank) views.emplace_back(rep.rank(), &rep.text());
   }
   std::sort(views.begin(), views.end());
+  // Only for a hang some rank's watchdog found: an error that surfaced
+  // names its QP already.
+  bool hung = false;
+  for (const auto& [rank, text] : views) {
+    hung = hung || text->find("watchdog: no progress") != std::string::npos;
+  }
+  if (!hung) return "";
   static const std::regex in_err(
       R"(qp to rank (\d+) channel (\d+) qpn (0x[0-9a-f]+) state IBV_QPS_ERR: ([1-9]\d*) send WRs)");
   for (const auto& [rank, text] : views) {
