@@ -282,6 +282,20 @@ int RunVerbs(const CollOptions& o, const CollParsed& p) {
     return usage("--cq-mode '" + o.cq_mode + "': poll|events");
   }
   wopt.comm = CommFromFlags(o, p);
+  // alltoall, gather, scatter: every pair of ranks connected, as on sim.
+  wopt.comm.all_pairs = NeedsAllPairs(p.kind);
+  // Several ranks per node: NCCL's hierarchical rings and trees
+  // (schedule.h). The peers on one node talk over the node's own RDMA
+  // device, QP to QP: rxe loops a packet whose destination address is its
+  // own back into its receive path (rxe_net.c, rxe_loopback), a ConnectX
+  // NIC turns it around in its own switch — real verbs, standing in for
+  // NVLink (which a host without GPUs does not have).
+  if (o.ranks_per_node < 0 || (o.ranks_per_node > 1 && o.nranks % o.ranks_per_node != 0)) {
+    return usage("--ranks-per-node " + std::to_string(o.ranks_per_node) +
+                 ": must divide --nranks " + std::to_string(o.nranks) +
+                 " (ranks are node-major: rank = node * G + local rank; 0 or 1: flat)");
+  }
+  wopt.comm.gpus_per_server = o.ranks_per_node > 1 ? o.ranks_per_node : 0;
   wopt.watchdog = Picoseconds::FromSeconds(p.timeout_s > 0 ? p.timeout_s : 30);
   wopt.verbs_faults = p.verbs_faults;
   auto world_or = VerbsWorld::Create(wopt);
@@ -331,6 +345,12 @@ int Run(CollOptions o) {
     return kExitUsage;
   }
   for (const std::string& n : notes) std::fprintf(stderr, "fathom coll: note: %s\n", n.c_str());
+  if (o.backend == "sim" && o.given.count("--ranks-per-node") > 0) {
+    std::fprintf(stderr,
+                 "fathom coll: --ranks-per-node is for --backend verbs (sim: --server places "
+                 "ranks on servers)\n");
+    return kExitUsage;
+  }
   if (o.backend == "sim") return RunSim(o, parsed.value());
   if (o.backend == "verbs") return RunVerbs(o, parsed.value());
   std::fprintf(stderr, "fathom coll: --backend '%s': sim|verbs\n", o.backend.c_str());
@@ -531,6 +551,11 @@ FATHOM_REGISTER_COMMAND(
                           "-b/-e size (bytes each rank sends): receivers' shares follow a Zipf "
                           "law over a seeded popularity order, jittered per sender");
           sub->add_option("--zipf", o->zipf, "alltoallv --skew: the Zipf exponent (default 1)");
+          sub->add_option("--ranks-per-node", o->ranks_per_node,
+                          "verbs: G consecutive ranks share a node (rank = node * G + local "
+                          "rank; G divides --nranks): the rings and trees are hierarchical, as "
+                          "--server's on sim, and peers on one node talk over that node's RDMA "
+                          "device, QP to QP (rxe loops them back); 0 or 1: flat (default)");
           sub->add_flag("--json", o->json, "print one JSON object");
           sub->add_option("--trace", o->trace,
                           "write a Chrome trace / Perfetto JSON of every rank's steps (verbs: "
@@ -547,6 +572,7 @@ FATHOM_REGISTER_COMMAND(
                   "--zipf"}) {
               if (sub->count(flag) > 0) o->given.insert(flag);
             }
+            if (sub->count("--ranks-per-node") > 0) o->given.insert("--ranks-per-node");
             return Run(*o);
           };
         },

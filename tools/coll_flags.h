@@ -84,6 +84,8 @@ struct CollOptions {
   std::string matrix;
   int64_t skew = -1;
   double zipf = 1.0;
+  // verbs: G consecutive ranks share a node (--ranks-per-node; 0: flat).
+  int ranks_per_node = 0;
 };
 
 // The flags, checked and converted.

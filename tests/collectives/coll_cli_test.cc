@@ -296,6 +296,36 @@ TEST(CollCliTest, HotLinksAreNamedAfterEachSize) {
   r = Shell(cmd + " --json");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("\"hot_links\":[{\"link\":\""), std::string::npos) << r.out;
+// --ranks-per-node (verbs: hierarchical rings and trees, node-major ranks)
+// is checked before any device is opened; sim has --server instead.
+TEST(CollCliTest, RanksPerNodeIsForVerbsAndMustDivideTheRanks) {
+  auto r = Shell(kFathom + " coll allreduce --backend sim --ranks 2 --ranks-per-node 2");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--ranks-per-node is for --backend verbs"), std::string::npos) << r.out;
+  r = Shell(kFathom + " coll allreduce --backend verbs --nranks 6 --rank 0 --ranks-per-node 4");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--ranks-per-node 4: must divide --nranks 6"), std::string::npos) << r.out;
+  r = Shell(kFathom + " coll --help");
+  EXPECT_NE(r.out.find("--ranks-per-node"), std::string::npos) << r.out;
+}
+
+// An error swallowed after a QP went to ERR (qp_error + swallow_error, the
+// case coll_verbs_vm_test runs on rxe too): two ranks wait on each other (a
+// cycle), and the watchdog names the QP in ERR — its sends can never
+// complete — not merely the one silent longest.
+TEST(CollCliTest, WatchdogNamesTheQpInErrAsTheCulprit) {
+  auto r = Shell(kFathom +
+                 " coll allreduce --algo ring -b 64K -e 64K -n 2 -w 1 --timeout 20 --backend sim "
+                 "--topology leaf-spine:leaves=1,spines=1,hosts=2,gpus=1 --server none --ranks 2 "
+                 "--profile rxe --ib-timeout 17 --verbs-fault "
+                 "'qp_error:rank=1,peer=0,after=20;swallow_error:rank=1,peer=0'");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("watchdog: no progress on any rank"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("completion IBV_WC_"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("watchdog: culprit rank 1 -> rank 0 qpn 0x11 channel 0: 1 send WRs without "
+                       "a completion for 20.000000 s; it is in IBV_QPS_ERR"),
+            std::string::npos)
+      << r.out;
 }
 
 }  // namespace

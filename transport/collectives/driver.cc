@@ -217,6 +217,7 @@ std::string Driver::WatchdogReport(const std::vector<RankCollective*>& colls,
       StuckQp q{
           comm.rank(),  c->peer,       c->channel, c->qp->qp_num(), os, c->qp->outstanding_recvs(),
           c->have_last, c->last.status};
+      q.in_error = c->qp->state() == QpState::kErr;
       stuck->push_back(q);
       silent_for.push_back(c->have_last ? now - c->last_completion_time : now);
       const std::string last =
@@ -278,26 +279,36 @@ std::string Driver::MarkCulprit(const std::vector<std::pair<int, std::vector<int
     }
     return false;
   };
+  // A QP in ERR with sends outstanding comes first: those sends can never
+  // complete, so in a cycle (a two-rank ring is always one) it is where the
+  // hang starts, whichever QP has been silent longest.
   size_t best = stuck->size();
   bool best_free = false;
+  bool best_err = false;
   for (size_t k = first; k < stuck->size(); ++k) {
     const StuckQp& q = (*stuck)[k];
     if (q.outstanding_sends == 0) continue;
     const bool free = !held_up(q.rank);
     const Picoseconds silent = silent_for[k - first];
-    if (best == stuck->size() || (free && !best_free) ||
-        (free == best_free && silent > silent_for[best - first])) {
+    const bool better =
+        best == stuck->size() || (q.in_error && !best_err) ||
+        (q.in_error == best_err &&
+         ((free && !best_free) || (free == best_free && silent > silent_for[best - first])));
+    if (better) {
       best = k;
       best_free = free;
+      best_err = q.in_error;
     }
   }
   if (best == stuck->size()) return "";
   StuckQp& q = (*stuck)[best];
   q.culprit = true;
-  const std::string why = best_free ? "; no stuck QP holds rank " + std::to_string(q.rank) +
-                                          " up: the other stuck ranks wait behind it"
-                                    : "; every stuck QP waits behind another (a cycle): this "
-                                      "one has been silent longest";
+  const std::string why =
+      best_err    ? "; it is in IBV_QPS_ERR, so they never will (their flushes did not surface)"
+      : best_free ? "; no stuck QP holds rank " + std::to_string(q.rank) +
+                        " up: the other stuck ranks wait behind it"
+                  : "; every stuck QP waits behind another (a cycle): this one has been silent "
+                    "longest";
   char buf[320];
   std::snprintf(buf, sizeof(buf),
                 "watchdog: culprit rank %d -> rank %d qpn 0x%x channel %d: %d send WRs without a "

@@ -41,6 +41,9 @@ struct StuckQp {
   // The QP the hang starts from: its sends do not complete, and its rank
   // waits behind no other stuck QP (the others wait behind it).
   bool culprit = false;
+  // The QP is in ERR: its outstanding sends can never complete (their
+  // flushes were lost, e.g. swallowed by the library, CASES.md 20).
+  bool in_error = false;
 };
 
 struct DriverOptions {

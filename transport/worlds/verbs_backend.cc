@@ -16,7 +16,17 @@ std::string VerbsBackend::Where() const {
   return std::to_string(nranks()) + " ranks (one per process), rank " +
          std::to_string(world_->rank()) + " on " + world_->device_info().name + " (" +
          world_->device_info().gid_type + ", active_mtu " +
-         std::to_string(world_->device_info().active_mtu) + ")";
+         std::to_string(world_->device_info().active_mtu) + ")" + PerNode();
+}
+
+std::string VerbsBackend::PerNode() const {
+  // --ranks-per-node: say that the rings and trees are hierarchical, and
+  // what carries a node's own hops (its device, QP to QP: rxe's loopback).
+  const int g = world_->comm().options().gpus_per_server;
+  if (g <= 1) return "";
+  return ", " + std::to_string(g) +
+         " ranks per node (hierarchical rings and trees; peers on a "
+         "node QP to QP on its device)";
 }
 
 std::string VerbsBackend::WhereJson() const {

@@ -25,6 +25,8 @@ class VerbsBackend final : public Backend {
   bool prints() const override { return world_->rank() == 0; }
   std::string Where() const override;
   std::string WhereJson() const override;
+  // ", G ranks per node (...)" with --ranks-per-node G > 1; "" when flat.
+  std::string PerNode() const;
   std::vector<std::string> DeviceLines() override;
   // The slowest rank's port speed: every rank must pick the same algorithm
   // for a size (ring and tree use different QPs), so they agree on the input.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <regex>
 #include <thread>
 
 #include "transport/bootstrap/endpoints.h"
@@ -175,8 +176,55 @@ RunOutcome VerbsWorld::Run(const CollSpec& spec, DataType type, RedOp op, const 
     steps = EncodeRankTrace(OwnSteps(*trace), kMaxReportTraceBytes, &reported_trace_events_);
   }
   (void)boot_->Report(r.report.substr(0, kMaxReportBytes), steps);
-  if (root_ != nullptr) r.report += GatheredReports();
+  if (root_ != nullptr) {
+    const std::string own = r.report;
+    r.report += GatheredReports();
+    r.report += WorldCulprit(own);
+  }
   return r;
+}
+
+std::string VerbsWorld::WorldCulprit(const std::string& own) const {
+  // Each rank's watchdog sees only its own QPs. A QP in ERR with sends
+  // outstanding wins: they can never complete (their flushes did not
+  // surface), so the others wait behind it — and a rank that learnt of the
+  // abort before its own watchdog fired lists it without naming a culprit.
+  // Otherwise the lowest rank's own culprit line (driver.cc MarkCulprit).
+  // "" when no rank's watchdog found a hang.
+  std::vector<std::pair<int, const std::string*>> views = {{options_.rank, &own}};
+  for (const proto::Report& rep : failure_reports_) {
+    if (rep.rank() != options_.rank) views.emplace_back(rep.rank(), &rep.text());
+  }
+  std::sort(views.begin(), views.end());
+  // Only for a hang some rank's watchdog found: an error that surfaced
+  // names its QP already.
+  bool hung = false;
+  for (const auto& [rank, text] : views) {
+    hung = hung || text->find("watchdog: no progress") != std::string::npos;
+  }
+  if (!hung) return "";
+  static const std::regex in_err(
+      R"(qp to rank (\d+) channel (\d+) qpn (0x[0-9a-f]+) state IBV_QPS_ERR: ([1-9]\d*) send WRs)");
+  for (const auto& [rank, text] : views) {
+    std::smatch m;
+    if (std::regex_search(*text, m, in_err)) {
+      return "watchdog (all ranks): culprit rank " + std::to_string(rank) + " -> rank " +
+             m[1].str() + " qpn " + m[3].str() + " channel " + m[2].str() + ": " + m[4].str() +
+             " send WRs outstanding in IBV_QPS_ERR, which never complete (their flushes did "
+             "not surface); the other stuck ranks wait behind it\n";
+    }
+  }
+  static constexpr std::string_view kMark = "watchdog: culprit ";
+  for (const auto& [rank, text] : views) {
+    const size_t at = text->find(kMark);
+    if (at == std::string::npos) continue;
+    const size_t end = text->find('\n', at);
+    return "watchdog (all ranks): culprit " +
+           text->substr(at + kMark.size(),
+                        end == std::string::npos ? end : end - at - kMark.size()) +
+           "\n";
+  }
+  return "";
 }
 
 RankTrace VerbsWorld::OwnSteps(const Trace& trace) const {

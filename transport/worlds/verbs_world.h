@@ -114,6 +114,11 @@ class VerbsWorld {
   // Rank 0, after a failure: every rank's report, waiting (bounded) for
   // those not yet in.
   std::string GatheredReports();
+  // From every rank's view (`own`: this rank's report; the others' gathered
+  // ones), the culprit of a hang for the whole world: each rank's watchdog
+  // sees only its own QPs, so each names one of its own. "" when no rank
+  // named one.
+  std::string WorldCulprit(const std::string& own) const;
   // A rank's report to the root is cut here (a watchdog report lists at
   // most 32 ranks and 64 QPs; one rank's is far below), and its steps at
   // the rest of a bootstrap message (1 MiB by default).
