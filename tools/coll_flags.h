@@ -73,6 +73,9 @@ struct CollOptions {
   double nvlink_gbs = -1;
   std::string gpudirect = "on";
   std::string rails;
+  // sim: --event-order schedule (default, one process) or canonical (the
+  // order a run split across MPI processes takes; issue 30).
+  std::string event_order;
 };
 
 // The flags, checked and converted.
