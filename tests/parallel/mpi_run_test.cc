@@ -110,7 +110,7 @@ TEST_P(MpiCollTest, SameRowsAndDigestForOneToFourProcesses) {
   const std::string args =
       std::string(
           "allreduce --backend sim --topology leaf-spine:leaves=4,spines=2,hosts=2 "
-          "--server none --fabric lossy -b 64K -e 256K -f 4 -n 2 -w 1 --algo ") +
+          "--server none --fabric lossy -b 64K -e 256K -f 4 -n 1 -w 0 --algo ") +
       GetParam();
   ExpectSameCollForOneToFour(args, 0);
   const CollRun one = Coll("", args + " --event-order canonical");
@@ -159,7 +159,7 @@ TEST(MpiCollTest, BadLaunchesAreExit2OnRank0) {
   // More processes than partitions (one leaf and one spine: two units).
   r = test_util::RunCommand(Mpirun(3) + kFathom +
                             " coll allreduce --backend sim --topology "
-                            "leaf-spine:leaves=1,spines=1,hosts=2 --server none --fabric lossy -b "
+                            "leaf-spine:leaves=1,spines=1,hosts=8 --server none --fabric lossy -b "
                             "1K -e 1K -n 1 -w 0");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("more processes (3) than partitions (2"), std::string::npos) << r.out;
