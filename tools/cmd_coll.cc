@@ -240,8 +240,6 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
   } else if (o.event_order == "schedule" && procs > 1) {
     refusal = "--event-order schedule: the schedule order needs one process (" +
               std::to_string(procs) + " were started): use canonical";
-  } else if (procs > 1 && !o.trace.empty()) {
-    refusal = "--trace: not supported across processes yet (run with one process)";
   } else if (procs > 1 && o.op == "train") {
     refusal = "train: training loops are not supported across processes yet (one process)";
   } else if (o.event_order == "canonical" && o.op == "train") {

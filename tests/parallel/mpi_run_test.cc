@@ -2,8 +2,10 @@
 // for 1, 2, 3 and 4 processes (oversubscribed on these 2-core machines),
 // and the launch errors rank 0 reports with exit 2.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -169,9 +171,41 @@ TEST(MpiCollTest, BadLaunchesAreExit2OnRank0) {
                             "-e 1K -n 1 -w 0");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("--server: the server tier"), std::string::npos) << r.out;
-  r = test_util::RunCommand(Mpirun(2) + kFathom + " coll " + args + " --trace /tmp/x.json");
-  EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.out.find("--trace: not supported across processes"), std::string::npos) << r.out;
+}
+
+TEST(MpiCollTest, SameTraceFileForOneToFourProcesses) {
+  // --trace: rank 0 writes every process's ranks' steps on one timeline.
+  char dir[] = "/tmp/fathom_mpi_trace_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string args =
+      "allreduce --backend sim --topology leaf-spine:leaves=4,spines=2,hosts=2 --server none "
+      "--fabric lossy -b 64K -e 64K -n 1 -w 0 --algo ring --trace ";
+  auto read = [](const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    std::string text;
+    if (f == nullptr) return text;
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) text.append(buf, n);
+    std::fclose(f);
+    return text;
+  };
+  const std::string one = std::string(dir) + "/one.json";
+  ASSERT_EQ(
+      test_util::RunCommand(kFathom + " coll " + args + one + " --event-order canonical").exit_code,
+      0);
+  const std::string expected = read(one);
+  // Every rank's steps are there.
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_NE(expected.find("\"pid\":" + std::to_string(r) + ","), std::string::npos) << r;
+  }
+  for (int n : {2, 4}) {
+    const std::string many = std::string(dir) + "/" + std::to_string(n) + ".json";
+    ASSERT_EQ(test_util::RunCommand(Mpirun(n) + kFathom + " coll " + args + many).exit_code, 0);
+    EXPECT_EQ(read(many), expected) << n << " processes";
+    std::remove(many.c_str());
+  }
+  std::remove(one.c_str());
+  rmdir(dir);
 }
 
 }  // namespace

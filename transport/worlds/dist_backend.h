@@ -58,6 +58,8 @@ class DistSimBackend final : public Backend {
                        coll::Trace* trace) override;
   Status Combine(double* time_us, int64_t* wrong) override;
   Status Barrier() override { return Status::Ok(); }
+  // Rank 0 writes every process's ranks' steps, in (start, rank, stream,
+  // name) order; the others write nothing.
   bool WriteTrace(const std::string& path, const coll::Trace& trace, bool failed) override;
 
   // The canonical trace digest of everything run so far, every process's
