@@ -65,11 +65,6 @@ Status DistributedRun::OnNetwork(sim::Network& net) {
           "network.qos: a lossless class (PFC) is not supported across processes yet (run it in "
           "one process)");
     }
-    if (spec_->transport().opcode() == "send") {
-      return InvalidArgument(
-          "transport.opcode: send is not supported across processes yet (the receives are "
-          "posted at the far end); run it in one process");
-    }
     for (int i = 0; i < spec_->faults_size(); ++i) {
       if (!spec_->faults(i).reroute_via().empty()) {
         return InvalidArgument("faults[" + std::to_string(i) +
@@ -186,6 +181,19 @@ Status DistributedRun::OnWorkload(sim::Network& net, sim::FlowDriver& driver) {
   // The run stops when every process agrees every flow finished (Run).
   driver.set_stop_when_done(false);
   NumberFlows(net);
+  // SEND: the receives a flow's start posts at its responder, posted here
+  // ahead when another process starts the flow.
+  if (comm_->size() > 1) {
+    const int32_t me_here = comm_->rank();
+    Status s = driver.PostReceivesAhead([&](int32_t rank) {
+      return partition_.Owns(me_here, topology_->hosts()[static_cast<size_t>(rank)]);
+    });
+    if (!s.ok()) {
+      return InvalidArgument(
+          "receive: the receive model (planned receives) is not supported across processes "
+          "yet; run it in one process");
+    }
+  }
   // Keep the events of what this process owns: a flow starts where its
   // requester is (the responder of a READ is its source), a fault event
   // (port transitions and crashes of a host) and a NIC's where its node is.

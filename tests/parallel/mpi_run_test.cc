@@ -58,7 +58,8 @@ TEST_P(MpiRunTest, SameDigestAndReportForOneToFourProcesses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, MpiRunTest,
-                         testing::Values("permutation.yaml", "incast.yaml", "fault.yaml"));
+                         testing::Values("permutation.yaml", "incast.yaml", "fault.yaml",
+                                         "send.yaml"));
 
 TEST(MpiLaunchTest, MoreProcessesThanPartitionsIsExit2OnRank0) {
   const test_util::CommandResult r =
