@@ -12,11 +12,12 @@
 // digest, the counters or the flow table.
 //
 // Ownership: holds the Comm (not owned) and the partition; RunScenario
-// calls the hooks on one thread. Supported: flow workloads with WRITE or
-// READ, drop-tail (lossy) fabrics, ECN/DCQCN, port faults (loss, FEC,
-// corruption, delay, black holes, flaps, link down), host crashes. Refused
-// with more than one process (InvalidArgument): PFC/lossless classes,
-// SEND flows (receives posted at the far end), reroute_via.
+// calls the hooks on one thread. Supported: flow workloads with WRITE,
+// READ or SEND, drop-tail (lossy) fabrics, ECN/DCQCN, port faults (loss,
+// FEC, corruption, delay, black holes, flaps, link down), host crashes, and
+// collective worlds (AdoptQps; transport/worlds/dist_backend.h). Refused
+// with more than one process (InvalidArgument): PFC/lossless classes, the
+// receive model (planned receives), reroute_via.
 #pragma once
 
 #include <cstdint>
