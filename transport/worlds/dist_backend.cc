@@ -36,8 +36,8 @@ StatusOr<std::unique_ptr<DistSimBackend>> DistSimBackend::Create(SimWorld* world
     }
     if (world->network().qos().lossless_mask() != 0) {
       return InvalidArgument(
-          "--lossless: a lossless class (PFC) is not supported across processes yet; use "
-          "--lossy, or one process");
+          "--fabric lossless: a lossless class (PFC) is not supported across processes yet; use "
+          "--fabric lossy, or one process");
     }
   }
   std::unique_ptr<DistSimBackend> b(new DistSimBackend(world, comm));
