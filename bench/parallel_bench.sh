@@ -7,7 +7,11 @@
 # one-process canonical run, peak RSS per process, windows and the packets
 # and bytes that crossed between processes. Asserts nothing.
 #   bench/parallel_bench.sh [FATHOM] [K] [PROCESSES...]   (default: build/tools/fathom 16 2)
+# FLOW_BYTES=N sets the flows' size (default 2 MiB): a smaller k=32 run
+#   (8,192 hosts) fits a loaded 2-core machine, e.g.
+#   FLOW_BYTES=65536 bench/parallel_bench.sh build/tools/fathom 32 2
 set -eu
+FLOW_BYTES=${FLOW_BYTES:-2097152}
 FATHOM=${1:-build/tools/fathom}
 K=${2:-16}
 shift 2 2>/dev/null || true
@@ -28,7 +32,7 @@ transport:
   ib_timeout: 14
 workload:
   pattern: permutation
-  flow_bytes: 2097152
+  flow_bytes: $FLOW_BYTES
 YAML
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 ROOT=""

@@ -46,6 +46,8 @@
 #include <string>
 #include <vector>
 
+#include "base/rng.h"
+#include "fabric/parallel/comm.h"
 #include "fabric/scenario/scenario.h"
 #include "fabric/sim/nic_profile.h"
 #include "fabric/sim/pfc.h"
@@ -61,6 +63,7 @@
 #include "transport/collectives/nccl_tests.h"
 #include "transport/verbs/verbs_device.h"
 #include "transport/worlds/coll_expect.h"
+#include "transport/worlds/dist_backend.h"
 #include "transport/worlds/sim_backend.h"
 #include "transport/worlds/sweep.h"
 #include "transport/worlds/training.h"
@@ -103,7 +106,80 @@ int RunTrainingLoop(const CollOptions& o, const sim::LoadedScenario& sc, SimWorl
   return RunTrainingScenario("fathom coll", sc, world, o.json, expect);
 }
 
+int RunSimOn(const CollOptions& o, const CollParsed& p, parallel::Comm* comm);
+
+// This process's command line, for the check that every MPI process runs
+// the same (/proc/self/cmdline: argv, NUL-separated).
+int64_t CommandLineHash() {
+  std::FILE* f = std::fopen("/proc/self/cmdline", "rb");
+  uint64_t h = 0x51ed;
+  if (f != nullptr) {
+    for (int c = std::fgetc(f); c != EOF; c = std::fgetc(f)) h = Mix64(h ^ static_cast<uint8_t>(c));
+    std::fclose(f);
+  }
+  return static_cast<int64_t>(h >> 1);
+}
+
+// `fathom coll --backend sim`: one process in the default event order, or
+// (--event-order canonical, or under mpirun with several processes) the
+// canonical order through DistSimBackend (issue 30).
 int RunSim(const CollOptions& o, const CollParsed& p) {
+  std::unique_ptr<parallel::Comm> comm;
+  if (parallel::LaunchedByMpi()) {
+    auto joined = parallel::JoinMpi();
+    if (!joined.ok()) {
+      std::fprintf(stderr, "fathom coll: started by an MPI launcher: %s\n",
+                   joined.status().message().c_str());
+      return kExitUsage;
+    }
+    comm = std::move(joined).value();
+  }
+  const int32_t procs = comm != nullptr ? comm->size() : 1;
+  const bool rank0 = comm == nullptr || comm->rank() == 0;
+  // Rank 0 speaks for the run; the others would repeat it.
+  if (!rank0 && (std::freopen("/dev/null", "w", stdout) == nullptr ||
+                 std::freopen("/dev/null", "w", stderr) == nullptr)) {
+    return kExitFailure;
+  }
+  std::string refusal;
+  if (!o.event_order.empty() && o.event_order != "schedule" && o.event_order != "canonical") {
+    refusal = "--event-order '" + o.event_order + "': schedule or canonical";
+  } else if (o.event_order == "schedule" && procs > 1) {
+    refusal = "--event-order schedule: the schedule order needs one process (" +
+              std::to_string(procs) + " were started): use canonical";
+  } else if (procs > 1 && o.op == "train") {
+    refusal = "train: training loops are not supported across processes yet (one process)";
+  } else if (o.event_order == "canonical" && o.op == "train") {
+    refusal = "train: training loops run in the default event order only";
+  }
+  if (comm != nullptr && procs > 1) {
+    std::vector<int64_t> lo{CommandLineHash()}, hi{lo[0]};
+    comm->AllMin(&lo);
+    comm->AllMax(&hi);
+    if (lo[0] != hi[0]) {
+      refusal = "the " + std::to_string(procs) +
+                " processes disagree on the run (their command lines differ): each must run the "
+                "same";
+    }
+  }
+  if (!refusal.empty()) {
+    std::fprintf(stderr, "fathom coll: %s\n", refusal.c_str());
+    return kExitUsage;
+  }
+  if (comm == nullptr && o.event_order == "canonical") {
+    comm = std::make_unique<parallel::LocalComm>();
+  }
+  if (comm != nullptr && procs == 1 && o.event_order != "canonical") {
+    comm.reset();  // one process under mpirun: as without it
+  }
+  const int code = RunSimOn(o, p, comm.get());
+  if (comm == nullptr || comm->size() == 1) return code;
+  std::vector<int64_t> agreed{code};
+  comm->AllMax(&agreed);
+  return static_cast<int>(agreed[0]);
+}
+
+int RunSimOn(const CollOptions& o, const CollParsed& p, parallel::Comm* comm) {
   auto usage = [](const Status& s) {
     std::fprintf(stderr, "fathom coll: %s\n", s.message().c_str());
     return kExitUsage;
@@ -111,6 +187,7 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
   SimWorldOptions wopt;
   wopt.nranks = p.sim_ranks;
   wopt.seed = o.seed;
+  wopt.canonical_order = comm != nullptr;
   wopt.comm = CommFromFlags(o, p);
   // The profile: --profile, or the scenario's transport.nic_profile (both:
   // they must agree). It sets the NIC's timing (NetworkConfig::nic) and the
@@ -204,12 +281,36 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
     }
     if (training) return RunTrainingLoop(o, *scenario, world.get(), expect);
   }
-  SimBackend backend(world.get());
+  SimBackend sim_backend(world.get());
+  std::unique_ptr<DistSimBackend> dist;
+  if (comm != nullptr) {
+    auto b = DistSimBackend::Create(world.get(), comm);
+    if (!b.ok()) return usage(b.status());
+    dist = std::move(b).value();
+  }
+  Backend& backend = dist ? static_cast<Backend&>(*dist) : sim_backend;
   SweepOptions sweep = SweepFromFlags(o, p);
   if (Status s = AllToAllVMatrices(o, world->nranks(), &sweep); !s.ok()) return usage(s);
   SweepOutcome outcome;
   sweep.outcome = &outcome;
   const SweepResult result = RunSweep(sweep, backend, world->comm_options());
+  if (dist) {
+    parallel::RunStats mine = dist->stats();
+    std::vector<uint64_t> v{mine.windows, mine.shipped, mine.shipped_bytes};
+    comm->AllSum(&v);
+    if (comm->rank() == 0 && !o.json) {
+      std::printf("# trace digest %016llx (canonical event order, %d %s)\n",
+                  static_cast<unsigned long long>(dist->trace_digest()), comm->size(),
+                  comm->size() == 1 ? "process" : "processes");
+      std::fflush(stdout);
+      std::fprintf(stderr,
+                   "parallel   %d processes, window %.3f ns: %llu windows, %llu packets (%llu "
+                   "bytes) between processes\n",
+                   comm->size(), dist->window().ns(),
+                   static_cast<unsigned long long>(v[0] / static_cast<uint64_t>(comm->size())),
+                   static_cast<unsigned long long>(v[1]), static_cast<unsigned long long>(v[2]));
+    }
+  }
   if (expect == nullptr || result == SweepResult::kUsage) return ExitCode(result);
   CollFacts f;
   f.rows = outcome.rows;
@@ -556,6 +657,11 @@ FATHOM_REGISTER_COMMAND(
                           "rank; G divides --nranks): the rings and trees are hierarchical, as "
                           "--server's on sim, and peers on one node talk over that node's RDMA "
                           "device, QP to QP (rxe loops them back); 0 or 1: flat (default)");
+          sub->add_option("--event-order", o->event_order,
+                          "sim: schedule (default: ties in time go in schedule order) or "
+                          "canonical (time, kind, component; the order a run split across MPI "
+                          "processes takes, mpirun -np N fathom coll ... --backend sim, which "
+                          "prints its trace digest; docs/PARALLEL.md)");
           sub->add_flag("--json", o->json, "print one JSON object");
           sub->add_option("--trace", o->trace,
                           "write a Chrome trace / Perfetto JSON of every rank's steps (verbs: "

@@ -86,6 +86,9 @@ struct CollOptions {
   double zipf = 1.0;
   // verbs: G consecutive ranks share a node (--ranks-per-node; 0: flat).
   int ranks_per_node = 0;
+  // sim: --event-order schedule (default, one process) or canonical (the
+  // order a run split across MPI processes takes; issue 30).
+  std::string event_order;
 };
 
 // The flags, checked and converted.

@@ -16,7 +16,18 @@ enum Form : uint8_t {
   kAlonePacket = 2,  // a packet a fault delayed, travelling on its own
   kLostEntry = 3,    // lost on the wire: its arrival takes it off the ring
   kAloneEntry = 4,   // the ring entry of the last kAlonePacket
+  // Or-ed into a form that carries a packet: its payload bytes follow it
+  // (uint16 length, then the bytes), for packets that move real data.
+  kWithData = 0x80,
+  // Or-ed in: the packet's RETH address is relative to its region (the
+  // memory behind it has another address in each process).
+  kRelativeVa = 0x40,
 };
+
+bool HasReth(sim::Opcode op) {
+  return op == sim::Opcode::kRdmaWriteFirst || op == sim::Opcode::kRdmaWriteOnly ||
+         op == sim::Opcode::kRdmaWriteOnlyWithImmediate || op == sim::Opcode::kRdmaReadRequest;
+}
 
 struct Header {
   int32_t node;
@@ -54,11 +65,6 @@ Status DistributedRun::OnNetwork(sim::Network& net) {
           "network.qos: a lossless class (PFC) is not supported across processes yet (run it in "
           "one process)");
     }
-    if (spec_->transport().opcode() == "send") {
-      return InvalidArgument(
-          "transport.opcode: send is not supported across processes yet (the receives are "
-          "posted at the far end); run it in one process");
-    }
     for (int i = 0; i < spec_->faults_size(); ++i) {
       if (!spec_->faults(i).reroute_via().empty()) {
         return InvalidArgument("faults[" + std::to_string(i) +
@@ -85,6 +91,11 @@ Status DistributedRun::OnNetwork(sim::Network& net) {
   }
   FATHOM_ASSIGN_OR_RETURN(window_, SyncWindow(*topology_, partition_, extra));
   outbox_.assign(static_cast<size_t>(size), std::string());
+  net_ = &net;
+  host_index_.assign(static_cast<size_t>(topology_->nodes().size()), -1);
+  for (size_t h = 0; h < topology_->hosts().size(); ++h) {
+    host_index_[static_cast<size_t>(topology_->hosts()[h])] = static_cast<int32_t>(h);
+  }
   const int32_t me = comm_->rank();
   for (sim::Port* p : net.ports()) {
     const int32_t tx = p->config().node;
@@ -101,14 +112,87 @@ Status DistributedRun::OnNetwork(sim::Network& net) {
   return Status::Ok();
 }
 
-Status DistributedRun::OnWorkload(sim::Network& net, sim::FlowDriver& driver) {
-  // The run stops when every process agrees every flow finished (Run).
-  driver.set_stop_when_done(false);
+void DistributedRun::NumberFlows(sim::Network& net) {
   for (int32_t h = 0; h < net.host_count(); ++h) {
     net.nic(h).ForEachFlow([&](sim::QpFlow& f) {
       flow_ids_.emplace(&f, static_cast<uint32_t>(flows_.size()));
       flows_.push_back(&f);
     });
+  }
+}
+
+Status DistributedRun::AdoptQps(sim::Network& net) {
+  NumberFlows(net);
+  const int32_t me = comm_->rank();
+  net.engine().RetainEvents([&](const sim::Event& e) {
+    switch (e.kind) {
+      case sim::EventKind::kFault:
+      case sim::EventKind::kNicPump:
+        return e.component < partition_.owner.size() &&
+               partition_.Owns(me, static_cast<int32_t>(e.component));
+      case sim::EventKind::kQpTimer:
+        return e.component / 65536u < partition_.owner.size() &&
+               partition_.Owns(me, static_cast<int32_t>(e.component / 65536u));
+      default:
+        return true;
+    }
+  });
+  // Shipped payloads live until the packet that carries them is freed.
+  net.pool().set_on_free_data(&DistributedRun::FreeShippedData, this);
+  return Status::Ok();
+}
+
+bool DistributedRun::RelativeVa(const sim::Packet& p, uint64_t* va) const {
+  if (!HasReth(p.opcode) || p.ext().rkey == sim::kModelledKey) return false;
+  const int32_t host = host_index_[static_cast<size_t>(p.flow->dst_host)];
+  if (host < 0) return false;
+  const sim::MemoryRegion* mr = net_->nic(host).RegionOfKey(p.ext().rkey);
+  if (mr == nullptr || p.ext().va < mr->addr) return false;  // the far end will refuse it
+  *va = p.ext().va - mr->addr;
+  return true;
+}
+
+void DistributedRun::AbsoluteVa(sim::Packet* p, uint64_t offset) const {
+  const int32_t host = host_index_[static_cast<size_t>(p->flow->dst_host)];
+  const sim::MemoryRegion* mr = host < 0 ? nullptr : net_->nic(host).RegionOfKey(p->ext().rkey);
+  p->ext().va = (mr != nullptr ? mr->addr : 0) + offset;
+}
+
+void DistributedRun::FreeShippedData(void* ctx, sim::Packet* p) {
+  static_cast<DistributedRun*>(ctx)->shipped_data_.erase(p);
+}
+
+void DistributedRun::ExchangeWindow(sim::Network& net) {
+  const auto exchange_start = std::chrono::steady_clock::now();
+  for (const std::string& b : outbox_) stats_.shipped_bytes += b.size();
+  const std::vector<std::string> in = comm_->Exchange(outbox_);
+  for (std::string& b : outbox_) b.clear();
+  for (const std::string& b : in) Deliver(net, b);
+  stats_.sync_wall_s +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - exchange_start).count();
+  ++stats_.windows;
+}
+
+void DistributedRun::Settle() {
+  for (sim::Port* p : remote_ports_) p->SettleShipped();
+}
+
+Status DistributedRun::OnWorkload(sim::Network& net, sim::FlowDriver& driver) {
+  // The run stops when every process agrees every flow finished (Run).
+  driver.set_stop_when_done(false);
+  NumberFlows(net);
+  // SEND: the receives a flow's start posts at its responder, posted here
+  // ahead when another process starts the flow.
+  if (comm_->size() > 1) {
+    const int32_t me_here = comm_->rank();
+    Status s = driver.PostReceivesAhead([&](int32_t rank) {
+      return partition_.Owns(me_here, topology_->hosts()[static_cast<size_t>(rank)]);
+    });
+    if (!s.ok()) {
+      return InvalidArgument(
+          "receive: the receive model (planned receives) is not supported across processes "
+          "yet; run it in one process");
+    }
   }
   // Keep the events of what this process owns: a flow starts where its
   // requester is (the responder of a READ is its source), a fault event
@@ -159,6 +243,11 @@ void DistributedRun::Ship(void* ctx, const sim::Port& port, uint64_t w0, uint64_
     form = tag == 0 ? kPooled : tag == 1 ? kLostEntry : kAloneEntry;
     if (form == kAloneEntry) p = nullptr;  // the far end has the packet already
   }
+  const bool with_data = p != nullptr && p->data() != nullptr;
+  if (with_data) form |= kWithData;
+  uint64_t va_offset = 0;
+  const bool relative = p != nullptr && self->RelativeVa(*p, &va_offset);
+  if (relative) form |= kRelativeVa;
   Put(&out, port.config().node);
   Put(&out, port.config().index);
   Put(&out, self->flow_ids_.at(flow));
@@ -168,6 +257,13 @@ void DistributedRun::Ship(void* ctx, const sim::Port& port, uint64_t w0, uint64_
   if (p != nullptr) {
     out.append(reinterpret_cast<const char*>(p), sizeof(sim::Packet));
     out.append(reinterpret_cast<const char*>(&p->ext()), sizeof(sim::PacketExt));
+  }
+  if (relative) Put(&out, va_offset);
+  if (with_data) {
+    // The bytes as they are now: the requester may not touch a buffer
+    // before its WR completes, which is after this packet arrives.
+    Put(&out, p->payload_bytes);
+    out.append(reinterpret_cast<const char*>(p->data()), p->payload_bytes);
   }
   ++self->stats_.shipped;
 }
@@ -181,6 +277,9 @@ void DistributedRun::Deliver(sim::Network& net, const std::string& batch) {
     h.index = Get<int32_t>(at);
     h.flow = Get<uint32_t>(at);
     h.form = Get<uint8_t>(at);
+    const bool with_data = (h.form & kWithData) != 0;
+    const bool relative = (h.form & kRelativeVa) != 0;
+    h.form &= static_cast<uint8_t>(~(kWithData | kRelativeVa));
     h.w0 = Get<uint64_t>(at);
     h.w1 = Get<uint64_t>(at);
     sim::Port& port = net.port(h.node, h.index);
@@ -205,6 +304,14 @@ void DistributedRun::Deliver(sim::Network& net, const std::string& batch) {
     p->next_out = sim::NextHop(*flow, p->hops);
     p->has_data = 0;
     p->ext().data = nullptr;
+    if (relative) AbsoluteVa(p, Get<uint64_t>(at));
+    if (with_data) {
+      const uint16_t n = Get<uint16_t>(at);
+      std::string& bytes = shipped_data_[p];
+      bytes.assign(at, n);
+      at += n;
+      p->set_data(reinterpret_cast<const uint8_t*>(bytes.data()));
+    }
     switch (h.form) {
       case kPooled:
         port.ReceiveShipped(h.w0, reinterpret_cast<uint64_t>(p), false);

@@ -12,11 +12,12 @@
 // digest, the counters or the flow table.
 //
 // Ownership: holds the Comm (not owned) and the partition; RunScenario
-// calls the hooks on one thread. Supported: flow workloads with WRITE or
-// READ, drop-tail (lossy) fabrics, ECN/DCQCN, port faults (loss, FEC,
-// corruption, delay, black holes, flaps, link down), host crashes. Refused
-// with more than one process (InvalidArgument): PFC/lossless classes,
-// SEND flows (receives posted at the far end), reroute_via.
+// calls the hooks on one thread. Supported: flow workloads with WRITE,
+// READ or SEND, drop-tail (lossy) fabrics, ECN/DCQCN, port faults (loss,
+// FEC, corruption, delay, black holes, flaps, link down), host crashes, and
+// collective worlds (AdoptQps; transport/worlds/dist_backend.h). Refused
+// with more than one process (InvalidArgument): PFC/lossless classes, the
+// receive model (planned receives), reroute_via.
 #pragma once
 
 #include <cstdint>
@@ -48,12 +49,25 @@ class DistributedRun final : public sim::RunHooks {
   Status OnWorkload(sim::Network& net, sim::FlowDriver& driver) override;
   void Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds end) override;
 
+  // A collective world (transport/worlds/dist_backend.h) instead of a flow
+  // workload: after OnNetwork, once the world's QPs exist. Numbers the QPs
+  // (the same in every process) and keeps the pending events of the nodes
+  // this process owns. Packets that move real bytes ship them along.
+  Status AdoptQps(sim::Network& net);
+  // The end of a window: sends this window's packets to their processes
+  // and delivers what the others sent here. Every process calls it.
+  void ExchangeWindow(sim::Network& net);
+  // After the last window: the ports that shipped settle their accounts.
+  void Settle();
+
   const Partition& partition() const { return partition_; }
   Picoseconds window() const { return window_; }
   const RunStats& stats() const { return stats_; }
 
  private:
   static void Ship(void* ctx, const sim::Port& port, uint64_t w0, uint64_t w1, bool alone);
+  static void FreeShippedData(void* ctx, sim::Packet* p);
+  void NumberFlows(sim::Network& net);
   void Deliver(sim::Network& net, const std::string& batch);
   bool AllDecided(const sim::FlowDriver& driver);
 
@@ -71,6 +85,13 @@ class DistributedRun final : public sim::RunHooks {
   std::vector<sim::Port*> remote_ports_;
   sim::Packet* last_alone_ = nullptr;  // the packet an alone-entry refers to
   RunStats stats_;
+  sim::Network* net_ = nullptr;
+  std::vector<int32_t> host_index_;  // by node id: its index among the hosts, -1: a switch
+  // A RETH's address relative to its region (Ship) and back (Deliver).
+  bool RelativeVa(const sim::Packet& p, uint64_t* va) const;
+  void AbsoluteVa(sim::Packet* p, uint64_t offset) const;
+  // Payloads that arrived with packets (AdoptQps), until the packet is freed.
+  std::unordered_map<const sim::Packet*, std::string> shipped_data_;
 };
 
 }  // namespace fathom::parallel

@@ -115,6 +115,38 @@ void FlowDriver::StartFlow(int32_t f) {
   }
 }
 
+Status FlowDriver::PostReceivesAhead(const std::function<bool(int32_t rank)>& here) {
+  if (options_.op != FlowOp::kSend) return Status::Ok();
+  if (planned_receives_) {
+    return FailedPrecondition("PostReceivesAhead: the receive model posts its own receives");
+  }
+  // As StartFlow numbers and sizes them.
+  const uint64_t chunk = options_.message_bytes == 0
+                             ? kMaxFlowWrBytes
+                             : std::min<uint64_t>(options_.message_bytes, kMaxFlowWrBytes);
+  for (size_t f = 0; f < flows_.size(); ++f) {
+    const uint64_t wr_base = static_cast<uint64_t>(f) << 24;
+    uint32_t posted = 0;
+    for (int32_t ci : flow_conns_[f]) {
+      const Conn& c = conns_[static_cast<size_t>(ci)];
+      const bool ahead = here(c.responder) && !here(c.requester);
+      uint64_t left = c.bytes;
+      do {
+        const uint64_t len = std::min(left, chunk);
+        left -= len;
+        if (ahead) {
+          RecvWr rr;
+          rr.wr_id = wr_base | (1u << 23) | posted;
+          rr.sge.length = static_cast<uint32_t>(len);
+          FATHOM_RETURN_IF_ERROR(network_->nic(c.responder).PostRecv(c.resp_qpn, rr));
+        }
+        ++posted;
+      } while (left > 0);
+    }
+  }
+  return Status::Ok();
+}
+
 void FlowDriver::OnCompletion(const Completion& c) {
   ++status_counts_[static_cast<size_t>(c.status) & 31];
   const size_t f = static_cast<size_t>(c.wr_id >> 24);

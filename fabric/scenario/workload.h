@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "base/status.h"
@@ -90,6 +91,13 @@ class FlowDriver {
   };
   // Every QP pair, flow by flow, in the order of each flow's QPs.
   std::vector<QpInfo> Qps() const;
+
+  // A distributed run (fabric/parallel): posts now, on the responders
+  // `here` names whose requesters it does not, the receives each SEND
+  // flow's start would post there (another process starts the flow). The
+  // same receives, only earlier: nothing arrives before the start. Not for
+  // the receive model (planned receives): FAILED_PRECONDITION.
+  Status PostReceivesAhead(const std::function<bool(int32_t rank)>& here);
 
  private:
   struct Conn {

@@ -77,6 +77,13 @@ class Nic {
   // ibv_reg_mr: registers [addr, addr+length). The region must outlive its
   // use. Keys are unique per NIC and never kModelledKey.
   StatusOr<MemoryRegion> RegisterMemory(void* addr, uint64_t length, uint32_t access);
+  // The region a remote key names (null: none). A distributed run
+  // (fabric/parallel) ships a RETH's address relative to it: each process
+  // holds its own copy of the memory.
+  const MemoryRegion* RegionOfKey(uint32_t rkey) const {
+    const uint32_t index = rkey >> 8;
+    return (rkey & 0xFF) == 0x5A && index > 0 && index <= mrs_.size() ? &mrs_[index - 1] : nullptr;
+  }
   Status DeregisterMemory(uint32_t lkey);
 
   // ibv_create_cq: the Nic owns the queue; the pointer stays valid while the

@@ -2,8 +2,10 @@
 // for 1, 2, 3 and 4 processes (oversubscribed on these 2-core machines),
 // and the launch errors rank 0 reports with exit 2.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -56,7 +58,8 @@ TEST_P(MpiRunTest, SameDigestAndReportForOneToFourProcesses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, MpiRunTest,
-                         testing::Values("permutation.yaml", "incast.yaml", "fault.yaml"));
+                         testing::Values("permutation.yaml", "incast.yaml", "fault.yaml",
+                                         "send.yaml"));
 
 TEST(MpiLaunchTest, MoreProcessesThanPartitionsIsExit2OnRank0) {
   const test_util::CommandResult r =
@@ -71,6 +74,139 @@ TEST(MpiLaunchTest, MismatchedScenariosAreExit2OnRank0) {
   const test_util::CommandResult r = test_util::RunCommand(cmd);
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("processes disagree on the run"), std::string::npos) << r.out;
+}
+
+// `mpirun -np N fathom coll ... --backend sim`: the same rows (times,
+// busbw, #wrong), counters, trace digest and verdict for 1 to 4 processes
+// (one process: --event-order canonical). `args` names the run.
+struct CollRun {
+  int exit_code;
+  nlohmann::json j;
+};
+CollRun Coll(const std::string& launcher, const std::string& args) {
+  const std::string cmd = launcher + kFathom + " coll " + args + " --json";
+  const test_util::CommandResult r = test_util::RunCommand(cmd, /*merge_stderr=*/false);
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(j.is_discarded()) << cmd << "\n" << r.out;
+  if (j.is_object()) j.erase("processes");  // the one thing that differs
+  return {r.exit_code, j};
+}
+
+void ExpectSameCollForOneToFour(const std::string& args, int exit_code) {
+  const CollRun one = Coll("", args + " --event-order canonical");
+  ASSERT_EQ(one.exit_code, exit_code) << args << "\n" << one.j.dump();
+  ASSERT_TRUE(one.j.is_object());
+  ASSERT_TRUE(one.j.contains("trace_digest")) << one.j.dump();
+  for (int n = 2; n <= 4; ++n) {
+    const CollRun many = Coll(Mpirun(n), args);
+    EXPECT_EQ(many.exit_code, exit_code) << n << " processes";
+    EXPECT_EQ(many.j["trace_digest"], one.j["trace_digest"]) << n << " processes";
+    EXPECT_EQ(many.j, one.j) << n << " processes: " << nlohmann::json::diff(one.j, many.j).dump();
+  }
+}
+
+class MpiCollTest : public testing::TestWithParam<const char*> {};
+
+TEST_P(MpiCollTest, SameRowsAndDigestForOneToFourProcesses) {
+  // Eight ranks on four leaves: every ring and tree neighbour pair but
+  // one per leaf crosses between processes; real data, checked.
+  const std::string args =
+      std::string(
+          "allreduce --backend sim --topology leaf-spine:leaves=4,spines=2,hosts=2 "
+          "--server none --fabric lossy -b 64K -e 256K -f 4 -n 1 -w 0 --algo ") +
+      GetParam();
+  ExpectSameCollForOneToFour(args, 0);
+  const CollRun one = Coll("", args + " --event-order canonical");
+  ASSERT_TRUE(one.j["rows"].is_array());
+  ASSERT_EQ(one.j["rows"].size(), 2u) << one.j.dump();
+  EXPECT_EQ(one.j["status"], "ok") << one.j.dump();
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, MpiCollTest, testing::Values("ring", "tree"));
+
+TEST(MpiCollTest, SameWatchdogVerdictForOneToFourProcesses) {
+  ExpectSameCollForOneToFour("allreduce --backend sim --scenario " + kScenarios +
+                                 "coll_hang.yaml --server none --fabric lossy -b 64K -e 64K "
+                                 "-n 1 -w 0 --timeout 0.01",
+                             1);
+  const CollRun one = Coll("", "allreduce --backend sim --scenario " + kScenarios +
+                                   "coll_hang.yaml --server none --fabric lossy -b 64K -e 64K "
+                                   "-n 1 -w 0 --timeout 0.01 --event-order canonical");
+  EXPECT_EQ(one.j["status"], "failed") << one.j.dump();
+  EXPECT_NE(one.j["report"].get<std::string>().find("watchdog: no progress"), std::string::npos)
+      << one.j.dump();
+}
+
+TEST(MpiCollTest, SameCompletionErrorForOneToFourProcesses) {
+  ExpectSameCollForOneToFour("allreduce --backend sim --scenario " + kScenarios +
+                                 "coll_error.yaml --server none --fabric lossy -b 64K -e 64K "
+                                 "-n 1 -w 0",
+                             1);
+  const CollRun one = Coll("", "allreduce --backend sim --scenario " + kScenarios +
+                                   "coll_error.yaml --server none --fabric lossy -b 64K -e 64K "
+                                   "-n 1 -w 0 --event-order canonical");
+  EXPECT_NE(one.j["report"].get<std::string>().find("IBV_WC_RETRY_EXC_ERR"), std::string::npos)
+      << one.j.dump();
+}
+
+TEST(MpiCollTest, BadLaunchesAreExit2OnRank0) {
+  const std::string args =
+      "allreduce --backend sim --topology leaf-spine:leaves=4,spines=2,hosts=2 --server none "
+      "--fabric lossy -b 1K -e 1K -n 1 -w 0";
+  // Different command lines.
+  test_util::CommandResult r =
+      test_util::RunCommand(Mpirun(1) + kFathom + " coll " + args + " : -np 1 " + kFathom +
+                            " coll " + args + " --seed 2");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("processes disagree on the run"), std::string::npos) << r.out;
+  // More processes than partitions (one leaf and one spine: two units).
+  r = test_util::RunCommand(Mpirun(3) + kFathom +
+                            " coll allreduce --backend sim --topology "
+                            "leaf-spine:leaves=1,spines=1,hosts=8 --server none --fabric lossy -b "
+                            "1K -e 1K -n 1 -w 0");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("more processes (3) than partitions (2"), std::string::npos) << r.out;
+  // What does not split yet says so.
+  r = test_util::RunCommand(Mpirun(2) + kFathom +
+                            " coll allreduce --backend sim --topology small --server h100 -b 1K "
+                            "-e 1K -n 1 -w 0");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--server: the server tier"), std::string::npos) << r.out;
+}
+
+TEST(MpiCollTest, SameTraceFileForOneToFourProcesses) {
+  // --trace: rank 0 writes every process's ranks' steps on one timeline.
+  char dir[] = "/tmp/fathom_mpi_trace_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string args =
+      "allreduce --backend sim --topology leaf-spine:leaves=4,spines=2,hosts=2 --server none "
+      "--fabric lossy -b 64K -e 64K -n 1 -w 0 --algo ring --trace ";
+  auto read = [](const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    std::string text;
+    if (f == nullptr) return text;
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) text.append(buf, n);
+    std::fclose(f);
+    return text;
+  };
+  const std::string one = std::string(dir) + "/one.json";
+  ASSERT_EQ(
+      test_util::RunCommand(kFathom + " coll " + args + one + " --event-order canonical").exit_code,
+      0);
+  const std::string expected = read(one);
+  // Every rank's steps are there.
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_NE(expected.find("\"pid\":" + std::to_string(r) + ","), std::string::npos) << r;
+  }
+  for (int n : {2, 4}) {
+    const std::string many = std::string(dir) + "/" + std::to_string(n) + ".json";
+    ASSERT_EQ(test_util::RunCommand(Mpirun(n) + kFathom + " coll " + args + many).exit_code, 0);
+    EXPECT_EQ(read(many), expected) << n << " processes";
+    std::remove(many.c_str());
+  }
+  std::remove(one.c_str());
+  rmdir(dir);
 }
 
 }  // namespace

@@ -266,6 +266,7 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
     FATHOM_ASSIGN_OR_RETURN(placement, PlaceRanks(*w->topology_, options.nranks));
   }
   w->engine_ = std::make_unique<sim::Engine>(options.seed);
+  if (options.canonical_order) w->engine_->set_canonical_order(true);
   w->network_ =
       std::make_unique<sim::Network>(w->engine_.get(), w->topology_.get(), options.network);
   emulated::EmulatedOptions eopt = options.emulated;

@@ -50,6 +50,9 @@ struct SimWorldOptions {
   // NVLink (transport/intranode), the collectives run hierarchically.
   // Unset: one rank per NIC, flat (PlaceRanks).
   std::optional<topo::ServerSpec> server;
+  // The engine's canonical event order (fabric/sim/engine.h), which a run
+  // split across processes needs (dist_backend.h). Off: the default order.
+  bool canonical_order = false;
 };
 
 // The watchdog a sim world uses unless told: long enough for the transport

@@ -1,0 +1,337 @@
+#include "transport/worlds/dist_backend.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <climits>
+#include <cstdio>
+#include <functional>
+#include <queue>
+#include <utility>
+
+namespace fathom::transport::worlds {
+
+using namespace fathom::transport::coll;  // NOLINT: the backend runs the collectives
+
+DistSimBackend::DistSimBackend(SimWorld* world, parallel::Comm* comm)
+    : world_(world), comm_(comm), base_(world) {}
+
+StatusOr<std::unique_ptr<DistSimBackend>> DistSimBackend::Create(SimWorld* world,
+                                                                 parallel::Comm* comm) {
+  if (!world->engine().canonical_order()) {
+    return InvalidArgument("DistSimBackend: the world's engine must run in the canonical order");
+  }
+  const int32_t procs = comm->size();
+  if (procs > 1) {
+    // Each of these schedules events (kUser) that belong to no node, or
+    // couples nodes with no link latency between them.
+    if (world->server() != nullptr) {
+      return InvalidArgument(
+          "--server: the server tier (NVLink between GPUs of a server) is not supported across "
+          "processes yet; use --server none (one rank per NIC), or one process");
+    }
+    if (world->verbs_faults() != nullptr) {
+      return InvalidArgument(
+          "--verbs-fault: verbs-level faults are not supported across processes yet (run them "
+          "in one process)");
+    }
+    if (world->network().qos().lossless_mask() != 0) {
+      return InvalidArgument(
+          "--fabric lossless: a lossless class (PFC) is not supported across processes yet; use "
+          "--fabric lossy, or one process");
+    }
+  }
+  std::unique_ptr<DistSimBackend> b(new DistSimBackend(world, comm));
+  b->run_ = std::make_unique<parallel::DistributedRun>(comm, &world->topology(), &b->no_spec_);
+  FATHOM_RETURN_IF_ERROR(b->run_->OnNetwork(world->network()));
+  FATHOM_RETURN_IF_ERROR(b->run_->AdoptQps(world->network()));
+  for (int r = 0; r < world->nranks(); ++r) {
+    if (b->run_->partition().Owns(comm->rank(), world->fabric().NodeOf(r))) b->local_.push_back(r);
+  }
+  return b;
+}
+
+std::string DistSimBackend::Where() const {
+  return base_.Where() + ", canonical event order, " + std::to_string(comm_->size()) +
+         (comm_->size() == 1 ? " process" : " processes");
+}
+
+std::string DistSimBackend::WhereJson() const {
+  char digest[24];
+  std::snprintf(digest, sizeof(digest), "%016" PRIx64, trace_digest());
+  return base_.WhereJson() +
+         ",\"event_order\":\"canonical\",\"processes\":" + std::to_string(comm_->size()) +
+         ",\"trace_digest\":\"" + digest + "\"";
+}
+
+Backend::Counters DistSimBackend::FabricCounters() {
+  run_->Settle();  // the shipped entries that arrived leave their ports' accounts
+  Counters c = base_.FabricCounters();
+  std::vector<uint64_t> v;
+  for (const auto& [name, value] : c) v.push_back(value);
+  comm_->AllSum(&v);
+  for (size_t i = 0; i < c.size(); ++i) c[i].second = v[i];
+  return c;
+}
+
+Status DistSimBackend::Combine(double*, int64_t* wrong) {
+  // The times are the same everywhere (Run agrees on start and end); the
+  // wrong elements are counted where the ranks are.
+  if (*wrong < 0) return Status::Ok();
+  std::vector<uint64_t> v{static_cast<uint64_t>(*wrong)};
+  comm_->AllSum(&v);
+  *wrong = static_cast<int64_t>(v[0]);
+  return Status::Ok();
+}
+
+bool DistSimBackend::WriteTrace(const std::string& path, const Trace& trace, bool) {
+  // Every process's ranks' steps on rank 0, one file: the times are on the
+  // one virtual clock, and the events go in (start, rank, stream, name)
+  // order, which no partition changes. Fields by tab, events by newline
+  // (TraceEvent's strings hold neither).
+  std::string mine;
+  for (const TraceEvent& e : trace.events) {
+    mine += e.name + "\t" + std::to_string(e.rank) + "\t" + std::to_string(e.stream) + "\t" +
+            std::to_string(e.start.ps()) + "\t" + std::to_string(e.duration.ps()) + "\t" + e.args +
+            "\n";
+  }
+  const std::vector<std::string> all = comm_->Gather(mine);
+  if (comm_->rank() != 0) return true;
+  Trace merged;
+  for (const std::string& text : all) {
+    size_t at = 0;
+    while (at < text.size()) {
+      const size_t end = text.find('\n', at);
+      std::vector<std::string> f;
+      size_t from = at;
+      for (int k = 0; k < 5; ++k) {
+        const size_t tab = text.find('\t', from);
+        f.push_back(text.substr(from, tab - from));
+        from = tab + 1;
+      }
+      TraceEvent e;
+      e.name = f[0];
+      e.rank = std::stoi(f[1]);
+      e.stream = std::stoi(f[2]);
+      e.start = Picoseconds(std::stoll(f[3]));
+      e.duration = Picoseconds(std::stoll(f[4]));
+      e.args = text.substr(from, end - from);
+      merged.events.push_back(std::move(e));
+      at = end + 1;
+    }
+  }
+  std::stable_sort(merged.events.begin(), merged.events.end(),
+                   [](const TraceEvent& a, const TraceEvent& b) {
+                     if (a.start != b.start) return a.start < b.start;
+                     if (a.rank != b.rank) return a.rank < b.rank;
+                     if (a.stream != b.stream) return a.stream < b.stream;
+                     return a.name < b.name;
+                   });
+  return WriteTraceFile(path, merged.ToJson());
+}
+
+RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
+                               const std::vector<const void*>& in, const std::vector<void*>& out,
+                               Trace* trace) {
+  sim::Engine& engine = world_->engine();
+  emulated::EmulatedFabric& fabric = world_->fabric();
+  const int64_t q = run_->window().ps();
+  const int64_t timeout = world_->driver_options().timeout.ps();
+  constexpr int64_t kNever = INT64_MAX;
+  RunOutcome res;
+  res.start = engine.Now();
+  const size_t n = local_.size();
+  std::vector<std::unique_ptr<RankCollective>> colls;
+  std::vector<Communicator*> comms;
+  for (size_t i = 0; i < n; ++i) {
+    comms.push_back(&world_->comm(local_[i]));
+    colls.push_back(std::make_unique<RankCollective>(comms[i], spec, type, op,
+                                                     i < in.size() ? in[i] : nullptr,
+                                                     i < out.size() ? out[i] : nullptr, trace));
+  }
+  // The ready list, fed by the CQs (as the Driver's).
+  std::vector<int> ready, batch;
+  std::vector<char> queued(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    comms[i]->cq().SetNotify([&ready, &queued, i] {
+      if (!queued[i]) {
+        queued[i] = 1;
+        ready.push_back(static_cast<int>(i));
+      }
+    });
+  }
+  std::vector<char> done(n, 0), failed(n, 0);
+  size_t done_count = 0;
+  int64_t finish = res.start.ps();  // when the last local rank finished
+  int64_t last_progress = res.start.ps();
+  // The first local error by (not a flush, time, rank): NCCL reports the
+  // completion that broke the run, not the WRs flushed after it.
+  int64_t err_key = kNever, err_time = kNever;
+  std::string err_msg;
+  auto fail_rank = [&](size_t i, const Status& s) {
+    failed[i] = 1;
+    const bool flush = s.message().find("IBV_WC_WR_FLUSH_ERR") != std::string::npos;
+    const int64_t key = (int64_t{flush} << 32) | local_[i];
+    const int64_t t = engine.Now().ps();
+    if (t < err_time || (t == err_time && key < err_key)) {
+      err_time = t;
+      err_key = key;
+      err_msg = s.message();
+    }
+  };
+  auto note_done = [&](size_t i) {
+    if (done[i] == 0 && colls[i]->done()) {
+      done[i] = 1;
+      ++done_count;
+      finish = std::max(finish, engine.Now().ps());
+    }
+  };
+  using Wake = std::pair<int64_t, int>;
+  std::priority_queue<Wake, std::vector<Wake>, std::greater<Wake>> wakes;
+  std::vector<int64_t> wake_set(n, kNever);
+  auto note_wake = [&](size_t i) {
+    const int64_t w = colls[i]->next_wake().ps();
+    if (w != kNever && w != wake_set[i]) {
+      wake_set[i] = w;
+      wakes.emplace(w, static_cast<int>(i));
+    }
+  };
+  for (size_t i = 0; i < n; ++i) {
+    Status s = colls[i]->Start(engine.Now());
+    if (!s.ok()) {
+      fail_rank(i, s.WithContext("rank " + std::to_string(local_[i])));
+      continue;
+    }
+    note_done(i);
+    note_wake(i);
+  }
+  auto drain = [&] {
+    while (!ready.empty()) {
+      batch.swap(ready);
+      ready.clear();
+      const Picoseconds now = engine.Now();
+      bool progressed = false;
+      for (int ii : batch) {
+        const size_t i = static_cast<size_t>(ii);
+        queued[i] = 0;
+        if (failed[i]) continue;
+        StatusOr<int> polled = comms[i]->Poll(now);
+        if (!polled.ok()) {
+          fail_rank(i, polled.status());
+          continue;
+        }
+        bool ran = false;
+        Status s = colls[i]->Advance(now, &ran);
+        if (!s.ok()) {
+          fail_rank(i, s.WithContext("rank " + std::to_string(local_[i])));
+          continue;
+        }
+        note_done(i);
+        note_wake(i);
+        progressed = progressed || polled.value() > 0 || ran;
+      }
+      batch.clear();
+      if (progressed) last_progress = now.ps();
+    }
+  };
+  int64_t clock_after = res.start.ps();
+  for (;;) {
+    drain();
+    // What every process agrees on between windows: the earliest event or
+    // reduction anywhere, the latest progress, whether every rank is done
+    // (and when the last finished), the earliest error.
+    int64_t next_local = engine.NextEventTime().ps();
+    if (!wakes.empty()) next_local = std::min(next_local, wakes.top().first);
+    std::vector<int64_t> v{next_local, -last_progress,
+                           -static_cast<int64_t>(done_count < n ? 1 : 0), -finish, err_time};
+    comm_->AllMin(&v);
+    const int64_t next = v[0], progress = -v[1], finish_all = -v[3], error_at = v[4];
+    const bool all_done = v[2] == 0;
+    if (error_at != kNever) {
+      // The earliest error anywhere; rank 0 gets its message.
+      std::vector<int64_t> key{err_time == error_at ? err_key : kNever};
+      comm_->AllMin(&key);
+      const std::vector<std::string> msgs =
+          comm_->Gather(err_time == error_at && err_key == key[0] ? err_msg : std::string());
+      std::string msg;
+      for (const std::string& m : msgs) msg = msg.empty() ? m : msg;
+      res.status =
+          Aborted(msg + "; collective aborted on all " + std::to_string(nranks()) + " ranks");
+      res.report = res.status.message() + "\n";
+      res.end = Picoseconds(error_at);
+      break;
+    }
+    if (all_done) {
+      res.end = Picoseconds(finish_all);
+      break;
+    }
+    const int64_t deadline = progress + timeout;
+    if (next == kNever || next > deadline) {
+      // No rank anywhere progressed for the timeout: the watchdog's verdict,
+      // at the deadline, with every process's stuck ranks.
+      engine.SetClock(Picoseconds(deadline));
+      clock_after = deadline;
+      std::vector<uint64_t> stuck_bits((static_cast<size_t>(nranks()) + 63) / 64, 0);
+      std::string lines;
+      for (size_t i = 0; i < n; ++i) {
+        if (colls[i]->done()) continue;
+        const int r = local_[i];
+        stuck_bits[static_cast<size_t>(r) / 64] |= uint64_t{1} << (r % 64);
+        std::vector<int> peers;
+        for (const std::string& l : colls[i]->DescribeWait(&peers)) {
+          lines += "  rank " + std::to_string(r) + ": " + l + "\n";
+        }
+      }
+      comm_->AllOr(&stuck_bits);
+      for (int r = 0; r < nranks(); ++r) {
+        if ((stuck_bits[static_cast<size_t>(r) / 64] >> (r % 64)) & 1) res.stuck_ranks.push_back(r);
+      }
+      const std::vector<std::string> all = comm_->Gather(lines);
+      char head[256];
+      std::snprintf(
+          head, sizeof(head),
+          "watchdog: no progress on any rank for %.6f s; %zu of %d ranks stuck%s\n",
+          Picoseconds(deadline - progress).seconds(), res.stuck_ranks.size(), nranks(),
+          next == kNever ? " (the simulator has no event left: nothing can ever complete)" : "");
+      res.hung = true;
+      res.report = head;
+      for (const std::string& l : all) res.report += l;
+      res.status = DeadlineExceeded(res.report);
+      res.end = Picoseconds(deadline);
+      break;
+    }
+    // The window of the earliest event, on the grid of q, cut at the
+    // deadline (the next agreement says whether anyone progressed by then).
+    const int64_t from = next - next % q;
+    const int64_t until = std::min(from + q - 1, deadline);
+    for (;;) {
+      drain();
+      int64_t stop_at = until;
+      if (!wakes.empty()) stop_at = std::min(stop_at, wakes.top().first);
+      fabric.TakeCompletionFlag();
+      engine.Run(Picoseconds(stop_at));
+      fabric.TakeCompletionFlag();
+      while (!wakes.empty() && wakes.top().first <= engine.Now().ps()) {
+        const size_t i = static_cast<size_t>(wakes.top().second);
+        if (wake_set[i] == wakes.top().first) wake_set[i] = kNever;
+        wakes.pop();
+        if (!queued[i]) {
+          queued[i] = 1;
+          ready.push_back(static_cast<int>(i));
+        }
+      }
+      if (ready.empty() && engine.Now().ps() >= until) break;
+    }
+    run_->ExchangeWindow(world_->network());
+    clock_after = until + 1;
+  }
+  for (Communicator* c : comms) c->cq().SetNotify(nullptr);
+  // The next collective starts at the next window boundary, the same for
+  // every process.
+  if (!res.hung) engine.SetClock(Picoseconds(clock_after));
+  std::vector<uint64_t> sum{engine.digest_sum()};
+  comm_->AllSum(&sum);
+  digest_sum_ = sum[0];
+  return res;
+}
+
+}  // namespace fathom::transport::worlds

@@ -1,0 +1,83 @@
+// DistSimBackend: `fathom coll --backend sim` in the canonical event order,
+// in one process or split across MPI processes (issue 30; `mpirun -np N
+// fathom coll ... --backend sim`). Every process builds the whole SimWorld
+// (the same QPs everywhere) and simulates the part of the fabric its
+// partition owns (fabric/parallel/); a collective rank's state machine runs
+// in the process that owns its host. Time advances in windows of the least
+// link latency, as in `fathom sim`'s distributed run; within a window each
+// process advances its ranks at their completions and reductions, as the
+// Driver does.
+//
+// The rules that make the result the same for any number of processes
+// (rows, #wrong, the canonical trace digest, the watchdog's verdict):
+//  - a collective ends when its last rank finishes (the reported end), and
+//    the next starts at the following window boundary;
+//  - a completion error stops the run at the end of the window it happened
+//    in (the earliest error is the one reported, ranks keep running to the
+//    window end as every process's do);
+//  - the watchdog fires when no rank anywhere progressed for the timeout
+//    (progress agreed between windows), at that deadline.
+//
+// Ownership: borrows the world and the Comm (the caller keeps both alive);
+// owns the DistributedRun that splits the network. One thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fabric/parallel/comm.h"
+#include "fabric/parallel/parallel_run.h"
+#include "transport/worlds/backend.h"
+#include "transport/worlds/sim_backend.h"
+#include "transport/worlds/sim_world.h"
+
+namespace fathom::transport::worlds {
+
+class DistSimBackend final : public Backend {
+ public:
+  // `world` must be built with SimWorldOptions::canonical_order. Across
+  // processes (comm->size() > 1) refuses with INVALID_ARGUMENT what does
+  // not split yet: the server tier (NVLink), verbs faults, PFC.
+  static StatusOr<std::unique_ptr<DistSimBackend>> Create(SimWorld* world, parallel::Comm* comm);
+
+  const char* name() const override { return "sim"; }
+  int nranks() const override { return world_->nranks(); }
+  std::vector<int> local_ranks() const override { return local_; }
+  bool prints() const override { return comm_->rank() == 0; }
+  std::string Where() const override;
+  std::string WhereJson() const override;
+  std::vector<std::string> DeviceLines() override { return base_.DeviceLines(); }
+  BitsPerSecond link_bandwidth() override { return base_.link_bandwidth(); }
+  coll::AlphaBeta AlgoModel() override { return base_.AlgoModel(); }
+  // Summed over the processes (each counts what it simulates).
+  Counters FabricCounters() override;
+  coll::RunOutcome Run(const coll::CollSpec& spec, coll::DataType type, coll::RedOp op,
+                       const std::vector<const void*>& in, const std::vector<void*>& out,
+                       coll::Trace* trace) override;
+  Status Combine(double* time_us, int64_t* wrong) override;
+  Status Barrier() override { return Status::Ok(); }
+  // Rank 0 writes every process's ranks' steps, in (start, rank, stream,
+  // name) order; the others write nothing.
+  bool WriteTrace(const std::string& path, const coll::Trace& trace, bool failed) override;
+
+  // The canonical trace digest of everything run so far, every process's
+  // events (the same for any number of processes).
+  uint64_t trace_digest() const { return sim::Engine::CanonicalDigest(digest_sum_); }
+  const parallel::RunStats& stats() const { return run_->stats(); }
+  Picoseconds window() const { return run_->window(); }
+
+ private:
+  DistSimBackend(SimWorld* world, parallel::Comm* comm);
+
+  SimWorld* world_;
+  parallel::Comm* comm_;
+  SimBackend base_;
+  proto::Scenario no_spec_;  // the DistributedRun's checks of a flow scenario: none here
+  std::unique_ptr<parallel::DistributedRun> run_;
+  std::vector<int> local_;  // the ranks whose hosts this process owns
+  uint64_t digest_sum_ = 0;
+};
+
+}  // namespace fathom::transport::worlds
