@@ -1,11 +1,13 @@
 // The memory a simulated collective world holds (issue 30): every rank's
-// staging lives in this one process, so a slot's pages go back once its
-// chunk is consumed (CommOptions::release_staging, ZeroedBuffer::Release).
+// staging lives in this one process, so past a budget a slot's pages go back
+// once its chunk is consumed (CommOptions::release_staging and
+// staging_budget_bytes, ZeroedBuffer::Release).
 // A 1 MiB tree allreduce on the large preset's server tier writes about
 // 2 MiB into each rank's staging per run; without the release those pages
 // stayed resident (and a new slot's each run, up to `slots` of them), which
 // is what made a 1024-rank world 6.5 GB (12.6 GB checked). What may stay is
-// at most a partial page per slot (chunks smaller than a page).
+// the budget and at most a partial page per slot (chunks smaller than a
+// page).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -31,6 +33,7 @@ TEST(CollMemoryTest, ConsumedStagingGoesBackOnTheLargePresetsServerTier) {
   o.nranks = 32;  // 4 servers of 8 GPUs
   o.server = topo::ServerPreset("h100").value();
   o.comm.channels = 8;  // one per NIC, as `fathom coll` runs it
+  o.comm.staging_budget_bytes = 4 << 20;
   auto made = worlds::SimWorld::Create(topo::BuildPreset("large").value(), o);
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   worlds::SimWorld& w = *made.value();
@@ -45,7 +48,7 @@ TEST(CollMemoryTest, ConsumedStagingGoesBackOnTheLargePresetsServerTier) {
   EXPECT_EQ(reserved,
             conns * w.comm_options().chunk_bytes * static_cast<size_t>(w.comm_options().slots));
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t bound = conns * static_cast<size_t>(w.comm_options().slots) * page;
+  const size_t bound = (4 << 20) + conns * static_cast<size_t>(w.comm_options().slots) * page;
   std::vector<std::unique_ptr<RankBuffers>> bufs;
   std::vector<const void*> in;
   std::vector<void*> out;
@@ -79,7 +82,10 @@ TEST(CollMemoryTest, ConsumedStagingGoesBackOnTheLargePresetsServerTier) {
     const size_t resident = StagingResident(w);
     EXPECT_LE(resident, bound) << "run " << run << ": " << resident << " B of staging resident, "
                                << conns << " connections";
-    EXPECT_LT(resident, static_cast<size_t>(n) * count * sizeof(float) / 8) << "run " << run;
+    EXPECT_LT(resident, static_cast<size_t>(n) * count * sizeof(float) / 4) << "run " << run;
+    // The world's account: within the budget, and the budget was used.
+    EXPECT_LE(w.staging_budget().peak, uint64_t{4} << 20);
+    EXPECT_GT(w.staging_budget().peak, uint64_t{2} << 20);
   }
 }
 

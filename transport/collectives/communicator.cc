@@ -216,8 +216,21 @@ StatusOr<uint8_t*> Communicator::OutStaging(Conn& conn, uint32_t* lkey) {
 }
 
 void Communicator::ReleaseSlot(Conn& conn, uint64_t seq, uint64_t bytes) {
-  if (!options_.release_staging || bytes < PageBytes()) return;
-  conn.staging.Release((seq % static_cast<uint64_t>(options_.slots)) * options_.chunk_bytes, bytes);
+  if (!options_.release_staging || bytes < PageBytes() || !conn.staging.data()) return;
+  const size_t slot = static_cast<size_t>(seq % static_cast<uint64_t>(options_.slots));
+  if (conn.slot_resident.empty()) conn.slot_resident.assign(static_cast<size_t>(options_.slots), 0);
+  uint64_t& kept = conn.slot_resident[slot];
+  if (kept >= bytes) return;  // reused: its pages are resident and counted
+  StagingBudget* budget = options_.staging_budget;
+  if (budget != nullptr && budget->resident + (bytes - kept) <= options_.staging_budget_bytes) {
+    budget->resident += bytes - kept;
+    budget->peak = std::max(budget->peak, budget->resident);
+    kept = bytes;
+    return;
+  }
+  conn.staging.Release(slot * options_.chunk_bytes, std::max(bytes, kept));
+  if (budget != nullptr) budget->resident -= kept;
+  kept = 0;
 }
 
 size_t Communicator::StagingResidentBytes() const {

@@ -33,6 +33,8 @@
 
 namespace fathom::transport::coll {
 
+struct StagingBudget;
+
 struct CommOptions {
   int channels = 1;                   // QPs per peer for ring collectives
   uint64_t chunk_bytes = 512 * 1024;  // one staging slot, the largest transfer
@@ -51,12 +53,26 @@ struct CommOptions {
   // Connect every pair of ranks on channel 0 too (alltoall, gather,
   // scatter: NeedsAllPairs); off, the rings' and trees' peers only.
   bool all_pairs = false;
-  // Emulated backend: give a staging slot's pages back (ZeroedBuffer::
-  // Release) once its chunk is consumed, when the chunk spans whole pages.
-  // One process holds every rank's staging there, and a slot once written
-  // would otherwise stay resident to the end: a 1024-rank world kept GBs of
-  // consumed chunks. Never over verbs (registered memory is pinned).
+  // Emulated backend: staging slots give their pages back (ZeroedBuffer::
+  // Release) once consumed, beyond a budget. One process holds every rank's
+  // staging there, and a slot once written stays resident: a 1024-rank
+  // world kept GBs of consumed chunks. Slots stay resident (and are reused
+  // without a page fault) while the world's resident staging is within
+  // `staging_budget_bytes`; past it, a slot written for the first time is
+  // released as soon as its chunk is consumed. Never over verbs (registered
+  // memory is pinned).
   bool release_staging = false;
+  uint64_t staging_budget_bytes = uint64_t{256} << 20;
+  // The world's account of resident staging (SimWorld owns it; null: every
+  // consumed slot is released).
+  StagingBudget* staging_budget = nullptr;
+};
+
+// Resident staging of every communicator of one process, against
+// CommOptions::staging_budget_bytes.
+struct StagingBudget {
+  uint64_t resident = 0;
+  uint64_t peak = 0;
 };
 
 // One direction's connection record, sent by `rank` to `peer`.
@@ -115,6 +131,9 @@ struct Conn {
   Completion last;        // last completion on this QP
   bool have_last = false;
   Picoseconds last_completion_time;
+  // Bytes of each staging slot kept resident and counted in the world's
+  // StagingBudget (release_staging; empty until a slot is consumed).
+  std::vector<uint64_t> slot_resident;
 };
 
 // The (peer, channel) connections a rank needs for ring collectives on

@@ -131,6 +131,9 @@ class SimWorld {
   const intranode::ServerFabric* server() const { return server_.get(); }
   // The verbs-level fault injector (null without verbs faults).
   const faulty::FaultInjector* verbs_faults() const { return injector_.get(); }
+  // The ranks' staging kept resident under CommOptions::staging_budget_bytes
+  // (now and at its peak).
+  const coll::StagingBudget& staging_budget() const { return *staging_budget_; }
 
   // Runs one collective on all ranks; in[r] / out[r] are rank r's buffers
   // (null in modelled mode). spec.algorithm must be resolved.
@@ -161,6 +164,9 @@ class SimWorld {
   class Waker;
   std::unique_ptr<Waker> waker_;
   std::unique_ptr<faulty::FaultInjector> injector_;
+  // The ranks' resident staging (CommOptions::staging_budget); the
+  // communicators use it only while a collective runs.
+  std::unique_ptr<coll::StagingBudget> staging_budget_;
 };
 
 }  // namespace fathom::transport::worlds
