@@ -215,6 +215,7 @@ Status RankCollective::FinishStep(size_t si, Conn* const recv[kMaxPeers],
                                   uint64_t bytes, Picoseconds now) {
   for (int k = 0; k < kMaxPeers; ++k) {
     if (recv[k] == nullptr) continue;
+    comm_->ReleaseSlot(*recv[k], recv[k]->consumed, bytes);
     ++recv[k]->consumed;
     FATHOM_RETURN_IF_ERROR(comm_->ReturnCredit(*recv[k]));
   }

@@ -1,7 +1,11 @@
 #include "transport/collectives/communicator.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <vector>
 
 #include "transport/wait.h"
 
@@ -17,7 +21,52 @@ uint64_t ConnKey(int peer, int channel) {
 enum WrKind : uint64_t { kWrData = 0, kWrCredit = 1, kWrRecv = 2 };
 uint64_t WrId(size_t conn, WrKind kind) { return (static_cast<uint64_t>(conn) << 2) | kind; }
 
+size_t PageBytes() {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
 }  // namespace
+
+void ZeroedBuffer::Reset() {
+  if (data_ != nullptr) munmap(data_, mapped_);
+  data_ = nullptr;
+  size_ = mapped_ = 0;
+}
+
+void ZeroedBuffer::assign(size_t size, uint8_t /*zero*/) {
+  Reset();
+  const size_t page = PageBytes();
+  const size_t mapped = (std::max<size_t>(size, 1) + page - 1) / page * page;
+  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) std::abort();  // as std::vector's bad_alloc would end the run
+  data_ = static_cast<uint8_t*>(p);
+  size_ = size;
+  mapped_ = mapped;
+}
+
+void ZeroedBuffer::Release(size_t offset, size_t bytes) {
+  if (data_ == nullptr || offset >= size_) return;
+  const size_t page = PageBytes();
+  const size_t end = std::min(size_, offset + bytes);
+  // Whole pages only: a neighbouring slot's bytes may share the edge pages.
+  const size_t first = (offset + page - 1) / page * page;
+  const size_t last = end / page * page;
+  if (last <= first) return;
+  // MADV_DONTNEED on private anonymous memory: the next touch reads zeros
+  // (madvise(2)); the pages are freed now, not under memory pressure.
+  madvise(data_ + first, last - first, MADV_DONTNEED);
+}
+
+size_t ZeroedBuffer::ResidentBytes() const {
+  if (data_ == nullptr) return 0;
+  const size_t page = PageBytes();
+  std::vector<unsigned char> in_core(mapped_ / page);
+  if (mincore(data_, mapped_, in_core.data()) != 0) return 0;
+  size_t pages = 0;
+  for (unsigned char c : in_core) pages += c & 1u;
+  return pages * page;
+}
 
 std::vector<std::pair<int, int>> NeededConnections(int nranks, int rank, int channels,
                                                    int gpus_per_server, bool all_pairs) {
@@ -164,6 +213,36 @@ StatusOr<uint8_t*> Communicator::OutStaging(Conn& conn, uint32_t* lkey) {
   // last used it has been placed at the peer.
   return conn.out_staging.data() +
          (conn.sent % static_cast<uint64_t>(options_.slots)) * options_.chunk_bytes;
+}
+
+void Communicator::ReleaseSlot(Conn& conn, uint64_t seq, uint64_t bytes) {
+  if (!options_.release_staging || bytes < PageBytes() || !conn.staging.data()) return;
+  const size_t slot = static_cast<size_t>(seq % static_cast<uint64_t>(options_.slots));
+  if (conn.slot_resident.empty()) conn.slot_resident.assign(static_cast<size_t>(options_.slots), 0);
+  uint64_t& kept = conn.slot_resident[slot];
+  if (kept >= bytes) return;  // reused: its pages are resident and counted
+  StagingBudget* budget = options_.staging_budget;
+  if (budget != nullptr && budget->resident + (bytes - kept) <= options_.staging_budget_bytes) {
+    budget->resident += bytes - kept;
+    budget->peak = std::max(budget->peak, budget->resident);
+    kept = bytes;
+    return;
+  }
+  conn.staging.Release(slot * options_.chunk_bytes, std::max(bytes, kept));
+  if (budget != nullptr) budget->resident -= kept;
+  kept = 0;
+}
+
+size_t Communicator::StagingResidentBytes() const {
+  size_t total = 0;
+  for (const auto& c : conns_) total += c->staging.ResidentBytes() + c->out_staging.ResidentBytes();
+  return total;
+}
+
+size_t Communicator::StagingReservedBytes() const {
+  size_t total = 0;
+  for (const auto& c : conns_) total += c->staging.size() + c->out_staging.size();
+  return total;
 }
 
 Status Communicator::PostRecvs(Conn& conn, int count) {

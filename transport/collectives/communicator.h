@@ -33,6 +33,8 @@
 
 namespace fathom::transport::coll {
 
+struct StagingBudget;
+
 struct CommOptions {
   int channels = 1;                   // QPs per peer for ring collectives
   uint64_t chunk_bytes = 512 * 1024;  // one staging slot, the largest transfer
@@ -51,6 +53,26 @@ struct CommOptions {
   // Connect every pair of ranks on channel 0 too (alltoall, gather,
   // scatter: NeedsAllPairs); off, the rings' and trees' peers only.
   bool all_pairs = false;
+  // Emulated backend: staging slots give their pages back (ZeroedBuffer::
+  // Release) once consumed, beyond a budget. One process holds every rank's
+  // staging there, and a slot once written stays resident: a 1024-rank
+  // world kept GBs of consumed chunks. Slots stay resident (and are reused
+  // without a page fault) while the world's resident staging is within
+  // `staging_budget_bytes`; past it, a slot written for the first time is
+  // released as soon as its chunk is consumed. Never over verbs (registered
+  // memory is pinned).
+  bool release_staging = false;
+  uint64_t staging_budget_bytes = uint64_t{256} << 20;
+  // The world's account of resident staging (SimWorld owns it; null: every
+  // consumed slot is released).
+  StagingBudget* staging_budget = nullptr;
+};
+
+// Resident staging of every communicator of one process, against
+// CommOptions::staging_budget_bytes.
+struct StagingBudget {
+  uint64_t resident = 0;
+  uint64_t peak = 0;
 };
 
 // One direction's connection record, sent by `rank` to `peer`.
@@ -62,29 +84,33 @@ struct ConnRecord {
   RemoteBuffer staging;
 };
 
-// Zeroed memory from calloc: large blocks come as untouched zero pages, so
-// a rank's staging costs memory only where chunks are written (a server
-// tier's eight channels give every rank dozens of connections, most of whose
-// slots a small collective never reaches).
+// Zeroed, page-aligned memory straight from mmap: untouched pages cost
+// nothing, so a rank's staging costs memory only where chunks are written (a
+// server tier's eight channels give every rank dozens of connections, most
+// of whose slots a small collective never reaches), and Release() can hand
+// whole pages back (CommOptions::release_staging).
 class ZeroedBuffer {
  public:
   ZeroedBuffer() = default;
   ZeroedBuffer(const ZeroedBuffer&) = delete;
   ZeroedBuffer& operator=(const ZeroedBuffer&) = delete;
-  ~ZeroedBuffer() { std::free(data_); }
+  ~ZeroedBuffer() { Reset(); }
   // Replaces the contents with `size` zero bytes.
-  void assign(size_t size, uint8_t /*zero*/) {
-    std::free(data_);
-    data_ = static_cast<uint8_t*>(std::calloc(size == 0 ? 1 : size, 1));
-    if (data_ == nullptr) std::abort();  // as std::vector's bad_alloc would end the run
-    size_ = size;
-  }
+  void assign(size_t size, uint8_t /*zero*/);
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  // Gives back the whole pages inside [offset, offset + bytes): they read as
+  // zeros again and hold no memory until written. Only for memory no device
+  // pins (a verbs registration keeps the old pages: the emulated NIC only).
+  void Release(size_t offset, size_t bytes);
+  // Bytes of its pages in memory now (mincore), for the memory figures.
+  size_t ResidentBytes() const;
 
  private:
+  void Reset();
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  size_t mapped_ = 0;
 };
 
 // The state of one (peer, channel) connection.
@@ -105,6 +131,9 @@ struct Conn {
   Completion last;        // last completion on this QP
   bool have_last = false;
   Picoseconds last_completion_time;
+  // Bytes of each staging slot kept resident and counted in the world's
+  // StagingBudget (release_staging; empty until a slot is consumed).
+  std::vector<uint64_t> slot_resident;
 };
 
 // The (peer, channel) connections a rank needs for ring collectives on
@@ -141,6 +170,13 @@ class Communicator {
   // Posts a data chunk (slot conn.sent % slots) and a credit return.
   Status PostData(Conn& conn, const void* src, uint32_t lkey, uint64_t bytes, uint64_t wr_tag);
   Status ReturnCredit(Conn& conn);
+  // Chunk `seq` of `bytes` has been consumed: its slot's pages go back when
+  // options().release_staging says so.
+  void ReleaseSlot(Conn& conn, uint64_t seq, uint64_t bytes);
+  // Staging bytes (incoming and outgoing slots) in memory now, and reserved
+  // (address space), over this rank's connections.
+  size_t StagingResidentBytes() const;
+  size_t StagingReservedBytes() const;
   uint8_t* SlotData(Conn& conn, uint64_t seq) {
     return conn.staging.data() +
            (seq % static_cast<uint64_t>(options_.slots)) * options_.chunk_bytes;

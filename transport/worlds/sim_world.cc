@@ -298,6 +298,12 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
     };
     w->injector_ = std::make_unique<faulty::FaultInjector>(std::move(plan), std::move(env));
   }
+  // Every rank's staging is in this process and nothing pins it: consumed
+  // slots give their pages back beyond the budget
+  // (CommOptions::release_staging).
+  options.comm.release_staging = true;
+  w->staging_budget_ = std::make_unique<StagingBudget>();
+  options.comm.staging_budget = w->staging_budget_.get();
   std::vector<Communicator*> comms;
   for (int r = 0; r < n; ++r) {
     FATHOM_ASSIGN_OR_RETURN(auto dev,

@@ -144,6 +144,9 @@ class SimWorld {
   // Arms the scenario's faults[index] (verbs: verbs_faults[index]) placed
   // at an iteration (training.h) to act from `at` (virtual time, >= now).
   Status ArmScenarioFault(bool verbs, int index, Picoseconds at);
+  // The ranks' staging kept resident under CommOptions::staging_budget_bytes
+  // (now and at its peak).
+  const coll::StagingBudget& staging_budget() const { return *staging_budget_; }
 
   // Runs one collective on all ranks; in[r] / out[r] are rank r's buffers
   // (null in modelled mode). spec.algorithm must be resolved.
@@ -175,6 +178,9 @@ class SimWorld {
   std::unique_ptr<Waker> waker_;
   std::unique_ptr<faulty::FaultInjector> injector_;
   size_t scenario_verbs_base_ = 0;  // the plan index of verbs_faults[0]
+  // The ranks' resident staging (CommOptions::staging_budget); the
+  // communicators use it only while a collective runs.
+  std::unique_ptr<coll::StagingBudget> staging_budget_;
 };
 
 }  // namespace fathom::transport::worlds
