@@ -296,6 +296,8 @@ TEST(CollCliTest, HotLinksAreNamedAfterEachSize) {
   r = Shell(cmd + " --json");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("\"hot_links\":[{\"link\":\""), std::string::npos) << r.out;
+}
+
 // --ranks-per-node (verbs: hierarchical rings and trees, node-major ranks)
 // is checked before any device is opened; sim has --server instead.
 TEST(CollCliTest, RanksPerNodeIsForVerbsAndMustDivideTheRanks) {
