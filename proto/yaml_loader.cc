@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/depthguard.h>
@@ -612,25 +613,37 @@ Status LoadYamlFile(const std::string& path, pb::Message* out, const YamlLoadOpt
   if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > kMaxYamlBytes) {
     return InvalidArgument(TooLarge(shown, std::to_string(st.st_size) + " bytes"));
   }
-  if (S_ISFIFO(st.st_mode)) {
-    // A named pipe opened without blocking may have no writer yet and read
-    // as empty; open it again the ordinary way, which waits for one.
-    const int blocking = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (blocking < 0) return IoError(ctx + ": cannot open: " + std::strerror(errno));
-    ::close(closer.fd);
-    closer.fd = blocking;
-  } else {
+  // A named pipe keeps O_NONBLOCK and is waited on with poll(): read() on a
+  // FIFO that has had no writer yet returns 0 (EOF) at once, while Linux's
+  // pipe_poll reports neither data nor hang-up until a writer has come, so
+  // poll() waits for the first writer. Reopening the FIFO with a blocking
+  // open() instead raced with a writer that wrote and closed in between: the
+  // second open then waited for a writer that never came.
+  const bool fifo = S_ISFIFO(st.st_mode);
+  if (!fifo) {
     const int flags = ::fcntl(fd, F_GETFL);
     if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   }
+  const auto wait_readable = [&]() -> Status {
+    pollfd p{fd, POLLIN, 0};
+    while (::poll(&p, 1, -1) < 0) {
+      if (errno != EINTR) return IoError(ctx + ": poll: " + std::strerror(errno));
+    }
+    return Status::Ok();
+  };
+  if (fifo) FATHOM_RETURN_IF_ERROR(wait_readable());
   // Read in chunks up to one byte past the cap: a FIFO has no size to check
   // first, and a regular file may grow while it is read.
   std::string text;
   char chunk[1 << 16];
   size_t got = 0;
   while (got <= kMaxYamlBytes) {
-    const ssize_t n = ::read(closer.fd, chunk, std::min(sizeof(chunk), kMaxYamlBytes + 1 - got));
+    const ssize_t n = ::read(fd, chunk, std::min(sizeof(chunk), kMaxYamlBytes + 1 - got));
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && fifo && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      FATHOM_RETURN_IF_ERROR(wait_readable());
+      continue;
+    }
     if (n < 0) return IoError(ctx + ": read: " + std::strerror(errno));
     if (n == 0) break;
     text.append(chunk, static_cast<size_t>(n));

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -243,6 +244,29 @@ TEST(YamlLoaderInputTest, FifosAreReadThroughTheBound) {
   std::remove(path.c_str());
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(spec.fat_tree().k(), 4);
+}
+
+// A writer that comes late (the loader already holds the FIFO open) and one
+// that writes in two pieces: the loader waits for the first writer and reads
+// until the last one closes, never taking the empty FIFO for an empty file.
+TEST(YamlLoaderInputTest, FifosWaitForALateWriterAndReadToItsEnd) {
+  const std::string path =
+      testing::TempDir() + "/loader_fifo_late." + std::to_string(::getpid()) + ".yaml";
+  std::remove(path.c_str());
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::ofstream out(path);
+    out << "fat_tree:" << std::flush;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    out << " {k: 6}\n";
+  });
+  fathom::proto::TopologySpec spec;
+  const Status s = LoadYamlFile(path, &spec);
+  writer.join();
+  std::remove(path.c_str());
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(spec.fat_tree().k(), 6);
 }
 
 TEST(YamlLoaderInputTest, BinaryIsNotEchoed) {
