@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "testbed/testbed.h"
+#include "tests/collectives/coll_vm_runs.h"
 #include "tests/json_reader.h"
 #include "tests/testbed/shared_testbed.h"
 
@@ -28,79 +29,9 @@ namespace fathom::testbed {
 namespace {
 
 using std::chrono::seconds;
+using Result = VmRunResult;
 
 const std::string kFathom = std::string(FATHOM_BINARY_DIR) + "/tools/fathom";
-
-// Two busy-polling ranks share a 1-vCPU TCG VM with rxe's own work, so an
-// ACK can take far longer than perftest's 67 ms: timeout 17 (537 ms per
-// retry) keeps retransmissions (and their duplicate traffic) out of it.
-std::string CollCmd(const std::string& args, int nranks, int rank, int port) {
-  return kFathom + " coll " + args + " --backend verbs --nranks " + std::to_string(nranks) +
-         " --rank " + std::to_string(rank) +
-         " --bootstrap $FATHOM_VM0_IP4:" + std::to_string(port) + " --ib-timeout 17";
-}
-
-// The data rows of a nccl-tests table: every line that does not start with '#'.
-std::vector<std::vector<std::string>> Rows(const std::string& out) {
-  std::vector<std::vector<std::string>> rows;
-  std::istringstream in(out);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#' || line.find_first_not_of(' ') == std::string::npos) {
-      continue;
-    }
-    std::istringstream f(line);
-    std::vector<std::string> cols;
-    std::string c;
-    while (f >> c) cols.push_back(c);
-    if (cols.size() >= 13) rows.push_back(cols);  // 13 nccl-tests columns, then algo
-  }
-  return rows;
-}
-
-struct Result {
-  CommandResult vm0, vm1;
-  std::string Describe() const {
-    return "vm0 rc=" + std::to_string(vm0.exit_status) + (vm0.timed_out ? " (timed out)" : "") +
-           "\n" + vm0.stdout_text + vm0.stderr_text +
-           "\nvm1 rc=" + std::to_string(vm1.exit_status) + (vm1.timed_out ? " (timed out)" : "") +
-           "\n" + vm1.stdout_text + vm1.stderr_text;
-  }
-};
-
-// `nranks` ranks over the two VMs: even ranks in VM 0 (rank 0 in the
-// foreground), odd ranks in VM 1. Background ranks' output and exit status
-// are appended to the VM's output.
-Result RunRanks(Testbed& tb, const std::string& args, int nranks, int port, seconds timeout) {
-  std::string script[2];
-  for (int vm = 0; vm < 2; ++vm) {
-    std::string bg, fg;
-    for (int r = vm; r < nranks; r += 2) {
-      const std::string cmd = CollCmd(args, nranks, r, port);
-      if (r < 2) {
-        fg = cmd;
-      } else {
-        const std::string f = "r" + std::to_string(r) + ".out";
-        bg += "(" + cmd + " > " + f + " 2>&1; echo \"rank " + std::to_string(r) + " rc=$?\" >> " +
-              f + ") & ";
-      }
-    }
-    script[vm] = bg + fg + "; rc=$?; wait; cat r*.out 2>/dev/null; exit $rc\n";
-  }
-  Result res;
-  auto h0 = tb.Launch(0, script[0], timeout);
-  auto h1 = tb.Launch(1, script[1], timeout);
-  EXPECT_TRUE(h0.ok() && h1.ok());
-  if (h1.ok()) {
-    auto r = tb.Wait(*h1);
-    if (r.ok()) res.vm1 = *r;
-  }
-  if (h0.ok()) {
-    auto r = tb.Wait(*h0);
-    if (r.ok()) res.vm0 = *r;
-  }
-  return res;
-}
 
 class CollVmTest : public SharedTestbedTest<CollVmTest> {
  public:
@@ -228,8 +159,8 @@ TEST_F(CollVmTest, AKilledRankStopsTheOthersWithTheReason) {
   // completion error toward rank 1 — well before its watchdog would fire,
   // and never hang until the test's own timeout.
   const std::string args = "allreduce --algo ring -b 4M -e 4M -n 200 -w 0 --timeout 60";
-  const std::string r0 = CollCmd(args, 2, 0, 18720) + "\n";
-  const std::string r1 = CollCmd(args, 2, 1, 18720) + " & sleep 25; kill -9 $!; sleep 1\n";
+  const std::string r0 = VerbsCmd(args, 2, 0, 18720) + "\n";
+  const std::string r1 = VerbsCmd(args, 2, 1, 18720) + " & sleep 25; kill -9 $!; sleep 1\n";
   auto h0 = tb_->Launch(0, r0, seconds(180));
   auto h1 = tb_->Launch(1, r1, seconds(180));
   ASSERT_TRUE(h0.ok() && h1.ok());
