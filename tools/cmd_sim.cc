@@ -201,8 +201,10 @@ int RunSimOn(const SimFlags& f, parallel::Comm* comm) {
   sim::RunOptions opts;
   opts.seed = f.seed;
   std::vector<std::unique_ptr<sim::PortCapture>> captures;
+  // Under mpirun rank 0 writes the files (the merge: capture_merge.h).
+  const bool writes_files = comm == nullptr || comm->rank() == 0;
   for (const auto& [what, path] : pcaps) {
-    auto cap = sim::PortCapture::Open(loaded->topology, what, path);
+    auto cap = sim::PortCapture::Open(loaded->topology, what, path, writes_files);
     if (!cap.ok()) {
       std::fprintf(stderr, "fathom sim: %s\n", cap.status().message().c_str());
       return kExitUsage;
@@ -216,7 +218,7 @@ int RunSimOn(const SimFlags& f, parallel::Comm* comm) {
   }
   OutFile trace_file, json_file;
   std::unique_ptr<sim::EventTraceWriter> trace;
-  if (!f.trace.empty()) {
+  if (!f.trace.empty() && writes_files) {
     if (!trace_file.Open("--trace", f.trace)) return kExitUsage;
     trace = std::make_unique<sim::EventTraceWriter>(trace_file.f, &loaded->topology);
     opts.trace = trace.get();
@@ -244,11 +246,20 @@ int RunSimOn(const SimFlags& f, parallel::Comm* comm) {
   // with one process or several (fabric/parallel/).
   const bool canonical = comm != nullptr;
   std::unique_ptr<parallel::DistributedRun> distributed;
+  std::unique_ptr<parallel::OutputMerge> outputs;
   if (canonical) {
     distributed =
         std::make_unique<parallel::DistributedRun>(comm, &loaded->topology, &loaded->spec);
     opts.hooks = distributed.get();
     opts.progress = false;
+    // Every process records its partition's frames and events; rank 0
+    // merges them into the files (the same for any number of processes).
+    if (!f.trace.empty() || !opts.open_captures.empty()) {
+      outputs = std::make_unique<parallel::OutputMerge>(comm, opts.open_captures, trace.get(),
+                                                        !f.trace.empty());
+      opts.trace = nullptr;
+      distributed->set_outputs(outputs.get());
+    }
   }
   if (!gate.Pass(true)) return kExitUsage;
   auto report = sim::RunScenario(*loaded, opts);
@@ -349,6 +360,9 @@ uint64_t RunIdentity(const SimFlags& f) {
                     "\n--event-order " + f.event_order + "\nbuild " + __DATE__ + " " + __TIME__ +
                     " " + std::to_string(sizeof(sim::RunReport));
   for (const std::string& fault : f.faults) all += "\n--fault " + fault;
+  // The outputs too: every process records them (rank 0 merges).
+  for (const std::string& pcap : f.pcap) all += "\n--pcap " + pcap;
+  all += "\n--trace " + f.trace;
   uint64_t h = 0x51ed;
   for (char c : all) h = Mix64(h ^ static_cast<uint8_t>(c));
   return h;
@@ -376,9 +390,6 @@ int RunSim(const SimFlags& given) {
   if (given.event_order == "schedule" && procs > 1) {
     refusal = "--event-order schedule: the schedule order needs one process (" +
               std::to_string(procs) + " were started): use canonical";
-  } else if (procs > 1 && (!given.pcap.empty() || !given.trace.empty())) {
-    refusal = std::string(!given.pcap.empty() ? "--pcap" : "--trace") +
-              ": not supported across processes yet (run with one process)";
   }
   if (comm != nullptr && procs > 1) {
     // Same scenario, flags and binary everywhere, or rank 0 says which not.

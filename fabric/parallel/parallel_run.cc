@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "fabric/scenario/reroute.h"
 #include "fabric/scenario/workload.h"
 
 namespace fathom::parallel {
@@ -22,6 +23,9 @@ enum Form : uint8_t {
   // Or-ed in: the packet's RETH address is relative to its region (the
   // memory behind it has another address in each process).
   kRelativeVa = 0x40,
+  // Or-ed in: the egress the packet takes at the far end follows (int32
+  // node, int32 port; -1: none), as its sender looked it up (re-routes).
+  kNextOut = 0x20,
 };
 
 bool HasReth(sim::Opcode op) {
@@ -66,10 +70,7 @@ Status DistributedRun::OnNetwork(sim::Network& net) {
           "one process)");
     }
     for (int i = 0; i < spec_->faults_size(); ++i) {
-      if (!spec_->faults(i).reroute_via().empty()) {
-        return InvalidArgument("faults[" + std::to_string(i) +
-                               "].reroute_via: re-routing is not supported across processes yet");
-      }
+      if (!spec_->faults(i).reroute_via().empty()) reroutes_ = true;
     }
   }
   FATHOM_ASSIGN_OR_RETURN(partition_, PartitionFabric(*topology_, size));
@@ -122,6 +123,13 @@ void DistributedRun::NumberFlows(sim::Network& net) {
 }
 
 Status DistributedRun::AdoptQps(sim::Network& net) {
+  if (reroutes_) {
+    // A collective world's digest is the engine's own (dist_backend.cc),
+    // which would count a re-route once per process.
+    return InvalidArgument(
+        "faults: reroute_via is not supported across processes in a collective run yet (run it "
+        "in one process, or with `fathom sim`)");
+  }
   NumberFlows(net);
   const int32_t me = comm_->rank();
   net.engine().RetainEvents([&](const sim::Event& e) {
@@ -140,6 +148,40 @@ Status DistributedRun::AdoptQps(sim::Network& net) {
   // Shipped payloads live until the packet that carries them is freed.
   net.pool().set_on_free_data(&DistributedRun::FreeShippedData, this);
   return Status::Ok();
+}
+
+bool DistributedRun::KeepReroute(const sim::Event& e) {
+  // Every process applies a re-route (its routes are its own copy); the
+  // process that owns the event's node counts it.
+  if (e.handler != sim::kHandlerOf<&sim::Reroute::OnApply> &&
+      e.handler != sim::kHandlerOf<&sim::Reroute::OnRestore>) {
+    return false;
+  }
+  if (e.component >= partition_.owner.size() ||
+      !partition_.Owns(comm_->rank(), static_cast<int32_t>(e.component))) {
+    foreign_reroutes_.emplace_back(static_cast<int64_t>(e.time), e.component);
+  }
+  return true;
+}
+
+namespace {
+void Nothing(void*, uint64_t) {}
+}  // namespace
+
+void DistributedRun::DropForeignReroutes(int64_t last_until) {
+  // The foreign events this process ran, replayed alone on an engine of
+  // their own in the canonical order: the same per-event digests (a
+  // re-route mixes nothing of its own in), to take out of this process's
+  // sum.
+  sim::Engine scratch(1);
+  scratch.set_canonical_order(true);
+  for (const auto& [time, component] : foreign_reroutes_) {
+    if (time > last_until) continue;
+    scratch.Schedule<&Nothing>(Picoseconds(time), sim::EventKind::kFault, component, nullptr, 0);
+  }
+  scratch.Run(Picoseconds::Max());
+  stats_.digest_sum -= scratch.digest_sum();
+  stats_.events -= scratch.events_dispatched();
 }
 
 bool DistributedRun::RelativeVa(const sim::Packet& p, uint64_t* va) const {
@@ -209,6 +251,8 @@ Status DistributedRun::OnWorkload(sim::Network& net, sim::FlowDriver& driver) {
         return partition_.Owns(me, topology_->hosts()[static_cast<size_t>(requester)]);
       }
       case sim::EventKind::kFault:
+        if (KeepReroute(e)) return true;
+        [[fallthrough]];
       case sim::EventKind::kNicPump:  // a NIC's events: its host's node
         return e.component < partition_.owner.size() &&
                partition_.Owns(me, static_cast<int32_t>(e.component));
@@ -248,6 +292,8 @@ void DistributedRun::Ship(void* ctx, const sim::Port& port, uint64_t w0, uint64_
   uint64_t va_offset = 0;
   const bool relative = p != nullptr && self->RelativeVa(*p, &va_offset);
   if (relative) form |= kRelativeVa;
+  const bool next_out = p != nullptr && self->reroutes_;
+  if (next_out) form |= kNextOut;
   Put(&out, port.config().node);
   Put(&out, port.config().index);
   Put(&out, self->flow_ids_.at(flow));
@@ -259,6 +305,10 @@ void DistributedRun::Ship(void* ctx, const sim::Port& port, uint64_t w0, uint64_
     out.append(reinterpret_cast<const char*>(&p->ext()), sizeof(sim::PacketExt));
   }
   if (relative) Put(&out, va_offset);
+  if (next_out) {
+    Put(&out, p->next_out != nullptr ? p->next_out->config().node : int32_t{-1});
+    Put(&out, p->next_out != nullptr ? p->next_out->config().index : int32_t{-1});
+  }
   if (with_data) {
     // The bytes as they are now: the requester may not touch a buffer
     // before its WR completes, which is after this packet arrives.
@@ -279,7 +329,8 @@ void DistributedRun::Deliver(sim::Network& net, const std::string& batch) {
     h.form = Get<uint8_t>(at);
     const bool with_data = (h.form & kWithData) != 0;
     const bool relative = (h.form & kRelativeVa) != 0;
-    h.form &= static_cast<uint8_t>(~(kWithData | kRelativeVa));
+    const bool next_out = (h.form & kNextOut) != 0;
+    h.form &= static_cast<uint8_t>(~(kWithData | kRelativeVa | kNextOut));
     h.w0 = Get<uint64_t>(at);
     h.w1 = Get<uint64_t>(at);
     sim::Port& port = net.port(h.node, h.index);
@@ -305,6 +356,11 @@ void DistributedRun::Deliver(sim::Network& net, const std::string& batch) {
     p->has_data = 0;
     p->ext().data = nullptr;
     if (relative) AbsoluteVa(p, Get<uint64_t>(at));
+    if (next_out) {
+      const int32_t node = Get<int32_t>(at);
+      const int32_t index = Get<int32_t>(at);
+      p->next_out = node < 0 ? nullptr : &net.port(node, index);
+    }
     if (with_data) {
       const uint16_t n = Get<uint16_t>(at);
       std::string& bytes = shipped_data_[p];
@@ -353,6 +409,16 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
   const int64_t q = window_.ps();
   bool stopped = false;
   using Clock = std::chrono::steady_clock;
+  if (outputs_ != nullptr) {
+    // A re-route another process owns is that process's to report.
+    const int32_t me = comm_->rank();
+    outputs_->set_skip([this, me](sim::EventKind kind, uint32_t component) {
+      return kind == sim::EventKind::kFault && component < partition_.owner.size() &&
+             !partition_.Owns(me, static_cast<int32_t>(component));
+    });
+    outputs_->Attach(&engine);
+  }
+  int64_t last_until = -1;  // the end of the last window run
   for (;;) {
     const auto sync_start = Clock::now();
     // The window of the earliest event anywhere, on the grid of q.
@@ -364,6 +430,7 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
     const int64_t from = next[0] - next[0] % q;
     const int64_t until = std::min(from + q - 1, end.ps());
     engine.Run(Picoseconds(until));
+    last_until = until;
     const auto exchange_start = Clock::now();
     for (const std::string& b : outbox_) stats_.shipped_bytes += b.size();
     const std::vector<std::string> in = comm_->Exchange(outbox_);
@@ -371,7 +438,9 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
     for (const std::string& b : in) Deliver(net, b);
     stats_.sync_wall_s += std::chrono::duration<double>(Clock::now() - exchange_start).count();
     ++stats_.windows;
+    if (outputs_ != nullptr) outputs_->OnWindow();
   }
+  if (outputs_ != nullptr) outputs_->Finish();
   // Where the run ended, the same for every partition: the last event
   // anywhere when the flows stopped it (as Engine::Stop leaves the clock),
   // else the end time.
@@ -381,6 +450,7 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
   for (sim::Port* p : remote_ports_) p->SettleShipped();
   stats_.digest_sum = engine.digest_sum();
   stats_.events = engine.events_dispatched();
+  if (!foreign_reroutes_.empty()) DropForeignReroutes(last_until);
 }
 
 }  // namespace fathom::parallel

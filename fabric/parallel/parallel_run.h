@@ -15,9 +15,15 @@
 // calls the hooks on one thread. Supported: flow workloads with WRITE,
 // READ or SEND, drop-tail (lossy) fabrics, ECN/DCQCN, port faults (loss,
 // FEC, corruption, delay, black holes, flaps, link down), host crashes, and
-// collective worlds (AdoptQps; transport/worlds/dist_backend.h). Refused
-// with more than one process (InvalidArgument): PFC/lossless classes, the
-// receive model (planned receives), reroute_via.
+// collective worlds (AdoptQps; transport/worlds/dist_backend.h), and
+// re-routing (a link_down's reroute_via, in `fathom sim`): every process
+// applies the route change at its virtual time, in its canonical place
+// among that process's events (the routes are every process's copy), and
+// the processes that do not own the fault's node take its event out of
+// their digest and event count, so the merged figures count it once.
+// Refused with more than one process (InvalidArgument): PFC/lossless
+// classes, the receive model (planned receives), reroute_via in a
+// collective world.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fabric/parallel/capture_merge.h"
 #include "fabric/parallel/comm.h"
 #include "fabric/parallel/partition.h"
 #include "fabric/scenario/scenario.h"
@@ -60,6 +67,10 @@ class DistributedRun final : public sim::RunHooks {
   // After the last window: the ports that shipped settle their accounts.
   void Settle();
 
+  // Captures and trace merged on rank 0 (capture_merge.h; not owned): Run
+  // attaches them, flushes them after each window and finishes them.
+  void set_outputs(OutputMerge* outputs) { outputs_ = outputs; }
+
   const Partition& partition() const { return partition_; }
   Picoseconds window() const { return window_; }
   const RunStats& stats() const { return stats_; }
@@ -92,6 +103,16 @@ class DistributedRun final : public sim::RunHooks {
   void AbsoluteVa(sim::Packet* p, uint64_t offset) const;
   // Payloads that arrived with packets (AdoptQps), until the packet is freed.
   std::unordered_map<const sim::Packet*, std::string> shipped_data_;
+  OutputMerge* outputs_ = nullptr;
+  // Re-routes (reroute_via): a shipped pool packet carries the egress its
+  // sender looked up (Port::Leave), since the route may change before the
+  // far end's process delivers it.
+  bool reroutes_ = false;
+  // The re-route events this process runs for another's node: their time
+  // and component, taken out of the digest and event count (Run).
+  std::vector<std::pair<int64_t, uint32_t>> foreign_reroutes_;
+  bool KeepReroute(const sim::Event& e);
+  void DropForeignReroutes(int64_t last_until);
 };
 
 }  // namespace fathom::parallel

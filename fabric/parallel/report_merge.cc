@@ -356,8 +356,18 @@ sim::RunReport MergeReports(const std::vector<sim::RunReport>& reports,
   m.mean_flow_gbps = fct.empty() ? 0 : rate_sum / static_cast<double>(fct.size());
   // The fault lines of the summary, from the merged counters.
   if (!m.faults_summary.empty()) {
+    // Rank 0's lines: a re-route's count of flows moved is the same in
+    // every process (each applies it to its copy of the routes).
+    std::vector<std::string> lines;
+    for (size_t at = 0; at < m.faults_summary.size();) {
+      const size_t nl = m.faults_summary.find('\n', at);
+      const size_t end = nl == std::string::npos ? m.faults_summary.size() : nl;
+      lines.push_back(m.faults_summary.substr(at, end - at));
+      at = end + 1;
+    }
     m.faults_summary.clear();
-    for (const sim::FaultStats& f : m.fault_stats) {
+    for (size_t i = 0; i < m.fault_stats.size(); ++i) {
+      const sim::FaultStats& f = m.fault_stats[i];
       std::string line = "fault " + f.name + " (" + f.kind + ", " + f.target + ", " +
                          std::to_string(f.attachments) + " port" + (f.attachments == 1 ? "" : "s") +
                          "):";
@@ -367,6 +377,12 @@ sim::RunReport MergeReports(const std::vector<sim::RunReport>& reports,
         line += std::string(" ") + n + "=" + std::to_string(v);
         moved = true;
       });
+      constexpr const char* kRerouted = " flows_rerouted=";
+      const size_t rerouted = i < lines.size() ? lines[i].find(kRerouted) : std::string::npos;
+      if (rerouted != std::string::npos) {
+        line += lines[i].substr(rerouted);
+        moved = true;
+      }
       if (!moved) line += " no counter moved";
       m.faults_summary += line + "\n";
     }

@@ -121,7 +121,8 @@ wire::RoceFrame FrameFor(const Packet& p, const topo::Topology& topo) {
 
 StatusOr<std::unique_ptr<PortCapture>> PortCapture::Open(const topo::Topology& topo,
                                                          const std::string& what,
-                                                         const std::string& path) {
+                                                         const std::string& path,
+                                                         bool create_file) {
   // The order `--fault link=` resolves a name in (fault_attach.cc).
   std::vector<int32_t> links;
   if (auto one = topo.FindLink(what); one.ok()) {
@@ -143,15 +144,17 @@ StatusOr<std::unique_ptr<PortCapture>> PortCapture::Open(const topo::Topology& t
                            "; a node name captures all its links, as do tier:N and globs "
                            "like leaf0-*");
   }
-  auto writer = wire::PcapWriter::Open(path, /*nanosecond=*/true);
-  if (!writer.ok()) {
-    return IoError("--pcap " + what + "=" + path + ": cannot create the file (" +
-                   writer.status().message() + ")");
-  }
   std::unique_ptr<PortCapture> cap(new PortCapture());
+  if (create_file) {
+    auto writer = wire::PcapWriter::Open(path, /*nanosecond=*/true);
+    if (!writer.ok()) {
+      return IoError("--pcap " + what + "=" + path + ": cannot create the file (" +
+                     writer.status().message() + ")");
+    }
+    cap->writer_ = std::move(writer).value();
+  }
   cap->label_ = what + "=" + path;
   cap->links_ = std::move(links);
-  cap->writer_ = std::move(writer).value();
   cap->buffer_.resize(9216);
   return cap;
 }
@@ -175,13 +178,18 @@ void PortCapture::Detach() {
 }
 
 Status PortCapture::Flush() {
-  if (status_.ok()) {
+  if (status_.ok() && writer_ != nullptr) {
     if (Status s = writer_->Flush(); !s.ok()) status_ = s;
   }
   return status_;
 }
 
 PortCapture::~PortCapture() { Detach(); }
+
+void PortCapture::WriteMerged(std::span<const uint8_t> frame, int64_t timestamp_ns) {
+  if (!status_.ok() || writer_ == nullptr) return;
+  if (Status s = writer_->Write(frame, timestamp_ns); !s.ok()) status_ = s;
+}
 
 Status CheckDisjoint(const std::vector<PortCapture*>& captures, const topo::Topology& topology) {
   std::map<int32_t, const PortCapture*> owner;
@@ -218,6 +226,12 @@ void PortCapture::OnPacket(void* ctx, const Packet& p, Picoseconds at) {
   }
   if (!n.ok()) {
     self->status_ = n.status();
+    return;
+  }
+  if (self->sink_ != nullptr) {
+    self->sink_(self->sink_ctx_, std::span<const uint8_t>(self->buffer_.data(), *n),
+                at.ps() / 1000);
+    ++self->frames_;
     return;
   }
   Status s =

@@ -35,9 +35,12 @@ class PortCapture {
   // goes to that one file, both directions. InvalidArgument (with examples
   // of the names) when nothing matches, IoError when the file cannot be
   // created. Attach() starts the capture.
+  // With `create_file` false nothing is created: a process of a
+  // distributed run other than rank 0, whose frames go to a sink.
   static StatusOr<std::unique_ptr<PortCapture>> Open(const topo::Topology& topology,
                                                      const std::string& what,
-                                                     const std::string& path);
+                                                     const std::string& path,
+                                                     bool create_file = true);
   ~PortCapture();
   PortCapture(const PortCapture&) = delete;
   PortCapture& operator=(const PortCapture&) = delete;
@@ -49,6 +52,18 @@ class PortCapture {
   void Detach();
   // Writes what is buffered to the file; the first write error, if any.
   Status Flush();
+
+  // A distributed run (fabric/parallel/capture_merge.h): each frame goes to
+  // `sink` (built, timestamped and counted in frames() as for the file)
+  // instead of the file; rank 0 writes the merged frames with WriteMerged.
+  using FrameSink = void (*)(void* ctx, std::span<const uint8_t> frame, int64_t timestamp_ns);
+  void set_sink(FrameSink sink, void* ctx) {
+    sink_ = sink;
+    sink_ctx_ = ctx;
+  }
+  // Writes a frame to the file without counting it (the process that
+  // captured it counted it); the first write error is kept in status().
+  void WriteMerged(std::span<const uint8_t> frame, int64_t timestamp_ns);
 
   // The --pcap argument ("what=path"), for messages.
   const std::string& label() const { return label_; }
@@ -64,7 +79,9 @@ class PortCapture {
   Network* network_ = nullptr;
   std::string label_;
   std::vector<int32_t> links_;
-  std::unique_ptr<wire::PcapWriter> writer_;
+  std::unique_ptr<wire::PcapWriter> writer_;  // null: no file here (a sink takes the frames)
+  FrameSink sink_ = nullptr;
+  void* sink_ctx_ = nullptr;
   std::vector<Port*> ports_;
   PacketTap tap_{&PortCapture::OnPacket, this};
   std::vector<uint8_t> buffer_;

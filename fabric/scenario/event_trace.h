@@ -40,6 +40,11 @@ class EventTraceWriter {
   Status Finish(const std::string& what);
 
   uint64_t events() const { return events_; }
+  // Writes one event as the engine's tracer would (a distributed run's
+  // events, merged on rank 0: fabric/parallel/capture_merge.h).
+  void Record(Picoseconds at, EventKind kind, uint32_t component) {
+    OnEvent(this, at, kind, component);
+  }
 
   // The track of an event: pid (node id + 1, or the workload/user process)
   // and tid. Public for the tests.
