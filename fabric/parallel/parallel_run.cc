@@ -157,6 +157,32 @@ bool DistributedRun::KeepReroute(const sim::Event& e) {
       e.handler != sim::kHandlerOf<&sim::Reroute::OnRestore>) {
     return false;
   }
+  // What a partition can follow (parallel_run.h).
+  if (e.handler == sim::kHandlerOf<&sim::Reroute::OnRestore>) {
+    if (e.time <=
+            static_cast<uint64_t>(Picoseconds::FromSeconds(spec_->end_time_us() * 1e-6).ps()) &&
+        reroute_refusal_.empty()) {
+      reroute_refusal_ =
+          "the link comes back within the run (duration_us), and packets on the detour would "
+          "then be handed to a switch in another process";
+    }
+  } else {
+    if (reroute_start_ >= 0 && reroute_start_ != static_cast<int64_t>(e.time) &&
+        reroute_refusal_.empty()) {
+      reroute_refusal_ =
+          "re-routes start at different times, and packets routed by the first would be "
+          "handed to a switch in another process by the next";
+    }
+    reroute_start_ = static_cast<int64_t>(e.time);
+    for (const sim::Port* p : static_cast<const sim::Reroute*>(e.obj)->failed()) {
+      const topo::Node& lower = topology_->node(p->peer()->config().node);
+      if (lower.tier != 1 && reroute_refusal_.empty()) {
+        reroute_refusal_ = "the failed link leads down to " + lower.name +
+                           ", not a switch with the hosts (tier 1), whose packets would be "
+                           "handed to a switch in another process";
+      }
+    }
+  }
   if (e.component >= partition_.owner.size() ||
       !partition_.Owns(comm_->rank(), static_cast<int32_t>(e.component))) {
     foreign_reroutes_.emplace_back(static_cast<int64_t>(e.time), e.component);
@@ -263,6 +289,10 @@ Status DistributedRun::OnWorkload(sim::Network& net, sim::FlowDriver& driver) {
         return true;
     }
   });
+  if (comm_->size() > 1 && !reroute_refusal_.empty()) {
+    return InvalidArgument("faults: reroute_via across processes: " + reroute_refusal_ +
+                           " (run it in one process)");
+  }
   return Status::Ok();
 }
 

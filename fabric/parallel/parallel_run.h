@@ -22,8 +22,16 @@
 // the processes that do not own the fault's node take its event out of
 // their digest and event count, so the merged figures count it once.
 // Refused with more than one process (InvalidArgument): PFC/lossless
-// classes, the receive model (planned receives), reroute_via in a
-// collective world.
+// classes, the receive model (planned receives), and the re-routes a
+// partition cannot follow. A packet reads its route by hop count, so when
+// routes change under packets in flight, a switch can hand a packet to
+// another switch's port (reroute.h: the route of a packet already past the
+// failed hop, or on the detour when the old route returns): in one process
+// that is an instant move, across processes a message with no lookahead.
+// So across processes every re-route must start at one time, never end
+// within the run, and fail a link down to a switch with the hosts (tier
+// 1), whose packets past the failure have their egress already (a faulted
+// port sends pool packets, routed when sent).
 #pragma once
 
 #include <cstdint>
@@ -111,6 +119,9 @@ class DistributedRun final : public sim::RunHooks {
   // The re-route events this process runs for another's node: their time
   // and component, taken out of the digest and event count (Run).
   std::vector<std::pair<int64_t, uint32_t>> foreign_reroutes_;
+  // Why a re-route cannot run across processes (empty: it can).
+  std::string reroute_refusal_;
+  int64_t reroute_start_ = -1;
   bool KeepReroute(const sim::Event& e);
   void DropForeignReroutes(int64_t last_until);
 };

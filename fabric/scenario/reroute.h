@@ -42,6 +42,8 @@ class Reroute {
   // route found within kPathMax links).
   int32_t rerouted() const { return static_cast<int32_t>(saved_.size()); }
   int32_t unrouted() const { return unrouted_; }
+  // The link directions it re-routes around.
+  const std::vector<Port*>& failed() const { return failed_; }
   // Flows re-routed over every Apply.
   int64_t total_rerouted() const { return total_rerouted_; }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -59,7 +60,87 @@ TEST_P(MpiRunTest, SameDigestAndReportForOneToFourProcesses) {
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, MpiRunTest,
                          testing::Values("permutation.yaml", "incast.yaml", "fault.yaml",
-                                         "send.yaml"));
+                                         "send.yaml", "reroute.yaml"));
+
+std::string ReadFile(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  std::string bytes;
+  if (f == nullptr) return bytes;
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) bytes.append(buf, n);
+  std::fclose(f);
+  return bytes;
+}
+
+// --pcap and --trace (capture_merge.h): each process records its
+// partition's frames and events, rank 0 merges them; the files are byte
+// for byte those of one process in the canonical order. The captured link
+// (the re-route's detour, leaf1-spine1) and the trace cross processes.
+TEST(MpiOutputsTest, SamePcapAndTraceFilesForOneToFourProcesses) {
+  char dir[] = "/tmp/fathom_mpi_outputs_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string d = dir;
+  auto outputs = [&](const std::string& tag) {
+    return " --pcap leaf1-spine1=" + d + "/detour" + tag + ".pcap --pcap h6=" + d + "/h6" + tag +
+           ".pcap --trace " + d + "/trace" + tag + ".json";
+  };
+  const std::string scenario = kScenarios + "reroute.yaml";
+  const nlohmann::json one =
+      Report(kFathom + " sim " + scenario + " --json --event-order canonical" + outputs("1"));
+  ASSERT_TRUE(one.is_object());
+  const std::string detour = ReadFile(d + "/detour1.pcap");
+  const std::string h6 = ReadFile(d + "/h61.pcap");
+  const std::string trace = ReadFile(d + "/trace1.json");
+  ASSERT_GT(detour.size(), 24u);  // more than the pcap header
+  ASSERT_GT(h6.size(), 24u);
+  ASSERT_GT(trace.size(), 100u);
+  for (int n = 1; n <= 4; ++n) {
+    const std::string tag = "n" + std::to_string(n);
+    const nlohmann::json many = Report(Mpirun(n) + kFathom + " sim " + scenario + " --json" +
+                                       (n == 1 ? " --event-order canonical" : "") + outputs(tag));
+    EXPECT_EQ(many["captured_frames"], one["captured_frames"]) << n << " processes";
+    EXPECT_TRUE(ReadFile(d + "/detour" + tag + ".pcap") == detour) << n << " processes";
+    EXPECT_TRUE(ReadFile(d + "/h6" + tag + ".pcap") == h6) << n << " processes";
+    EXPECT_TRUE(ReadFile(d + "/trace" + tag + ".json") == trace) << n << " processes";
+  }
+  // The merged capture is a capture: tshark reads every frame the report
+  // counts.
+  if (test_util::RunCommand("command -v tshark").exit_code == 0) {
+    const test_util::CommandResult r = test_util::RunCommand(
+        "(tshark -r " + d + "/detourn4.pcap -T fields -e frame.number; tshark -r " + d +
+            "/h6n4.pcap -T fields -e frame.number) | wc -l",
+        /*merge_stderr=*/false);
+    ASSERT_EQ(r.exit_code, 0);
+    EXPECT_EQ(std::stoull(r.out), one["captured_frames"].get<uint64_t>()) << r.out;
+  }
+  test_util::RunCommand("rm -rf " + d);
+}
+
+// A re-route whose link comes back within the run cannot be split (its
+// detour's packets would jump between processes): exit 2 on rank 0,
+// naming the reason; one process runs it.
+TEST(MpiOutputsTest, RerouteThatEndsWithinTheRunIsExit2) {
+  char dir[] = "/tmp/fathom_mpi_reroute_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/ends.yaml";
+  std::string text = ReadFile(kScenarios + "reroute.yaml");
+  const size_t at = text.find("start_us: 20,");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + std::strlen("start_us: 20,"), " duration_us: 40,");
+  text = text.substr(0, text.find("expect:"));
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  test_util::CommandResult r = test_util::RunCommand(Mpirun(2) + kFathom + " sim " + path);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("reroute_via across processes: the link comes back within the run"),
+            std::string::npos)
+      << r.out;
+  r = test_util::RunCommand(kFathom + " sim " + path + " --event-order canonical --quiet");
+  EXPECT_NE(r.exit_code, 2) << r.out;
+  test_util::RunCommand("rm -rf " + std::string(dir));
+}
 
 TEST(MpiLaunchTest, MoreProcessesThanPartitionsIsExit2OnRank0) {
   const test_util::CommandResult r =
