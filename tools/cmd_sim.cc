@@ -458,13 +458,16 @@ FATHOM_REGISTER_COMMAND(
               sub->add_option("--pcap", flags->pcap,
                               "capture as LINK=FILE, both directions: a link (h0-leaf0), a node "
                               "(leaf0 = all its links, one file), tier:N or a glob, the names "
-                              "--fault link= takes")
+                              "--fault link= takes; under mpirun rank 0 writes the file, the "
+                              "same for any number of processes")
                   ->type_name("LINK=FILE")
                   ->expected(1)
                   ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
               sub->add_option("--trace", flags->trace,
                               "write every event to this file as Chrome trace JSON (Perfetto, "
-                              "chrome://tracing): a track per port, NIC, QP timers, faults")
+                              "chrome://tracing): a track per port, NIC, QP timers, faults; "
+                              "under mpirun rank 0 writes it, the same for any number of "
+                              "processes")
                   ->type_name("FILE");
               sub->add_flag("--quiet", flags->quiet,
                             "no summary table, no progress (failures still go to stderr)");

@@ -123,16 +123,11 @@ void DistributedRun::NumberFlows(sim::Network& net) {
 }
 
 Status DistributedRun::AdoptQps(sim::Network& net) {
-  if (reroutes_) {
-    // A collective world's digest is the engine's own (dist_backend.cc),
-    // which would count a re-route once per process.
-    return InvalidArgument(
-        "faults: reroute_via is not supported across processes in a collective run yet (run it "
-        "in one process, or with `fathom sim`)");
-  }
   NumberFlows(net);
   const int32_t me = comm_->rank();
+  bool reroute = false;
   net.engine().RetainEvents([&](const sim::Event& e) {
+    if (e.handler == sim::kHandlerOf<&sim::Reroute::OnApply>) reroute = true;
     switch (e.kind) {
       case sim::EventKind::kFault:
       case sim::EventKind::kNicPump:
@@ -145,6 +140,13 @@ Status DistributedRun::AdoptQps(sim::Network& net) {
         return true;
     }
   });
+  if (reroute && comm_->size() > 1) {
+    // A collective world's digest is the engine's own (dist_backend.cc),
+    // which would count a re-route once per process.
+    return InvalidArgument(
+        "faults: reroute_via is not supported across processes in a collective run yet (run it "
+        "in one process, or with `fathom sim`)");
+  }
   // Shipped payloads live until the packet that carries them is freed.
   net.pool().set_on_free_data(&DistributedRun::FreeShippedData, this);
   return Status::Ok();

@@ -118,7 +118,8 @@ TEST(MpiOutputsTest, SamePcapAndTraceFilesForOneToFourProcesses) {
 
 // A re-route whose link comes back within the run cannot be split (its
 // detour's packets would jump between processes): exit 2 on rank 0,
-// naming the reason; one process runs it.
+// naming the reason; one process runs it. So is any re-route in a
+// collective world.
 TEST(MpiOutputsTest, RerouteThatEndsWithinTheRunIsExit2) {
   char dir[] = "/tmp/fathom_mpi_reroute_XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
@@ -139,6 +140,14 @@ TEST(MpiOutputsTest, RerouteThatEndsWithinTheRunIsExit2) {
       << r.out;
   r = test_util::RunCommand(kFathom + " sim " + path + " --event-order canonical --quiet");
   EXPECT_NE(r.exit_code, 2) << r.out;
+  // A collective world counts its digest on the engine: re-routes there
+  // stay in one process.
+  r = test_util::RunCommand(Mpirun(2) + kFathom + " coll allreduce --backend sim --scenario " +
+                            path + " --server none --fabric lossy -b 64K -e 64K -n 1 -w 0");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("reroute_via is not supported across processes in a collective run"),
+            std::string::npos)
+      << r.out;
   test_util::RunCommand("rm -rf " + std::string(dir));
 }
 
