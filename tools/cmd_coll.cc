@@ -639,7 +639,8 @@ FATHOM_REGISTER_COMMAND(
                         "in --json)");
           sub->add_option("--server", o->server,
                           "sim: the server tier: auto (default: h100 on the small, medium and "
-                          "large levels, none elsewhere), none (one rank per NIC, flat), a100, "
+                          "large levels and medium:rail, large:rail, none elsewhere), none (one "
+                          "rank per NIC, flat), a100, "
                           "h100, b200 (8 GPUs on NVSwitch, one NIC per GPU on its rail: ranks "
                           "are GPUs, peers on one server talk over NVLink, rings and trees are "
                           "hierarchical, --channels defaults to one per NIC)");
