@@ -24,7 +24,7 @@
 #          fabric where collisions overflow a queue);
 # The model line's alpha term is an upper bound (every step at the slowest
 # hop's latency).
-# Configurations (CONFIGS, default "qps1"; small runs qps1 only: its
+# Configurations (CONFIGS, default all six below; small runs qps1 only: its
 # back-to-back copper has no ECMP), one table each:
 #   qps1, qps2, qps4    --qps-per-connection N (NCCL_IB_QPS_PER_CONNECTION,
 #                       whole messages round-robin over the QPs, NCCL's
@@ -33,7 +33,7 @@
 #   rail, rail-qps4     the level rail-optimized (medium:rail, large:rail:
 #                       NIC i of every server on leaf/edge i, as production
 #                       clusters are cabled), qps 1 and 4.
-# e.g. CONFIGS="qps1 qps2 qps4 qps4split rail rail-qps4".
+# CONFIGS=qps1 gives one table per level, the presets with one QP.
 # A benchmark, not a test: run it by hand. COLL_FLAGS adds flags to every
 # run (e.g. '--fabric lossless').
 # Usage: bench/coll_peak.sh [BUILD_DIR] [MIN_BYTES] [MAX_BYTES] [LEVEL...]
@@ -92,7 +92,7 @@ for r in j["rows"]:
 PY_EOF
 NVLINK_GBS=450      # --server h100 (topologies/server.cc), one way per GPU
 NVLINK_ALPHA_US=0.47  # its per-transfer latency (NCCL's tuning table's figure)
-read -r -a CONFIG_LIST <<< "${CONFIGS:-qps1}"
+read -r -a CONFIG_LIST <<< "${CONFIGS:-qps1 qps2 qps4 qps4split rail rail-qps4}"
 for level in "${LEVELS[@]}"; do
   case $level in
     small) ranks=16 ;;

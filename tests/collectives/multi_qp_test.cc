@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "fabric/scenario/scenario.h"
 #include "tests/cli_run.h"
 #include "topologies/builders.h"
 #include "topologies/server.h"
@@ -186,6 +187,57 @@ TEST(MultiQpSimTest, FourQpsPerConnectionBeatEcmpCollisionsOnMedium) {
   EXPECT_GT(pmin, 0u);
   EXPECT_LE(pmax - pmin, pmax / 10)
       << pkts[0] << " " << pkts[1] << " " << pkts[2] << " " << pkts[3];
+}
+
+// A black hole on h0's link with rxe's endless retries: the ring hangs, and
+// the watchdog lists every QP of h0's connection that has sends stuck (each
+// hashes onto a path of its own), not only the first.
+TEST(MultiQpSimTest, WatchdogListsEveryStuckQpOfAConnection) {
+  const std::string yaml = R"(name: multi-qp-black-hole
+seed: 5
+end_time_us: 10000
+topology:
+  preset: "leaf-spine:leaves=2,spines=1,hosts=2,gpus=1"
+transport:
+  ib_timeout: 8
+  retry_cnt: 7
+  rxe_infinite_retry: true
+  qps_per_connection: 4
+workload:
+  pattern: flows
+  flows:
+    - {src: h0, dst: h2, bytes: 4096}
+faults:
+  - {kind: black_hole, link: h0-leaf0, from: h0}
+)";
+  auto sc = sim::LoadScenarioString(yaml, "multi_qp.yaml");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  SimWorldOptions opt;
+  opt.comm.chunk_bytes = 4096;
+  opt.watchdog = Picoseconds::FromSeconds(0.05);
+  auto w = SimWorld::CreateFromScenario(sc.value(), opt);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ((*w)->comm_options().qps_per_connection, 4);
+  CollSpec spec;
+  spec.kind = CollKind::kAllReduce;
+  spec.algorithm = Algorithm::kRing;
+  spec.nranks = (*w)->nranks();
+  spec.count = 16 * 1024;  // 64 KiB: 4 KiB messages on every QP
+  std::vector<std::vector<float>> bufs(static_cast<size_t>(spec.nranks),
+                                       std::vector<float>(spec.count, 1.0f));
+  std::vector<const void*> in;
+  std::vector<void*> out;
+  for (auto& b : bufs) {
+    in.push_back(b.data());
+    out.push_back(b.data());
+  }
+  RunOutcome res = (*w)->Run(spec, DataType::kFloat32, RedOp::kSum, in, out);
+  ASSERT_FALSE(res.status.ok());
+  EXPECT_TRUE(res.hung) << res.report;
+  int h0_stuck = 0;
+  for (const StuckQp& q : res.stuck_qps) h0_stuck += q.rank == 0 && q.outstanding_sends > 0;
+  EXPECT_GE(h0_stuck, 2) << res.report;
+  EXPECT_NE(res.report.find("of its connection"), std::string::npos) << res.report;
 }
 
 // `fathom coll`: bad values of the flag (and of NCCL's variables behind it)
