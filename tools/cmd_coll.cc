@@ -568,7 +568,18 @@ FATHOM_REGISTER_COMMAND(
                           "by NCCL's model with the alpha/beta of this fabric, printed in the "
                           "header)");
           sub->add_option("--channels", o->channels,
-                          "QPs per peer (default NCCL_IB_QPS_PER_CONNECTION, else 1)");
+                          "rings (channels): connections per peer, one RC QP each unless "
+                          "--qps-per-connection (default 1; --server: one per NIC)");
+          sub->add_option("--qps-per-connection", o->qps_per_connection,
+                          "RC QPs per connection across the network, 1..128 (default "
+                          "NCCL_IB_QPS_PER_CONNECTION, else 1, NCCL's default): each its own "
+                          "UDP source port, so ECMP can put them on different paths; peers on "
+                          "one server keep one");
+          sub->add_option("--split-data-on-qps", o->split_data_on_qps,
+                          "how a connection's messages use its QPs: 0 whole messages "
+                          "round-robin (default NCCL_IB_SPLIT_DATA_ON_QPS, else 0, NCCL's "
+                          "since 2.20), 1 every message split over all of them in 128-byte "
+                          "multiples (NCCL 2.18/2.19's default)");
           sub->add_option("--chunk", o->chunk, "chunk / staging slot size (default 512K)");
           sub->add_option("--slots", o->slots, "staging slots per connection (default 4)");
           sub->add_option("--timeout", o->timeout_s,
@@ -628,7 +639,8 @@ FATHOM_REGISTER_COMMAND(
                         "in --json)");
           sub->add_option("--server", o->server,
                           "sim: the server tier: auto (default: h100 on the small, medium and "
-                          "large levels, none elsewhere), none (one rank per NIC, flat), a100, "
+                          "large levels and medium:rail, large:rail, none elsewhere), none (one "
+                          "rank per NIC, flat), a100, "
                           "h100, b200 (8 GPUs on NVSwitch, one NIC per GPU on its rail: ranks "
                           "are GPUs, peers on one server talk over NVLink, rings and trees are "
                           "hierarchical, --channels defaults to one per NIC)");
@@ -679,6 +691,9 @@ FATHOM_REGISTER_COMMAND(
               if (sub->count(flag) > 0) o->given.insert(flag);
             }
             if (sub->count("--ranks-per-node") > 0) o->given.insert("--ranks-per-node");
+            for (const char* flag : {"--qps-per-connection", "--split-data-on-qps"}) {
+              if (sub->count(flag) > 0) o->given.insert(flag);
+            }
             return Run(*o);
           };
         },

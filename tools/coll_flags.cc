@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iterator>
 
+#include "transport/collectives/multi_qp.h"
 #include "transport/collectives/nccl_tests.h"
 
 namespace fathom::tools {
@@ -104,6 +105,8 @@ Status ApplyCollEnvironment(CollOptions* o) {
   flags.ib_dev = o->ib_dev;
   flags.ib_port = o->ib_port;
   flags.algo = o->algo;
+  flags.qps_per_connection = o->qps_per_connection;
+  flags.split_data_on_qps = o->split_data_on_qps;
   std::set<std::string> given = o->given;
   if (o->backend != "verbs") {
     given.insert({"--rank", "--nranks", "--bootstrap", "--ib-dev", "--ib-port", "--gid-index"});
@@ -123,6 +126,8 @@ Status ApplyCollEnvironment(CollOptions* o) {
   o->ib_port = s.ib_port;
   o->algo = s.algo;
   o->hca = s.hca;
+  o->qps_per_connection = s.qps_per_connection;
+  o->split_data_on_qps = s.split_data_on_qps;
   for (const std::string& n : notes) std::fprintf(stderr, "fathom coll: %s\n", n.c_str());
   return Status::Ok();
 }
@@ -168,6 +173,15 @@ StatusOr<CollParsed> ParseCollFlags(const CollOptions& o, std::vector<std::strin
     return InvalidArgument("-n must be >= 1, -w >= 0, -f >= 1 (and -i > 0 when -f is 1)");
   }
   FATHOM_RETURN_IF_ERROR(CheckNcclTestsFlags(o, &p, notes));
+  if (o.qps_per_connection < 1 || o.qps_per_connection > kMaxQpsPerConnection) {
+    return InvalidArgument("--qps-per-connection " + std::to_string(o.qps_per_connection) +
+                           ": expected 1.." + std::to_string(kMaxQpsPerConnection) +
+                           " (NCCL_IB_QPS_PER_CONNECTION's range)");
+  }
+  if (o.split_data_on_qps != 0 && o.split_data_on_qps != 1) {
+    return InvalidArgument("--split-data-on-qps " + std::to_string(o.split_data_on_qps) +
+                           ": expected 0 (round-robin) or 1 (split)");
+  }
   FATHOM_ASSIGN_OR_RETURN(p.profile, transport::worlds::FindCollProfile(o.profile));
   if (o.fabric != "lossy" && o.fabric != "lossless") {
     return InvalidArgument("--fabric '" + o.fabric + "': expected lossy or lossless");
@@ -233,6 +247,8 @@ CommOptions CommFromFlags(const CollOptions& o, const CollParsed& p) {
   c.qp.retry_cnt = o.retry_cnt;
   c.qp.path_mtu = o.mtu;
   c.qp.traffic_class = o.tc;
+  c.qps_per_connection = o.qps_per_connection;
+  c.split_data_on_qps = o.split_data_on_qps == 1;
   return c;
 }
 

@@ -89,6 +89,12 @@ struct CollOptions {
   // sim: --event-order schedule (default, one process) or canonical (the
   // order a run split across MPI processes takes; issue 30).
   std::string event_order;
+  // NCCL's several QPs per connection (transport/collectives/multi_qp.h):
+  // --qps-per-connection N (1..128; default NCCL_IB_QPS_PER_CONNECTION, else
+  // 1) and --split-data-on-qps 0|1 (default NCCL_IB_SPLIT_DATA_ON_QPS, else
+  // 0: whole messages round-robin).
+  int qps_per_connection = 1;
+  int split_data_on_qps = 0;
 };
 
 // The flags, checked and converted.

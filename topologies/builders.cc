@@ -298,6 +298,47 @@ StatusOr<Topology> BuildScaleLevel(Connection connection, int32_t servers,
   return InvalidArgument(ctx + ": unknown connection");
 }
 
+StatusOr<Topology> BuildRailScaleLevel(Connection connection, int32_t servers,
+                                       int32_t gpus_per_server) {
+  // The plain level's shape and links, rewired: rail i of a group on its
+  // switch i (LeafSpineOptions / FatTreeOptions::rail_optimized).
+  const std::string ctx = "scale level (rail-optimized)";
+  FATHOM_RETURN_IF_ERROR(CheckPositive(ctx, "servers", servers));
+  FATHOM_RETURN_IF_ERROR(CheckPositive(ctx, "gpus_per_server", gpus_per_server));
+  if (connection == Connection::kCopperSwitch) {
+    const int32_t per_leaf = servers % 2 == 0 ? 2 : 1;
+    LeafSpineOptions o;
+    o.leaves = servers / per_leaf;
+    o.hosts_per_leaf = per_leaf * gpus_per_server;
+    o.gpus_per_server = gpus_per_server;
+    o.rail_optimized = true;
+    if (o.leaves == 1) {
+      o.spines = 0;
+    } else if (o.hosts_per_leaf % 4 == 0) {
+      o.spines = 4;
+      o.uplinks_per_pair = o.hosts_per_leaf / 4;
+    } else {
+      o.spines = o.hosts_per_leaf;
+    }
+    return BuildLeafSpine(o);
+  }
+  if (connection == Connection::kOpticalEngine) {
+    const int64_t hosts = int64_t{servers} * gpus_per_server;
+    for (int32_t k = 2; k <= 128; k += 2) {
+      if (int64_t{k} * k * k / 4 != hosts) continue;
+      FatTreeOptions o;
+      o.k = k;
+      o.gpus_per_server = gpus_per_server;
+      o.rail_optimized = true;
+      o.host_link = kOpticalHostLink;
+      o.edge_link = kOpticalFabricLink;
+      o.core_link = kOpticalFabricLink;
+      return BuildFatTree(o);
+    }
+  }
+  return BuildScaleLevel(connection, servers, gpus_per_server);
+}
+
 namespace {
 
 // Parses "a=1,b=2,flag" into a map; a bare word maps to "".
@@ -357,6 +398,9 @@ StatusOr<Topology> BuildPreset(std::string_view preset) {
   if (preset == "large") return BuildScaleLevel(Connection::kOpticalEngine, 128, 8);
   if (preset == "xlarge") return BuildScaleLevel(Connection::kOpticalEngine, 1024, 8);
   if (preset == "xxlarge") return BuildScaleLevel(Connection::kOpticalEngine, 8192, 8);
+  if (preset == "medium:rail") return BuildRailScaleLevel(Connection::kCopperSwitch, 16, 8);
+  if (preset == "large:rail") return BuildRailScaleLevel(Connection::kOpticalEngine, 128, 8);
+  if (preset == "xlarge:rail") return BuildRailScaleLevel(Connection::kOpticalEngine, 1024, 8);
   const size_t colon = preset.find(':');
   const std::string_view kind = preset.substr(0, colon);
   const std::string_view rest =
@@ -390,7 +434,8 @@ StatusOr<Topology> BuildPreset(std::string_view preset) {
     return BuildBackToBack(o);
   }
   return InvalidArgument("unknown topology preset '" + std::string(preset) +
-                         "' (known: small, medium, large, xlarge, xxlarge, fat-tree:k=N, "
+                         "' (known: small, medium, large, xlarge, xxlarge, medium:rail, "
+                         "large:rail, xlarge:rail, fat-tree:k=N, "
                          "leaf-spine:leaves=N,spines=N,hosts=N, back-to-back)");
 }
 

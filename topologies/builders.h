@@ -93,6 +93,15 @@ enum class Connection { kCopperDirect, kCopperSwitch, kOpticalEngine };
 //  kOpticalEngine -> k-ary fat-tree with k^3/4 == servers * gpus_per_server
 //                    (16, 128, 432, 1024, ...), optical links.
 StatusOr<Topology> BuildScaleLevel(Connection connection, int32_t servers, int32_t gpus_per_server);
+// The same level with rail-optimized wiring (NIC i of every server of a
+// group on the group's leaf / edge switch i, as production GPU clusters are
+// cabled: NVIDIA's DGX SuperPOD reference architecture, "Network Fabrics",
+// each scalable unit's nodes are rail-aligned, a rail's traffic one switch
+// away, docs.nvidia.com/dgx-superpod/reference-architecture/
+// scalable-infrastructure-b300/latest/network-fabrics.html), everything
+// else as BuildScaleLevel builds it; kCopperDirect is rail-only already.
+StatusOr<Topology> BuildRailScaleLevel(Connection connection, int32_t servers,
+                                       int32_t gpus_per_server);
 
 // Presets: "small" (16 GPUs, 2 servers back-to-back, copper), "medium" (128
 // GPUs, 16 servers, leaf-spine, copper), "large" (1024 GPUs, 128 servers,
@@ -103,6 +112,8 @@ StatusOr<Topology> BuildScaleLevel(Connection connection, int32_t servers, int32
 //   "fat-tree:k=8[,hosts_per_edge=N][,gpus=N][,rail]"
 //   "leaf-spine:leaves=4,spines=2,hosts=8[,uplinks=N][,gpus=N][,rail]"
 //   "back-to-back[:gpus=N]"
+//   "medium:rail", "large:rail", "xlarge:rail": the level, rail-optimized
+//   (BuildRailScaleLevel); the plain names stay as they are.
 StatusOr<Topology> BuildPreset(std::string_view preset);
 
 }  // namespace fathom::topo

@@ -373,7 +373,8 @@ TEST(SimWorldTest, CreateFromScenarioTakesItsTransportAndFaults) {
     EXPECT_EQ(world.nranks(), 4);
     EXPECT_EQ(world.comm_options().qp.timeout, 8);
     EXPECT_EQ(world.comm_options().qp.retry_cnt, 2);
-    EXPECT_EQ(world.comm_options().channels, 2);
+    EXPECT_EQ(world.comm_options().channels, 1);  // qps_per_connection is not channels
+    EXPECT_EQ(world.comm_options().qps_per_connection, 2);
     EXPECT_EQ(world.comm_options().chunk_bytes, uint64_t{64} << 10);  // not in the scenario
     RunOutcome res = RunBarrier(world);
     if (with_fault) {

@@ -116,6 +116,7 @@ TEST(LauncherEnvTest, NcclVariablesMapToTheOptions) {
   auto s = Resolve({{"NCCL_IB_TIMEOUT", "20"},
                     {"NCCL_IB_RETRY_CNT", "5"},
                     {"NCCL_IB_QPS_PER_CONNECTION", "4"},
+                    {"NCCL_IB_SPLIT_DATA_ON_QPS", "1"},
                     {"NCCL_IB_GID_INDEX", "3"},
                     {"NCCL_IB_TC", "106"},
                     {"NCCL_IB_HCA", "=mlx5_1:2,mlx5_0:1"},
@@ -123,9 +124,11 @@ TEST(LauncherEnvTest, NcclVariablesMapToTheOptions) {
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->ib_timeout, 20);
   EXPECT_EQ(s->retry_cnt, 5);
-  EXPECT_EQ(s->channels, 4);
+  EXPECT_EQ(s->qps_per_connection, 4);
+  EXPECT_EQ(s->channels, 1);  // NCCL's QPs per connection are not its channels
   EXPECT_EQ(s->gid_index, 3);
   EXPECT_EQ(s->traffic_class, 106);
+  EXPECT_EQ(s->split_data_on_qps, 1);
   EXPECT_EQ(s->algo, "auto");
   EXPECT_TRUE(s->hca.exact);
   EXPECT_EQ(s->hca.entries.size(), 2u);
@@ -176,6 +179,8 @@ TEST(LauncherEnvTest, InvalidValuesNameTheVariable) {
       {{{"NCCL_IB_TIMEOUT", "fast"}}, "NCCL_IB_TIMEOUT='fast'"},
       {{{"NCCL_IB_RETRY_CNT", "8"}}, "NCCL_IB_RETRY_CNT='8'"},
       {{{"NCCL_IB_QPS_PER_CONNECTION", "0"}}, "NCCL_IB_QPS_PER_CONNECTION='0'"},
+      {{{"NCCL_IB_QPS_PER_CONNECTION", "129"}}, "NCCL_IB_QPS_PER_CONNECTION='129'"},
+      {{{"NCCL_IB_SPLIT_DATA_ON_QPS", "2"}}, "NCCL_IB_SPLIT_DATA_ON_QPS='2'"},
       {{{"NCCL_IB_GID_INDEX", "x"}}, "NCCL_IB_GID_INDEX='x'"},
       {{{"NCCL_IB_TC", "256"}}, "NCCL_IB_TC='256'"},
       {{{"NCCL_IB_HCA", "mlx5_0:x"}}, "NCCL_IB_HCA='mlx5_0:x'"},

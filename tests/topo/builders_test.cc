@@ -243,6 +243,36 @@ TEST(Presets, ScaleLevels) {
   EXPECT_EQ(large->link(large->LinksAtTier(1).front()).mtu_ab, 4200);
 }
 
+// medium:rail and large:rail: the levels' shape and links, NIC i of every
+// server on the group's leaf / edge i (issue 31: the wiring GPU clusters
+// use); the plain presets stay as they were.
+TEST(Presets, RailOptimizedLevels) {
+  auto medium = BuildPreset("medium:rail");
+  ASSERT_TRUE(medium.ok()) << medium.status().ToString();
+  EXPECT_EQ(medium->hosts().size(), 128u);
+  const TopologySummary ms = medium->Summarize();
+  EXPECT_EQ(ms.switches_per_tier[1], 8);
+  EXPECT_EQ(ms.switches_per_tier[2], 4);
+  EXPECT_DOUBLE_EQ(ms.oversubscription[1], 1.0);
+  EXPECT_TRUE(ms.validation.ok());
+  for (int32_t h : medium->hosts()) {
+    const Node& n = medium->node(h);
+    EXPECT_EQ(medium->node(medium->Peer(h, 0).node).name, "leaf" + std::to_string(n.gpu));
+  }
+  auto plain = BuildPreset("medium");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->node(plain->Peer(plain->hosts()[8], 0).node).name, "leaf0");
+
+  auto large = BuildPreset("large:rail");
+  ASSERT_TRUE(large.ok()) << large.status().ToString();
+  EXPECT_EQ(large->hosts().size(), 1024u);
+  EXPECT_EQ(large->link(large->LinksAtTier(3).front()).latency, Picoseconds::FromNanoseconds(550));
+  EXPECT_EQ(large->link(large->LinksAtTier(1).front()).latency, Picoseconds::FromNanoseconds(200));
+  const Node& h9 = large->node(large->hosts()[9]);  // server 1, GPU 1
+  EXPECT_EQ(large->node(large->Peer(large->hosts()[9], 0).node).name, "edge0.1");
+  EXPECT_EQ(h9.gpu, 1);
+}
+
 TEST(Presets, ParameterizedForms) {
   auto ft = BuildPreset("fat-tree:k=8");
   ASSERT_TRUE(ft.ok());

@@ -7,6 +7,7 @@
 #include <array>
 #include <vector>
 
+#include "transport/collectives/multi_qp.h"
 #include "transport/wait.h"
 
 namespace fathom::transport::coll {
@@ -20,6 +21,13 @@ uint64_t ConnKey(int peer, int channel) {
 // wr_id = connection index << 2 | kind.
 enum WrKind : uint64_t { kWrData = 0, kWrCredit = 1, kWrRecv = 2 };
 uint64_t WrId(size_t conn, WrKind kind) { return (static_cast<uint64_t>(conn) << 2) | kind; }
+// With several QPs per connection (multi_qp.h) the QP's index within its
+// connection sits above: 0 leaves the single-QP ids as they were.
+constexpr int kWrQpShift = 48;
+constexpr uint64_t kWrConnMask = (uint64_t{1} << (kWrQpShift - 2)) - 1;
+uint64_t WrIdOn(size_t conn, WrKind kind, int q) {
+  return WrId(conn, kind) | (static_cast<uint64_t>(q) << kWrQpShift);
+}
 
 size_t PageBytes() {
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -97,6 +105,11 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Device* device, int
                            std::to_string(options.chunk_bytes) + ", channels " +
                            std::to_string(options.channels) + " out of range");
   }
+  if (options.qps_per_connection < 1 || options.qps_per_connection > kMaxQpsPerConnection) {
+    return InvalidArgument("Communicator::Create rank " + std::to_string(rank) +
+                           ": qps_per_connection " + std::to_string(options.qps_per_connection) +
+                           " out of range 1.." + std::to_string(kMaxQpsPerConnection));
+  }
   std::unique_ptr<Communicator> c(new Communicator(device, rank, nranks, options));
   // Every connection needs room for `slots` data and `slots` credit
   // receives, and as many sends, at once.
@@ -104,13 +117,23 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Device* device, int
   c->options_.qp.max_recv_wr = std::max(c->options_.qp.max_recv_wr, 2 * options.slots + 2);
   const auto needed =
       NeededConnections(nranks, rank, options.channels, options.gpus_per_server, options.all_pairs);
-  const int depth = static_cast<int>(needed.size() + 1) * 4 * (options.slots + 1);
+  const int depth =
+      static_cast<int>(needed.size() + 1) * 4 * (options.slots + 1) * options.qps_per_connection;
   FATHOM_ASSIGN_OR_RETURN(c->cq_, device->CreateCq(depth));
   for (const auto& [peer, channel] : needed) {
     auto conn = std::make_unique<Conn>();
     conn->peer = peer;
     conn->channel = channel;
     FATHOM_ASSIGN_OR_RETURN(conn->qp, device->CreateQp(peer, c->options_.qp, c->cq_.get()));
+    const int nqps = QpsForPeer(options.qps_per_connection, options.gpus_per_server, rank, peer);
+    for (int q = 1; q < nqps; ++q) {
+      FATHOM_ASSIGN_OR_RETURN(auto more, device->CreateQp(peer, c->options_.qp, c->cq_.get()));
+      conn->more_qps.push_back(std::move(more));
+    }
+    if (nqps > 1) {
+      conn->qp_arrived.assign(static_cast<size_t>(nqps), 0);
+      conn->qp_bytes.assign(static_cast<size_t>(nqps), 0);
+    }
     if (!options.modelled) {
       conn->staging.assign(options.chunk_bytes * static_cast<uint64_t>(options.slots), 0);
       FATHOM_ASSIGN_OR_RETURN(
@@ -127,7 +150,10 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Device* device, int
 
 Communicator::~Communicator() {
   // QPs before the CQ, regions before their memory (transport.h ownership).
-  for (auto& conn : conns_) conn->qp.reset();
+  for (auto& conn : conns_) {
+    conn->qp.reset();
+    conn->more_qps.clear();
+  }
   regions_.clear();
   for (auto& conn : conns_) {
     conn->staging_mr.reset();
@@ -149,12 +175,19 @@ std::vector<ConnRecord> Communicator::LocalRecords() const {
                    conn->staging_mr->rkey()};
     }
     out.push_back(r);
+    // A connection's further QPs: one record each, in QP order (Connect
+    // pairs the k-th record of a connection with its QP k).
+    for (const auto& more : conn->more_qps) {
+      r.endpoint = more->LocalInfo();
+      out.push_back(r);
+    }
   }
   return out;
 }
 
 Status Communicator::Connect(const std::vector<ConnRecord>& from_peers) {
-  int connected = 0;
+  int connected = 0, expected = 0;
+  for (const auto& conn : conns_) expected += conn->nqps();
   for (const ConnRecord& r : from_peers) {
     if (r.peer != rank_) continue;
     Conn* conn = FindConn(r.rank, r.channel);
@@ -163,14 +196,22 @@ Status Communicator::Connect(const std::vector<ConnRecord>& from_peers) {
                              ": unexpected record from rank " + std::to_string(r.rank) +
                              " channel " + std::to_string(r.channel));
     }
+    if (conn->records_taken >= conn->nqps()) {
+      return InvalidArgument("Communicator::Connect rank " + std::to_string(rank_) + ": " +
+                             std::to_string(conn->records_taken + 1) + " records from rank " +
+                             std::to_string(r.rank) + " channel " + std::to_string(r.channel) +
+                             " for " + std::to_string(conn->nqps()) +
+                             " QPs (do both ranks use the same qps_per_connection?)");
+    }
+    const int q = conn->records_taken++;
     conn->remote = r.staging;
-    FATHOM_RETURN_IF_ERROR(conn->qp->Connect(r.endpoint));
-    FATHOM_RETURN_IF_ERROR(PostRecvs(*conn, 2 * options_.slots + 2));
+    FATHOM_RETURN_IF_ERROR(conn->qp_at(q).Connect(r.endpoint));
+    FATHOM_RETURN_IF_ERROR(PostRecvsOn(*conn, q, 2 * options_.slots + 2));
     ++connected;
   }
-  if (connected != static_cast<int>(conns_.size())) {
+  if (connected != expected) {
     return FailedPrecondition("Communicator::Connect rank " + std::to_string(rank_) + ": got " +
-                              std::to_string(connected) + " of " + std::to_string(conns_.size()) +
+                              std::to_string(connected) + " of " + std::to_string(expected) +
                               " peer records");
   }
   return Status::Ok();
@@ -245,17 +286,21 @@ size_t Communicator::StagingReservedBytes() const {
   return total;
 }
 
-Status Communicator::PostRecvs(Conn& conn, int count) {
+Status Communicator::PostRecvs(Conn& conn, int count) { return PostRecvsOn(conn, 0, count); }
+
+Status Communicator::PostRecvsOn(Conn& conn, int q, int count) {
   RecvWr wr;
-  wr.wr_id = WrId(conn.index, kWrRecv);
+  wr.wr_id = WrIdOn(conn.index, kWrRecv, q);
   if (conn.staging_mr)
     wr.sge = {reinterpret_cast<uint64_t>(conn.staging.data()), 0, conn.staging_mr->lkey()};
-  for (int i = 0; i < count; ++i) FATHOM_RETURN_IF_ERROR(conn.qp->PostRecv(wr));
+  QueuePair& qp = conn.qp_at(q);
+  for (int i = 0; i < count; ++i) FATHOM_RETURN_IF_ERROR(qp.PostRecv(wr));
   return Status::Ok();
 }
 
 Status Communicator::PostData(Conn& conn, const void* src, uint32_t lkey, uint64_t bytes,
                               uint64_t /*wr_tag*/) {
+  if (!conn.more_qps.empty()) return PostDataOnQps(conn, src, lkey, bytes);
   SendWr wr;
   wr.wr_id = WrId(conn.index, kWrData);
   wr.opcode = WrOpcode::kRdmaWriteWithImm;
@@ -267,6 +312,32 @@ Status Communicator::PostData(Conn& conn, const void* src, uint32_t lkey, uint64
   }
   wr.imm_data = static_cast<uint32_t>(conn.sent & 0xffffffu);
   FATHOM_RETURN_IF_ERROR(conn.qp->PostSend(wr));
+  ++conn.sent;
+  return Status::Ok();
+}
+
+Status Communicator::PostDataOnQps(Conn& conn, const void* src, uint32_t lkey, uint64_t bytes) {
+  const int n = conn.nqps();
+  const uint64_t slot_offset =
+      (conn.sent % static_cast<uint64_t>(options_.slots)) * options_.chunk_bytes;
+  SendWr wr;
+  wr.wr_id = WrId(conn.index, kWrData);
+  wr.opcode = WrOpcode::kRdmaWriteWithImm;
+  wr.imm_data = static_cast<uint32_t>(conn.sent & 0xffffffu);
+  wr.rkey = options_.modelled ? 0 : conn.remote.rkey;
+  // One message = one part per QP (split) or the whole on QP sent mod n
+  // (round-robin): multi_qp.h.
+  const int first = options_.split_data_on_qps ? 0 : static_cast<int>(conn.sent % n);
+  const int last = options_.split_data_on_qps ? n - 1 : first;
+  for (int q = first; q <= last; ++q) {
+    const uint64_t off = options_.split_data_on_qps ? SplitPartOffset(bytes, n, q) : 0;
+    const uint64_t len = options_.split_data_on_qps ? SplitPartLength(bytes, n, q) : bytes;
+    wr.sge = {src == nullptr ? 0 : reinterpret_cast<uint64_t>(src) + off,
+              static_cast<uint32_t>(len), lkey};
+    if (!options_.modelled) wr.remote_addr = conn.remote.addr + slot_offset + off;
+    FATHOM_RETURN_IF_ERROR(conn.qp_at(q).PostSend(wr));
+    conn.qp_bytes[static_cast<size_t>(q)] += len;
+  }
   ++conn.sent;
   return Status::Ok();
 }
@@ -290,7 +361,7 @@ StatusOr<int> Communicator::Poll(Picoseconds now) {
     const int n = cq_->Poll(std::span<Completion>(batch.data(), batch.size()));
     for (int i = 0; i < n; ++i) {
       Completion& c = batch[static_cast<size_t>(i)];
-      const size_t idx = static_cast<size_t>(c.wr_id >> 2);
+      const size_t idx = static_cast<size_t>((c.wr_id >> 2) & kWrConnMask);
       if (idx >= conns_.size()) {
         return Internal("Communicator::Poll rank " + std::to_string(rank_) + ": unknown wr_id in " +
                         DescribeCompletion(c));
@@ -315,12 +386,16 @@ StatusOr<int> Communicator::Poll(Picoseconds now) {
         continue;
       }
       if ((c.wr_id & 3) == kWrRecv) {
-        if (c.opcode == WcOpcode::kRecvRdmaWithImm) {
+        const int q = static_cast<int>(c.wr_id >> kWrQpShift);
+        if (c.opcode != WcOpcode::kRecvRdmaWithImm) {
+          conn.credits += c.has_imm ? c.imm_data : 1;
+        } else if (conn.more_qps.empty()) {
           ++conn.arrived;
         } else {
-          conn.credits += c.has_imm ? c.imm_data : 1;
+          ++conn.qp_arrived[static_cast<size_t>(q)];
+          conn.arrived = MessagesArrived(conn.qp_arrived, options_.split_data_on_qps);
         }
-        FATHOM_RETURN_IF_ERROR(PostRecvs(conn, 1));
+        FATHOM_RETURN_IF_ERROR(PostRecvsOn(conn, q, 1));
       }
     }
     total += n;

@@ -66,6 +66,13 @@ struct CommOptions {
   // The world's account of resident staging (SimWorld owns it; null: every
   // consumed slot is released).
   StagingBudget* staging_budget = nullptr;
+  // RC QPs per connection across the network (NCCL_IB_QPS_PER_CONNECTION,
+  // 1..128) and how a connection's messages use them
+  // (NCCL_IB_SPLIT_DATA_ON_QPS: false = whole messages round-robin, NCCL's
+  // default since 2.20; true = every message split over all of them):
+  // multi_qp.h. Peers on one server keep one.
+  int qps_per_connection = 1;
+  bool split_data_on_qps = false;
 };
 
 // Resident staging of every communicator of one process, against
@@ -134,6 +141,17 @@ struct Conn {
   // Bytes of each staging slot kept resident and counted in the world's
   // StagingBudget (release_staging; empty until a slot is consumed).
   std::vector<uint64_t> slot_resident;
+  // CommOptions::qps_per_connection > 1 across the network (multi_qp.h):
+  // QPs 1.. of the connection (`qp` is QP 0, which also carries the
+  // credits), the writes with immediate each QP delivered, the payload
+  // bytes posted on each, and the peer's records Connect() has taken.
+  // Empty with one QP.
+  std::vector<std::unique_ptr<QueuePair>> more_qps;
+  std::vector<uint64_t> qp_arrived;
+  std::vector<uint64_t> qp_bytes;
+  int records_taken = 0;
+  int nqps() const { return 1 + static_cast<int>(more_qps.size()); }
+  QueuePair& qp_at(int q) { return q == 0 ? *qp : *more_qps[static_cast<size_t>(q - 1)]; }
 };
 
 // The (peer, channel) connections a rank needs for ring collectives on
@@ -195,6 +213,10 @@ class Communicator {
   Communicator(Device* device, int rank, int nranks, const CommOptions& options)
       : device_(device), rank_(rank), nranks_(nranks), options_(options) {}
   Status PostRecvs(Conn& conn, int count);
+  // Several QPs per connection (multi_qp.h): receives on QP `q`, and one
+  // message posted round-robin or split.
+  Status PostRecvsOn(Conn& conn, int q, int count);
+  Status PostDataOnQps(Conn& conn, const void* src, uint32_t lkey, uint64_t bytes);
 
   Device* device_;
   int rank_, nranks_;

@@ -242,6 +242,7 @@ std::string Driver::WatchdogReport(const std::vector<RankCollective*>& colls,
         ++qp_line_count;
       }
     }
+    AddMoreQps(comm, now, stuck, &silent_for, &qp_lines, &qp_line_count);
     ++shown;
   }
   if (shown > kMaxRanksInReport) {
@@ -252,6 +253,36 @@ std::string Driver::WatchdogReport(const std::vector<RankCollective*>& colls,
   r += AsyncEventLines();
   if (options_.fabric_evidence) r += options_.fabric_evidence(*stuck);
   return r;
+}
+
+void Driver::AddMoreQps(Communicator& comm, Picoseconds now, std::vector<StuckQp>* stuck,
+                        std::vector<Picoseconds>* silent_for, std::string* qp_lines,
+                        int* qp_line_count) {
+  // A connection's QPs past the first (multi_qp.h) hash onto paths of their
+  // own: each with sends that do not complete is a stuck QP of its own, for
+  // the culprit and the fabric's evidence. Silence is the connection's.
+  char buf[256];
+  for (Conn* c : comm.conns()) {
+    for (int k = 1; k < c->nqps(); ++k) {
+      QueuePair& qp = c->qp_at(k);
+      const int os = qp.outstanding_sends();
+      if (os == 0) continue;
+      StuckQp q{comm.rank(),  c->peer,       c->channel, qp.qp_num(), os, qp.outstanding_recvs(),
+                c->have_last, c->last.status};
+      q.in_error = qp.state() == QpState::kErr;
+      stuck->push_back(q);
+      const Picoseconds since = c->have_last ? now - c->last_completion_time : now;
+      silent_for->push_back(since);
+      if (*qp_line_count < kMaxQpLines) {
+        std::snprintf(buf, sizeof(buf),
+                      "rank %d -> rank %d qpn 0x%x (QP %d of its connection): no completion for "
+                      "%.6f s (outstanding %d WRs)\n",
+                      comm.rank(), c->peer, qp.qp_num(), k, since.seconds(), os);
+        *qp_lines += buf;
+        ++*qp_line_count;
+      }
+    }
+  }
 }
 
 std::string Driver::MarkCulprit(const std::vector<std::pair<int, std::vector<int>>>& waits_for,

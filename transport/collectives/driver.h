@@ -90,6 +90,11 @@ class Driver {
   static std::string MarkCulprit(const std::vector<std::pair<int, std::vector<int>>>& waits_for,
                                  const std::vector<Picoseconds>& silent_for, size_t first,
                                  std::vector<StuckQp>* stuck);
+  // The stuck QPs of `comm` past each connection's first (several QPs per
+  // connection, multi_qp.h), appended to the report's lists.
+  static void AddMoreQps(Communicator& comm, Picoseconds now, std::vector<StuckQp>* stuck,
+                         std::vector<Picoseconds>* silent_for, std::string* qp_lines,
+                         int* qp_line_count);
   // Drains every device's async events into report lines.
   std::string AsyncEventLines();
   // The watchdog's report: who waits where, the QPs' outstanding WRs and

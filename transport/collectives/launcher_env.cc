@@ -165,7 +165,10 @@ StatusOr<LaunchSettings> ResolveLaunch(const LaunchSettings& flags,
   const IntKnob knobs[] = {
       {"NCCL_IB_TIMEOUT", "--ib-timeout", &s.ib_timeout, 0, 31},
       {"NCCL_IB_RETRY_CNT", "--retry-cnt", &s.retry_cnt, 0, 7},
-      {"NCCL_IB_QPS_PER_CONNECTION", "--channels", &s.channels, 1, 128},
+      // NCCL's QPs per connection (not its channels: multi_qp.h), 1..128
+      // and 0|1 as NCCL's env.rst accepts them.
+      {"NCCL_IB_QPS_PER_CONNECTION", "--qps-per-connection", &s.qps_per_connection, 1, 128},
+      {"NCCL_IB_SPLIT_DATA_ON_QPS", "--split-data-on-qps", &s.split_data_on_qps, 0, 1},
       {"NCCL_IB_GID_INDEX", "--gid-index", &s.gid_index, -1, 255},
       {"NCCL_IB_TC", "--tc", &s.traffic_class, 0, 255},
   };

@@ -9,8 +9,8 @@
 //    when torchrun's agent serves its store there, TORCHELASTIC_USE_AGENT_STORE);
 //    rank 0 binds it, so MASTER_ADDR must be an IP address of rank 0's host;
 //  - NCCL's variables for the same knobs: NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT,
-//    NCCL_IB_QPS_PER_CONNECTION, NCCL_IB_GID_INDEX, NCCL_IB_HCA, NCCL_IB_TC,
-//    NCCL_ALGO.
+//    NCCL_IB_QPS_PER_CONNECTION, NCCL_IB_SPLIT_DATA_ON_QPS, NCCL_IB_GID_INDEX,
+//    NCCL_IB_HCA, NCCL_IB_TC, NCCL_ALGO.
 // A flag the user typed always wins. Pure logic over an environment map, so
 // that tests need no processes.
 #pragma once
@@ -45,22 +45,27 @@ struct LaunchSettings {
   std::string bootstrap = "127.0.0.1:18515";
   int ib_timeout = 14;        // --ib-timeout
   int retry_cnt = 7;          // --retry-cnt
-  int channels = 1;           // --channels (QPs per peer)
+  int channels = 1;           // --channels (rings: connections per peer)
   int gid_index = -1;         // --gid-index (-1: RoCE v2 IPv4-mapped)
   int traffic_class = 0;      // --tc
   std::string ib_dev;         // --ib-dev ("" = first ACTIVE)
   int ib_port = 0;            // --ib-port (0 = first ACTIVE)
   std::string algo = "auto";  // --algo
   HcaSpec hca;                // NCCL_IB_HCA when --ib-dev is not given: see PickDevice
+
+  // NCCL's QPs per connection (multi_qp.h): --qps-per-connection and
+  // --split-data-on-qps.
+  int qps_per_connection = 1;
+  int split_data_on_qps = 0;
 };
 
 // `flags` holds what the command line says; `given` names the flags the
 // user typed ("--rank", "--nranks", "--bootstrap", "--ib-timeout",
 // "--retry-cnt", "--channels", "--gid-index", "--tc", "--ib-dev",
-// "--ib-port", "--algo"). Every other setting comes from `env` when a
-// variable sets it. `notes` get one line per variable used. INVALID_ARGUMENT
-// names the variable and its value when it does not parse or is out of
-// range (or, for NCCL_IB_HCA and NCCL_ALGO, asks for what cannot run here).
+// "--ib-port", "--algo", "--qps-per-connection", "--split-data-on-qps").
+// Every other setting comes from `env` when a variable sets it. `notes` get one line per variable
+// used. INVALID_ARGUMENT names the variable and its value when it does not parse or is out of range
+// (or, for NCCL_IB_HCA and NCCL_ALGO, asks for what cannot run here).
 StatusOr<LaunchSettings> ResolveLaunch(const LaunchSettings& flags,
                                        const std::set<std::string>& given, const EnvMap& env,
                                        std::vector<std::string>* notes);

@@ -379,7 +379,7 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::CreateFromScenario(
   if (t.has_min_rnr_timer()) options.comm.qp.min_rnr_timer = t.min_rnr_timer();
   if (t.has_traffic_class()) options.comm.qp.traffic_class = t.traffic_class();
   if (t.has_max_rd_atomic()) options.comm.qp.max_rd_atomic = t.max_rd_atomic();
-  if (t.has_qps_per_connection()) options.comm.channels = t.qps_per_connection();
+  if (t.has_qps_per_connection()) options.comm.qps_per_connection = t.qps_per_connection();
   if (t.has_mtu_bytes()) options.comm.qp.path_mtu = t.mtu_bytes();
   if (t.has_message_bytes()) options.comm.chunk_bytes = t.message_bytes();
   if (t.rxe_infinite_retry()) options.emulated.rxe_infinite_retry = true;

@@ -98,8 +98,9 @@ class SimWorld {
   //    (transport/faulty) after those of `options`;
   //  - transport, where it sets them, over `options`: ib_timeout,
   //    retry_cnt, rnr_retry, min_rnr_timer, traffic_class, max_rd_atomic,
-  //    qps_per_connection (channels), mtu_bytes, rxe_infinite_retry, and
-  //    message_bytes as the chunk (the largest write a collective posts);
+  //    qps_per_connection (QPs per connection, multi_qp.h), mtu_bytes,
+  //    rxe_infinite_retry, and message_bytes as the chunk (the largest
+  //    write a collective posts);
   //  - refused (INVALID_ARGUMENT naming file:line and the field): opcode
   //    send/read (collectives write with immediate), message_bytes below 8
   //    or above 64 MiB (it sizes the staging slots);
