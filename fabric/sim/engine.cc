@@ -54,14 +54,20 @@ void Engine::WindowRoom(size_t n) {
 void Engine::InsertActive(const Event& e) {
   // Usually the latest of the window (it has the highest sequence number);
   // otherwise the later ones shift up.
+  // In the canonical order it goes after every event of its key or a lesser
+  // one, which were all scheduled before it.
   WindowRoom(1);
   Event* w = win_.get();
   w[win_end_] = e;
-  SinkInto(w + win_pos_, win_end_ - win_pos_, w[win_end_]);
+  if (canonical_) {
+    SinkInto<true>(w + win_pos_, win_end_ - win_pos_, w[win_end_]);
+  } else {
+    SinkInto(w + win_pos_, win_end_ - win_pos_, w[win_end_]);
+  }
   ++win_end_;
 }
 
-void Engine::LoadNextBucket() {
+inline uint64_t Engine::NextBucketIndex() const {
   // The first non-empty bucket after the current one, going round the wheel
   // once: every bucket event lies within one turn, so wheel order is time
   // order.
@@ -93,6 +99,12 @@ void Engine::LoadNextBucket() {
     }
   }
   if (!found) std::abort();  // wheel_count_ > 0 says a bucket holds events
+  return index;
+}
+
+void Engine::LoadNextBucket() {
+  const uint64_t index = NextBucketIndex();
+  const uint64_t from = (active_bucket_ + 1) & kWheelMask;
   active_bucket_ += ((index - from) & kWheelMask) + 1;
   uint32_t block = bucket_head_[index];
   bucket_head_[index] = kNone;
@@ -121,15 +133,43 @@ void Engine::LoadNextBucket() {
   // their schedule order).
   if (n > kInsertionSortMax) {
     SortLargeBucket(block, run, n);
+    if (canonical_) [[unlikely]]
+      SortTiesByKey(run, n);
     return;
   }
   // Small, as it nearly always is: in schedule order (which is often time
   // order too), then sorted by insertion.
   CopyInScheduleOrder(block, run, n);
+  if (canonical_) [[unlikely]] {
+    for (size_t i = 1; i < n; ++i) {
+      if (CanonBefore(run[i], run[i - 1])) SinkInto<true>(run, i, run[i]);
+    }
+    return;
+  }
   // Often in time order already: only an event earlier than the one
   // before it moves.
   for (size_t i = 1; i < n; ++i) {
     if (Before(run[i], run[i - 1])) SinkInto(run, i, run[i]);
+  }
+}
+
+void Engine::SortTiesByKey(Event* run, size_t n) {
+  for (size_t from = 0; from < n;) {
+    size_t to = from + 1;
+    while (to < n && run[to].time == run[from].time) ++to;
+    if (to - from <= kInsertionSortMax) {
+      for (size_t i = from + 1; i < to; ++i) {
+        if (CanonKey(run[i]) < CanonKey(run[i - 1])) {
+          SinkInto<true>(run + from, i - from, run[i]);
+        }
+      }
+    } else {
+      // Hundreds of ties (ranks in lockstep): a merge sort, which keeps
+      // schedule order among equal keys.
+      std::stable_sort(run + from, run + to,
+                       [](const Event& a, const Event& b) { return CanonKey(a) < CanonKey(b); });
+    }
+    from = to;
   }
 }
 
@@ -279,52 +319,82 @@ Event Engine::FarPop() {
   return top;
 }
 
+Picoseconds Engine::NextEventTime() const {
+  uint64_t t = far_time_;
+  if (win_pos_ < win_end_) {
+    // The window is sorted, and its events are earlier than the buckets'.
+    t = std::min(t, win_[win_pos_].time);
+  } else if (wheel_count_ > 0) {
+    for (uint32_t b = bucket_head_[NextBucketIndex()]; b != kNone; b = blocks_[b].next) {
+      for (uint32_t i = 0; i < blocks_[b].count; ++i) t = std::min(t, blocks_[b].events[i].time);
+    }
+  }
+  return t == kNoTime ? Picoseconds::Max() : Picoseconds(static_cast<int64_t>(t));
+}
+
 void Engine::RetainEvents(const std::function<bool(const Event&)>& keep) {
+  size_t dropped = 0;
+  // The window: in place, in order.
+  size_t to = win_pos_;
+  for (size_t i = win_pos_; i < win_end_; ++i) {
+    if (keep(win_[i])) win_[to++] = win_[i];
+  }
+  dropped += win_end_ - to;
+  win_end_ = to;
+  // The wheel: each bucket's chain out in schedule order, and what is kept
+  // back in the same order (a bucket's order is its schedule order).
+  std::vector<Event> chain;
+  for (uint64_t w = 0; w < kWheelSize / 64; ++w) {
+    for (uint64_t bits = bucket_bits_[w]; bits != 0; bits &= bits - 1) {
+      const uint64_t i = (w << 6) | static_cast<uint64_t>(__builtin_ctzll(bits));
+      const uint32_t head = bucket_head_[i];
+      const size_t n = size_t{blocks_[head].below} + blocks_[head].count;
+      chain.resize(n);
+      CopyInScheduleOrder(head, chain.data(), n);
+      wheel_count_ -= n;
+      uint32_t block = kNone;
+      for (const Event& e : chain) {
+        if (!keep(e)) {
+          ++dropped;
+          continue;
+        }
+        if (block == kNone || blocks_[block].count == kBlockEvents) block = NewBlock(block);
+        blocks_[block].events[blocks_[block].count++] = e;
+        ++wheel_count_;
+      }
+      bucket_head_[i] = block;
+      if (block == kNone) bucket_bits_[w] &= ~(uint64_t{1} << (i & 63));
+    }
+  }
+  for (uint64_t w = 0; w < kWheelSize / 64; ++w) {
+    const uint64_t bit = uint64_t{1} << (w & 63);
+    if (bucket_bits_[w] != 0) {
+      bucket_summary_[w >> 6] |= bit;
+    } else {
+      bucket_summary_[w >> 6] &= ~bit;
+    }
+  }
+  // The heap.
   std::vector<FarEvent> kept;
   for (const FarEvent& f : far_) {
     if (keep(f.e)) kept.push_back(f);
   }
-  pending_ -= far_.size() - kept.size();
+  dropped += far_.size() - kept.size();
   far_.clear();
   for (const FarEvent& f : kept) {
     far_.push_back(f);
     FarSiftUp(far_.size() - 1, far_.back());
   }
   far_time_ = far_.empty() ? kNoTime : far_[0].e.time;
-}
-
-uint64_t Engine::RunCanonical(Picoseconds until) {
-  stop_ = false;
-  uint64_t n = 0;
-  const uint64_t limit = static_cast<uint64_t>(until.ps() < 0 ? 0 : until.ps());
-  while (!stop_ && !far_.empty() && far_[0].e.time <= limit) {
-    const Event e = FarPop();
-    --pending_;
-    now_ps_ = static_cast<int64_t>(e.time);
-    last_event_ps_ = now_ps_;
-    // This event's own digest: the same fold as the default order's, from
-    // a fixed start, then mixed in full and summed (order-independent).
-    digest_ = 0xcbf29ce484222325ULL;
-    TraceMix(e.time);
-    digest_ ^= (static_cast<uint64_t>(e.kind) << 32) | e.component;
-    if (observed_ && trace_fn_ != nullptr) {
-      trace_fn_(trace_ctx_, Picoseconds(now_ps_), e.kind, e.component);
-    }
-    g_event_handlers[e.handler](e.obj, e.arg);
-    digest_sum_ += Mix64(digest_);
-    ++n;
-    ++dispatched_;
-    if (observed_ && progress_fn_ != nullptr && --progress_countdown_ == 0) {
-      progress_countdown_ = progress_every_;
-      progress_fn_(progress_ctx_, *this);
-    }
-  }
-  if (!stop_ && until != Picoseconds::Max() && now_ps_ < until.ps()) now_ps_ = until.ps();
-  return n;
+  pending_ -= dropped;
 }
 
 uint64_t Engine::Run(Picoseconds until) {
-  if (canonical_) return RunCanonical(until);
+  return canonical_ ? RunLoop<true>(until) : RunLoop<false>(until);
+}
+
+template <bool kCanonical>
+uint64_t Engine::RunLoop(Picoseconds until) {
   stop_ = false;
   uint64_t n = 0;
   const uint64_t limit = static_cast<uint64_t>(until.ps() < 0 ? 0 : until.ps());
@@ -334,8 +404,14 @@ uint64_t Engine::Run(Picoseconds until) {
     }
     Event e;
     // On a tie the heap's event goes first (it was scheduled first; see the
-    // header), so the window's goes only when strictly earlier.
-    if (win_pos_ < win_end_ && win_[win_pos_].time < far_time_) {
+    // header), so the window's goes only when strictly earlier (in the
+    // canonical order: earlier, or at that time with a lesser key).
+    bool from_window = win_pos_ < win_end_ && win_[win_pos_].time < far_time_;
+    if constexpr (kCanonical) {
+      from_window = from_window || (win_pos_ < win_end_ && win_[win_pos_].time == far_time_ &&
+                                    CanonKey(win_[win_pos_]) < far_[0].key);
+    }
+    if (from_window) {
       // Fetch ahead within the sorted window: the object (a Port, mostly)
       // and packet of the event kObjAhead turns on; then the kind's hint
       // follows the pointers from there, kHintAhead turns on. At 1024 hosts
@@ -366,12 +442,19 @@ uint64_t Engine::Run(Picoseconds until) {
     }
     --pending_;
     now_ps_ = static_cast<int64_t>(e.time);
+    if constexpr (kCanonical) {
+      // This event's own digest: the same fold as the default order's, from
+      // a fixed start, then mixed in full and summed (order-independent).
+      last_event_ps_ = now_ps_;
+      digest_ = 0xcbf29ce484222325ULL;
+    }
     TraceMix(e.time);
     digest_ ^= (static_cast<uint64_t>(e.kind) << 32) | e.component;
     if (observed_ && trace_fn_ != nullptr) {
       trace_fn_(trace_ctx_, Picoseconds(now_ps_), e.kind, e.component);
     }
     g_event_handlers[e.handler](e.obj, e.arg);
+    if constexpr (kCanonical) digest_sum_ += Mix64(digest_);
     ++n;
     ++dispatched_;
     if (observed_ && progress_fn_ != nullptr && --progress_countdown_ == 0) {

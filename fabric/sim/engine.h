@@ -35,7 +35,15 @@
 // depends on which events share an engine, so a fabric split across
 // processes gives the same digest as one engine (docs/PARALLEL.md says why
 // the default order cannot: a tie between events scheduled by two
-// partitions at one picosecond would need the global schedule order).
+// partitions at one picosecond would need the global schedule order). It
+// runs on the same wheel, window and heap: a bucket joining the window is
+// sorted by (time, kind, component) instead of by time, stably, which is
+// that order because the bucket holds its events in schedule order; an
+// event joining the window directly goes after every event with its key or
+// a lesser one; and a tie of the window's head with the heap's is settled
+// by (kind, component) first, then, as in the default order, for the heap.
+// The dispatch loop is the default's (a template on the order), so the
+// canonical order fetches ahead as the default does.
 //
 // Threading: an Engine and everything scheduled on it belong to one thread.
 #pragma once
@@ -162,27 +170,25 @@ class Engine {
   }
 
   // The canonical order (see the header comment): call before anything is
-  // scheduled. Events then wait in the heap, ordered by (time, kind,
-  // component, schedule order); each event's digest (its time, kind,
-  // component and the handler's TraceMix values) is mixed in full and
-  // summed, so the sum over several engines is the sum of one engine.
+  // scheduled. Events are then dispatched in (time, kind, component,
+  // schedule order); each event's digest (its time, kind, component and the
+  // handler's TraceMix values) is mixed in full and summed, so the sum over
+  // several engines is the sum of one engine.
   void set_canonical_order(bool on) { canonical_ = on; }
   bool canonical_order() const { return canonical_; }
   // The canonical digest's running sum (add the sums of several engines,
   // modulo 2^64, then CanonicalDigest).
   uint64_t digest_sum() const { return digest_sum_; }
   static uint64_t CanonicalDigest(uint64_t sum) { return Mix64(sum ^ 0xca90ca90ca90ca90ULL); }
-  // The time of the next pending event (canonical order only; Max when
-  // none) and of the last one dispatched (0 when none).
-  Picoseconds NextEventTime() const {
-    return far_.empty() ? Picoseconds::Max() : Picoseconds(static_cast<int64_t>(far_[0].e.time));
-  }
+  // The time of the next pending event (Max when none) and of the last one
+  // dispatched (canonical order only; 0 when none).
+  Picoseconds NextEventTime() const;
   Picoseconds last_event_time() const { return Picoseconds(last_event_ps_); }
   // Sets the clock between runs (distributed runs agree where a run ended);
   // never before the last event dispatched.
   void SetClock(Picoseconds t) { now_ps_ = t.ps() > last_event_ps_ ? t.ps() : last_event_ps_; }
-  // Drops the pending events `keep` rejects (canonical order only; setup:
-  // a partition keeps the events of what it owns).
+  // Drops the pending events `keep` rejects, keeping the others' order
+  // (setup: a partition keeps the events of what it owns).
   void RetainEvents(const std::function<bool(const Event&)>& keep);
   uint64_t events_dispatched() const { return dispatched_; }
   size_t pending() const { return pending_; }
@@ -240,6 +246,18 @@ class Engine {
 
   // Wheel and window order: by time, and stably (ties keep their order).
   static bool Before(const Event& a, const Event& b) { return a.time < b.time; }
+  // The canonical order's tie key, (kind, component), and its wheel and
+  // window order: by time, then that key, and stably.
+  static uint64_t CanonKey(const Event& e) {
+    return static_cast<uint64_t>(e.kind) << 32 | e.component;
+  }
+  static bool CanonBefore(const Event& a, const Event& b) {
+    return a.time < b.time || (a.time == b.time && CanonKey(a) < CanonKey(b));
+  }
+  template <bool kCanonical>
+  static bool OrderBefore(const Event& a, const Event& b) {
+    return kCanonical ? CanonBefore(a, b) : Before(a, b);
+  }
   // The heap's events carry their schedule number.
   // `key` is (kind, component) in the canonical order, 0 otherwise.
   struct FarEvent {
@@ -252,7 +270,15 @@ class Engine {
     if (a.key != b.key) return a.key < b.key;
     return a.seq < b.seq;
   }
-  uint64_t RunCanonical(Picoseconds until);
+  // Run's loop, for the default order or the canonical one.
+  template <bool kCanonical>
+  uint64_t RunLoop(Picoseconds until);
+  // The canonical order of a bucket's `n` events just sorted by time
+  // (stably): each run of equal times sorted by CanonKey, stably.
+  static void SortTiesByKey(Event* run, size_t n);
+  // The wheel index of the first non-empty bucket after the active one
+  // (wheel_count_ > 0).
+  [[gnu::always_inline]] inline uint64_t NextBucketIndex() const;
   // Calls the fetch hint of `e`'s kind, if any.
   void Hint(const Event& e) const {
     const PrefetchFn fn = prefetchers_[static_cast<size_t>(e.kind) & 7];
@@ -287,10 +313,11 @@ class Engine {
   void WindowRoom(size_t n);
   // Moves `e` (just written at run[n]) down to its place in the sorted
   // run[0, n), shifting later events up.
+  template <bool kCanonical = false>
   static void SinkInto(Event* run, size_t n, const Event& e) {
     const Event moving = e;  // `e` may be run[n], which the shift overwrites
     size_t i = n;
-    while (i > 0 && Before(moving, run[i - 1])) {
+    while (i > 0 && OrderBefore<kCanonical>(moving, run[i - 1])) {
       run[i] = run[i - 1];
       --i;
     }
@@ -358,10 +385,6 @@ inline void Engine::Insert(uint64_t time, EventKind kind, uint32_t component, Ha
                            void* obj, uint64_t arg) {
   ++pending_;
   if (pending_ > peak_pending_) peak_pending_ = pending_;
-  if (canonical_) [[unlikely]] {
-    FarPush(Event{time, obj, arg, component, kind, handler});
-    return;
-  }
   if (wheel_count_ == 0 && win_pos_ == win_end_) {
     // Nothing near is pending: the wheel starts over at the present.
     active_bucket_ = static_cast<uint64_t>(now_ps_) >> kBucketShift;
