@@ -188,10 +188,12 @@ class DcqcnRate {
   // before every change of rate_bps() (a cut, an increase, the release).
   void Account(int64_t now_ps);
 
-  double line_bps_ = 0;
-  double rate_bps_ = 0;    // RC
-  double target_bps_ = 0;  // RT
+  // What waits() reads (every pump of a QP under DCQCN) first, together.
   int64_t next_send_ps_ = 0;
+  bool limited_ = false;
+  double line_bps_ = 0;
+  double rate_bps_ = 0;       // RC
+  double target_bps_ = 0;     // RT
   int64_t last_send_ps_ = 0;  // when the last packet went, and its size
   uint32_t last_bytes_ = 0;
   int64_t last_cut_ps_ = 0;
@@ -200,9 +202,8 @@ class DcqcnRate {
   uint64_t cuts_ = 0;
   uint32_t bytes_ = 0;  // sent since the last byte-counter event (or cut)
   int32_t alpha_ = 0;
-  int32_t t_stage_ = 0;  // timer events since the last cut
-  int32_t b_stage_ = 0;  // byte-counter events since the last cut
-  bool limited_ = false;
+  int32_t t_stage_ = 0;         // timer events since the last cut
+  int32_t b_stage_ = 0;         // byte-counter events since the last cut
   bool cnp_in_period_ = false;  // a CNP came in the alpha period in progress
   bool cut_pending_ = false;    // a CNP came since the last cut, within its period
   // Report statistics (Stats): from the first CNP; rate x time in bit-ps.

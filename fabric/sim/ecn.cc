@@ -1,5 +1,8 @@
 #include "fabric/sim/ecn.h"
 
+#include <algorithm>
+#include <climits>
+
 namespace fathom::sim {
 
 double EcnMarkProbability(const EcnClassConfig& c, int64_t queued_bytes) {
@@ -18,6 +21,14 @@ bool EcnMarker::Mark(uint8_t tc, bool ect, int64_t queued_bytes) {
   if (p < 1 && static_cast<double>(rng_.Next() >> 11) * 0x1.0p-53 >= p) return false;
   ++marked_[tc & 7];
   return true;
+}
+
+int32_t EcnMarker::min_kmin() const {
+  int64_t k = INT32_MAX;
+  for (const EcnClassConfig& c : config_.classes) {
+    if (c.enabled) k = std::min(k, std::max<int64_t>(c.kmin_bytes, INT32_MIN));
+  }
+  return static_cast<int32_t>(k);
 }
 
 uint64_t EcnMarker::marked_packets() const {

@@ -51,6 +51,10 @@ class EcnMarker {
   // the probability is strictly between 0 and 1.
   bool Mark(uint8_t tc, bool ect, int64_t queued_bytes);
 
+  // The lowest Kmin of the enabled classes, clamped to int32 (INT32_MAX:
+  // none enabled): Mark is false, without a draw, for less queued.
+  int32_t min_kmin() const;
+
   // Packets marked CE, in all and by traffic class.
   uint64_t marked_packets() const;
   uint64_t marked_packets(int tc) const { return marked_[static_cast<size_t>(tc & 7)]; }

@@ -80,6 +80,17 @@ void Nic::PrefetchPump(const void* nic, uint64_t /*arg*/) {
     __builtin_prefetch(self->port_);
     __builtin_prefetch(reinterpret_cast<const char*>(self->port_) + 64);
   }
+  if (self->dcqcn_ && qp != nullptr) {
+    // DCQCN: PaceFront reads the front QP's rate limiter (its first bytes,
+    // DcqcnRate::waits), in storage of its own: found by the QP's index,
+    // from its address, for the QPs in the NIC itself (no load of the QP).
+    const uintptr_t at = reinterpret_cast<uintptr_t>(qp);
+    const uintptr_t first = reinterpret_cast<uintptr_t>(&self->first_qps_[0]);
+    const uintptr_t i = (at - first) / sizeof(Qp);
+    if (at >= first && i < kQpChunk && i < self->dcqcn_qps_.size()) {
+      __builtin_prefetch(&self->dcqcn_qps_[i]);
+    }
+  }
   if (qp != nullptr && self->rr_full_size_) {
     // A full-size packet (RequesterSendFullSize) reads the QP's first two
     // lines and nothing else of it.

@@ -170,23 +170,27 @@ class PfcSwitch;
 // One port's PFC state; owned by its Port (Port::pfc()), made when PFC is
 // configured or a PAUSE is first sent or received.
 struct PortPfc {
-  // Ingress account (this port's deliveries the far-end switch still
-  // holds), per class, and that switch (null: the far end is a NIC): read
-  // by every lossless frame's admission and release, so first.
-  alignas(64) std::array<int64_t, kPriorities> held{};
-  PfcSwitch* far_switch = nullptr;
+  // Line 0: what every lossless frame's admission and release read (the
+  // far-end switch, XOFF by account, and the account of classes 0 to 5), so
+  // that each reads one line here.
+  // The far-end switch (null: the far end is a NIC).
+  alignas(64) PfcSwitch* far_switch = nullptr;
   // Classes the far-end switch asserts XOFF for by this account (a mirror
   // of the far end's port's by_account, here where admission reads it).
   uint8_t account_xoff = 0;
-  bool xon_pending = false;                       // an XON check is scheduled (Port::OnXonCheck)
+  bool xon_pending = false;  // an XON check is scheduled (Port::OnXonCheck)
+  // Egress side: what the far end asked of this port (the Port mirrors it
+  // and watchdog_drop on its own line 3, where its sends read them).
+  uint8_t paused = 0;         // classes paused now
+  uint8_t watchdog_drop = 0;  // classes dropped on send (Port::WatchdogDrop)
+  // Ingress account (this port's deliveries the far-end switch still
+  // holds), per class.
+  std::array<int64_t, kPriorities> held{};
   std::array<int64_t, kPriorities> xoff_level{};  // the account when XOFF was sent
-  // Egress side: what the far end asked of this port.
-  uint8_t paused = 0;  // classes paused now
   std::array<int64_t, kPriorities> paused_since_ps{};
   std::array<int64_t, kPriorities> paused_until_ps{};  // quanta expiry
   std::array<int64_t, kPriorities> ignore_until_ps{};  // watchdog: PAUSE ignored before
-  uint8_t watchdog_drop = 0;        // classes dropped on send (Port::WatchdogDrop)
-  const Port* paused_by = nullptr;  // the far end's port (peer)
+  const Port* paused_by = nullptr;                     // the far end's port (peer)
   // Frames of paused classes, oldest first (Held words, not yet left):
   // appended while paused, sent whole on resume.
   std::array<std::vector<std::array<uint64_t, 2>>, kPriorities> waiting;

@@ -35,7 +35,7 @@ Port::Port(Engine* engine, PacketPool* pool, HugePageArena* arena, DropStats* dr
   // The line plan of port.h: a send reads lines 1 and 2, an arrival line 1
   // (and 2 when it settles the buffer).
   static_assert(offsetof(Port, busy_until_ps_) == 64 && offsetof(Port, occupancy_) == 120 &&
-                offsetof(Port, pfc_) < 192);
+                offsetof(Port, pfc_) < 192 && offsetof(Port, ecn_kmin_) + sizeof(int32_t) <= 192);
   constexpr uint32_t kFirstRing = 16;
   ring_ = static_cast<Held*>(arena_->Allocate(kFirstRing * sizeof(Held), alignof(Held)));
   ring_mask_ = kFirstRing - 1;
@@ -245,6 +245,7 @@ void Port::SendInline(Packet* p) {
 void Port::set_ecn(EcnMarker* m) {
   ecn_marker_ = m;
   ecn_ = m != nullptr;
+  ecn_kmin_ = ecn_ ? m->min_kmin() : INT32_MAX;
   if (ecn_ && !buffered_) {
     buffered_ = true;
     buffer_bytes_ = INT32_MAX;
@@ -256,8 +257,12 @@ bool Port::EcnMarks(uint32_t bytes, uint8_t tc, int64_t now, const QpFlow& flow,
   // (settled now: the account is lazy), less its own. RoCE packets carry
   // their QP's ECN field (traffic_class & 3: ECT when nonzero); CNPs do not.
   Drain(now);
+  const int64_t queued = int64_t{occupancy_[tc]} - bytes;
+  // Below every class's Kmin the marker says no without drawing (Mark), so
+  // neither it nor the flow's header line (traffic_class) is read.
+  if (queued < ecn_kmin_) return false;
   const bool ect = (flow.traffic_class & 3) != 0 && opcode != Opcode::kCnp;
-  return ecn_marker_->Mark(tc, ect, int64_t{occupancy_[tc]} - bytes);
+  return ecn_marker_->Mark(tc, ect, queued);
 }
 
 void Port::SendImpaired(Packet* p, int64_t start, int64_t end) {

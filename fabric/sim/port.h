@@ -507,6 +507,15 @@ class Port {
   // PFC state (pfc.h), null without: on line 3, which a lossless frame's
   // admission and release read through the upstream port.
   std::unique_ptr<PortPfc> pfc_;
+  // What a send reads of the PFC and ECN state, here on line 3 beside the
+  // class's occupancy rather than on lines of their own (each a miss per
+  // hop at scale): mirrors of pfc_->paused and pfc_->watchdog_drop (kept
+  // by port_pfc.cc, their only writer), and the lowest Kmin of the marker's
+  // classes (ecn.h: a packet that finds less of its class queued is never
+  // marked, so the marker is not called; INT32_MAX: no class marks).
+  uint8_t pfc_paused_ = 0;
+  uint8_t pfc_watchdog_drop_ = 0;
+  int32_t ecn_kmin_ = INT32_MAX;
   // Cold. What the far end received (the peer's rcv counters) is derived
   // from what was sent (Delivered()), so an arrival writes no counter.
   struct Received {

@@ -130,7 +130,7 @@ std::optional<PfcCounters> Port::pfc_counters() const {
 bool Port::SendPolicy(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc) {
   const bool pooled = (w0 & Held::kPooled) != 0;
   w0 = pooled ? Held::kPooled : (w0 & ~kTimeMask);
-  if (pfc_ && ((pfc_->watchdog_drop >> tc) & 1)) [[unlikely]] {
+  if ((pfc_watchdog_drop_ >> tc) & 1) [[unlikely]] {
     ++pfc_->counters.watchdog_dropped[tc];
     if (pooled) {
       Drop(reinterpret_cast<Packet*>(w1), DropReason::kPfcWatchdog);
@@ -188,7 +188,7 @@ bool Port::SendPolicy(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc) {
     }
     return false;
   }
-  if (pfc_ && ((pfc_->paused >> tc) & 1)) {
+  if ((pfc_paused_ >> tc) & 1) {
     pfc_->waiting[tc].push_back({w0, w1});
     return false;
   }
@@ -333,6 +333,7 @@ void Port::OnPauseFrame(uint8_t class_enable, const uint16_t* quanta) {
   }
   if (newly == 0) return;
   pfc.paused |= newly;
+  pfc_paused_ = pfc.paused;
   pfc.paused_by = peer_;
   for (int c = 0; c < kPriorities; ++c) {
     if ((newly >> c) & 1) pfc.paused_since_ps[static_cast<size_t>(c)] = now;
@@ -356,6 +357,7 @@ void Port::Resume(int c) {
   PortPfc& pfc = *pfc_;
   const size_t i = static_cast<size_t>(c);
   pfc.paused &= static_cast<uint8_t>(~(1u << c));
+  pfc_paused_ = pfc.paused;
   pfc.counters.rx_pause_duration_ps[i] += engine_->Now().ps() - pfc.paused_since_ps[i];
   policy_mask_ = static_cast<uint8_t>(lossless_mask_ | pfc.paused);
   // The waiting frames go, in order, behind what is queued.
@@ -537,6 +539,7 @@ void Port::WatchdogDrop(int c, bool on) {
   const uint8_t bit = static_cast<uint8_t>(1u << (c & 7));
   pfc.watchdog_drop = on ? static_cast<uint8_t>(pfc.watchdog_drop | bit)
                          : static_cast<uint8_t>(pfc.watchdog_drop & ~bit);
+  pfc_watchdog_drop_ = pfc.watchdog_drop;
 }
 
 void Port::IgnorePause(int c, Picoseconds until) {
