@@ -13,11 +13,12 @@
 //
 // Ownership: holds the Comm (not owned) and the partition; RunScenario
 // calls the hooks on one thread. Supported: flow workloads with WRITE,
-// READ or SEND, drop-tail (lossy) fabrics, ECN/DCQCN, port faults (loss,
+// READ or SEND, drop-tail (lossy) and lossless (PFC) fabrics, ECN/DCQCN, port faults (loss,
 // FEC, corruption, delay, black holes, flaps, link down), host crashes, and
 // collective worlds (AdoptQps; transport/worlds/dist_backend.h). Refused
-// with more than one process (InvalidArgument): PFC/lossless classes, the
-// receive model (planned receives), reroute_via.
+// with more than one process (InvalidArgument): the
+// receive model (planned receives), reroute_via. Lossless classes (PFC)
+// cross (pfc_cross.h), but for the PFC watchdog and deadlock expectations.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +60,9 @@ class DistributedRun final : public sim::RunHooks {
   void ExchangeWindow(sim::Network& net);
   // After the last window: the ports that shipped settle their accounts.
   void Settle();
+  // This process's canonical digest sum, less the events one process does
+  // not run (pfc_cross.h).
+  uint64_t LocalDigestSum(const sim::Engine& engine) const;
 
   const Partition& partition() const { return partition_; }
   Picoseconds window() const { return window_; }
@@ -67,6 +71,8 @@ class DistributedRun final : public sim::RunHooks {
  private:
   static void Ship(void* ctx, const sim::Port& port, uint64_t w0, uint64_t w1, bool alone);
   static void FreeShippedData(void* ctx, sim::Packet* p);
+  // Ships what the deferred remote ports started by now (pfc_cross.h).
+  void ShipStarted(sim::Network& net);
   void NumberFlows(sim::Network& net);
   void Deliver(sim::Network& net, const std::string& batch);
   bool AllDecided(const sim::FlowDriver& driver);

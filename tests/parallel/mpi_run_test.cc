@@ -59,7 +59,37 @@ TEST_P(MpiRunTest, SameDigestAndReportForOneToFourProcesses) {
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, MpiRunTest,
                          testing::Values("permutation.yaml", "incast.yaml", "fault.yaml",
-                                         "send.yaml"));
+                                         "send.yaml", "pfc_incast.yaml"));
+
+// A lossless incast (PFC): the PAUSE frames leaf0 sends the spines and the
+// spines send leaf1 cross between processes (with 4 processes over 5
+// switches, at most one leaf-spine pair shares a process), and every
+// port's PAUSE counters, merged on rank 0, are the one process's.
+TEST(MpiPfcTest, PauseFramesCrossProcessesAsInOne) {
+  const std::string scenario = kScenarios + "pfc_incast.yaml";
+  const nlohmann::json one =
+      Report(kFathom + " sim " + scenario + " --json --event-order canonical");
+  ASSERT_TRUE(one.is_object());
+  ASSERT_TRUE(one.contains("pfc")) << one.dump();
+  EXPECT_EQ(one["flows_completed"], 11);
+  EXPECT_TRUE(one["drops"].empty()) << one.dump();
+  // The spines' PAUSEs toward leaf1, and leaf0's toward the spines.
+  for (const char* port : {"leaf0->spine0", "leaf0->spine1", "spine0->leaf1", "spine1->leaf1"}) {
+    ASSERT_TRUE(one["pfc"].contains(port)) << port << " " << one["pfc"].dump();
+    EXPECT_GT(one["pfc"][port]["tx_prio3_pause"].get<int>(), 0) << port;
+  }
+  const nlohmann::json four = Report(Mpirun(4) + kFathom + " sim " + scenario + " --json");
+  EXPECT_EQ(four["pfc"], one["pfc"]) << nlohmann::json::diff(one["pfc"], four["pfc"]).dump();
+  EXPECT_EQ(four["trace_digest"], one["trace_digest"]);
+}
+
+TEST(MpiPfcTest, WatchdogAndDeadlockExpectationsAcrossProcessesAreExit2) {
+  const test_util::CommandResult r =
+      test_util::RunCommand(Mpirun(2) + kFathom + " sim " + std::string(FATHOM_SOURCE_DIR) +
+                            "/scenarios/faults/pfc_storm.yaml");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("not supported across processes yet"), std::string::npos) << r.out;
+}
 
 TEST(MpiLaunchTest, MoreProcessesThanPartitionsIsExit2OnRank0) {
   const test_util::CommandResult r =
