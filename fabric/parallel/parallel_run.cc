@@ -168,6 +168,12 @@ void DistributedRun::ShipStarted(sim::Network& net) {
   for (sim::Port* p : remote_ports_) p->ShipStarted(until);
 }
 
+int64_t DistributedRun::NextTime(sim::Engine& engine) const {
+  int64_t t = engine.NextEventTime().ps();
+  for (const sim::Port* p : remote_ports_) t = std::min(t, p->next_ship_ps());
+  return t;
+}
+
 uint64_t DistributedRun::LocalDigestSum(const sim::Engine& engine) const {
   return engine.digest_sum() - SettleDigest(remote_ports_);
 }
@@ -369,7 +375,7 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
   for (;;) {
     const auto sync_start = Clock::now();
     // The window of the earliest event anywhere, on the grid of q.
-    std::vector<int64_t> next{engine.NextEventTime().ps()};
+    std::vector<int64_t> next{NextTime(engine)};
     comm_->AllMin(&next);
     if (AllDecided(driver)) stopped = true;
     stats_.sync_wall_s += std::chrono::duration<double>(Clock::now() - sync_start).count();

@@ -28,6 +28,7 @@
 
 #include "fabric/parallel/comm.h"
 #include "fabric/parallel/partition.h"
+#include "fabric/parallel/pfc_cross.h"
 #include "fabric/scenario/scenario.h"
 #include "fabric/sim/network.h"
 
@@ -63,6 +64,10 @@ class DistributedRun final : public sim::RunHooks {
   // This process's canonical digest sum, less the events one process does
   // not run (pfc_cross.h).
   uint64_t LocalDigestSum(const sim::Engine& engine) const;
+  // The earliest of the engine's next event and the start of the oldest
+  // entry a deferred remote port has not shipped (pfc_cross.h): where the
+  // next window must begin.
+  int64_t NextTime(sim::Engine& engine) const;
 
   const Partition& partition() const { return partition_; }
   Picoseconds window() const { return window_; }

@@ -278,6 +278,10 @@ class Port {
   // belong to no event of the one-process run: the caller takes them out.
   void set_ship_deferred(bool on) { ship_deferred_ = on; }
   void ShipStarted(int64_t until_ps);
+  // When the oldest entry not yet shipped starts serializing (INT64_MAX:
+  // none): the run must end a window at or after it, even a window with no
+  // event, before that entry arrives.
+  int64_t next_ship_ps() const;
   uint64_t settle_digest() const { return settle_digest_; }
   uint64_t settle_events() const { return settle_events_; }
   // Held's tags, for a RemoteLink's callee.

@@ -3,6 +3,7 @@
 // Cold: only ports whose far end another process simulates, on a lossless
 // fabric, come here.
 #include <algorithm>
+#include <cstdint>
 
 #include "base/rng.h"
 #include "fabric/sim/port.h"
@@ -43,6 +44,15 @@ void Port::OnRemoteSettle(void* obj, uint64_t /*arg*/) {
   } else {
     tx->head_ = 0;
   }
+}
+
+int64_t Port::next_ship_ps() const {
+  if (!ship_deferred_ || shipped_ >= count_) return INT64_MAX;
+  const Held h = ring_[(head_ + shipped_) & ring_mask_];
+  uint32_t bytes;
+  uint8_t tc;
+  SizeOf(h, &bytes, &tc);
+  return h.arrive_ps() - latency_ps_ - SerializationPs(bytes);
 }
 
 void Port::ShipStarted(int64_t until_ps) {

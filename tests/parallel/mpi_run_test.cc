@@ -154,6 +154,18 @@ TEST_P(MpiCollTest, SameRowsAndDigestForOneToFourProcesses) {
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, MpiCollTest, testing::Values("ring", "tree"));
 
+// The default fabric, lossless (PFC on priority 3, ECN, DCQCN): the same
+// rows, counters and digest for 1 to 4 processes.
+TEST(MpiCollTest, LosslessFabricSameRowsAndDigestForOneToFourProcesses) {
+  const std::string args =
+      "allreduce --backend sim --topology leaf-spine:leaves=4,spines=2,hosts=2 --server none -b "
+      "64K -e 256K -f 4 -n 1 -w 0 --algo ring";
+  ExpectSameCollForOneToFour(args, 0);
+  const CollRun one = Coll("", args + " --event-order canonical");
+  EXPECT_EQ(one.j["fabric"], "lossless") << one.j.dump();
+  EXPECT_EQ(one.j["status"], "ok") << one.j.dump();
+}
+
 TEST(MpiCollTest, SameWatchdogVerdictForOneToFourProcesses) {
   ExpectSameCollForOneToFour("allreduce --backend sim --scenario " + kScenarios +
                                  "coll_hang.yaml --server none --fabric lossy -b 64K -e 64K "

@@ -234,7 +234,7 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
     // What every process agrees on between windows: the earliest event or
     // reduction anywhere, the latest progress, whether every rank is done
     // (and when the last finished), the earliest error.
-    int64_t next_local = engine.NextEventTime().ps();
+    int64_t next_local = run_->NextTime(engine);
     if (!wakes.empty()) next_local = std::min(next_local, wakes.top().first);
     std::vector<int64_t> v{next_local, -last_progress,
                            -static_cast<int64_t>(done_count < n ? 1 : 0), -finish, err_time};
