@@ -81,6 +81,11 @@ TEST(MpiPfcTest, PauseFramesCrossProcessesAsInOne) {
   const nlohmann::json four = Report(Mpirun(4) + kFathom + " sim " + scenario + " --json");
   EXPECT_EQ(four["pfc"], one["pfc"]) << nlohmann::json::diff(one["pfc"], four["pfc"]).dump();
   EXPECT_EQ(four["trace_digest"], one["trace_digest"]);
+  // One process under mpirun is plain `fathom sim` (its default order).
+  const nlohmann::json plain = Report(kFathom + " sim " + scenario + " --json");
+  const nlohmann::json np1 = Report(Mpirun(1) + kFathom + " sim " + scenario + " --json");
+  EXPECT_EQ(np1["trace_digest"], plain["trace_digest"]);
+  EXPECT_EQ(np1["pfc"], plain["pfc"]);
 }
 
 // ECN marks and DCQCN's CNPs on the lossless incast: h0's CNPs to the
