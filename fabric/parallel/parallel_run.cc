@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "fabric/parallel/pfc_cross.h"
 #include "fabric/scenario/reroute.h"
 #include "fabric/scenario/workload.h"
 
@@ -64,11 +65,9 @@ DistributedRun::DistributedRun(Comm* comm, const topo::Topology* topology,
 Status DistributedRun::OnNetwork(sim::Network& net) {
   const int32_t size = comm_->size();
   if (size > 1) {
-    if (net.qos().lossless_mask() != 0) {
-      return InvalidArgument(
-          "network.qos: a lossless class (PFC) is not supported across processes yet (run it in "
-          "one process)");
-    }
+    // A lossless class crosses (pfc_cross.h); its watchdog and deadlock
+    // expectations do not yet.
+    FATHOM_RETURN_IF_ERROR(CheckPfcAcrossProcesses(*spec_));
     for (int i = 0; i < spec_->faults_size(); ++i) {
       if (!spec_->faults(i).reroute_via().empty()) reroutes_ = true;
     }
@@ -105,6 +104,8 @@ Status DistributedRun::OnNetwork(sim::Network& net) {
     const bool owns_rx = partition_.Owns(me, rx);
     if (owns_tx && !owns_rx) {
       p->set_remote(&link_);
+      // PAUSE pulls back queued frames: ship them once they started.
+      p->set_ship_deferred(UsesPfc(net));
       remote_ports_.push_back(p);
     } else if (!owns_tx && owns_rx) {
       p->set_mirror(true);
@@ -232,7 +233,23 @@ void DistributedRun::FreeShippedData(void* ctx, sim::Packet* p) {
   static_cast<DistributedRun*>(ctx)->shipped_data_.erase(p);
 }
 
+void DistributedRun::ShipStarted(sim::Network& net) {
+  const int64_t until = net.engine().Now().ps();
+  for (sim::Port* p : remote_ports_) p->ShipStarted(until);
+}
+
+int64_t DistributedRun::NextTime(sim::Engine& engine) const {
+  int64_t t = engine.NextEventTime().ps();
+  for (const sim::Port* p : remote_ports_) t = std::min(t, p->next_ship_ps());
+  return t;
+}
+
+uint64_t DistributedRun::LocalDigestSum(const sim::Engine& engine) const {
+  return engine.digest_sum() - SettleDigest(remote_ports_);
+}
+
 void DistributedRun::ExchangeWindow(sim::Network& net) {
+  ShipStarted(net);
   const auto exchange_start = std::chrono::steady_clock::now();
   for (const std::string& b : outbox_) stats_.shipped_bytes += b.size();
   const std::vector<std::string> in = comm_->Exchange(outbox_);
@@ -328,7 +345,9 @@ void DistributedRun::Ship(void* ctx, const sim::Port& port, uint64_t w0, uint64_
   if (next_out) form |= kNextOut;
   Put(&out, port.config().node);
   Put(&out, port.config().index);
-  Put(&out, self->flow_ids_.at(flow));
+  // A PAUSE frame has no QP flow (pfc_cross.h).
+  const bool mac_control = p != nullptr && static_cast<uint8_t>(p->opcode) == sim::kPauseOpcode;
+  Put(&out, mac_control ? kMacControlFlowId : self->flow_ids_.at(flow));
   Put(&out, form);
   Put(&out, w0);
   Put(&out, w1);
@@ -366,7 +385,7 @@ void DistributedRun::Deliver(sim::Network& net, const std::string& batch) {
     h.w0 = Get<uint64_t>(at);
     h.w1 = Get<uint64_t>(at);
     sim::Port& port = net.port(h.node, h.index);
-    const sim::QpFlow* flow = flows_[h.flow];
+    const sim::QpFlow* flow = h.flow == kMacControlFlowId ? MacControlFlow() : flows_[h.flow];
     if (h.form == kCompact) {
       net.pool().AddCompact();  // as the sending NIC counted it
       port.ReceiveShipped(h.w0, sim::Port::CompactWithFlow(h.w1, flow), false);
@@ -454,7 +473,7 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
   for (;;) {
     const auto sync_start = Clock::now();
     // The window of the earliest event anywhere, on the grid of q.
-    std::vector<int64_t> next{engine.NextEventTime().ps()};
+    std::vector<int64_t> next{NextTime(engine)};
     comm_->AllMin(&next);
     if (AllDecided(driver)) stopped = true;
     stats_.sync_wall_s += std::chrono::duration<double>(Clock::now() - sync_start).count();
@@ -463,6 +482,7 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
     const int64_t until = std::min(from + q - 1, end.ps());
     engine.Run(Picoseconds(until));
     last_until = until;
+    ShipStarted(net);
     const auto exchange_start = Clock::now();
     for (const std::string& b : outbox_) stats_.shipped_bytes += b.size();
     const std::vector<std::string> in = comm_->Exchange(outbox_);
@@ -480,8 +500,10 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
   comm_->AllMax(&last);
   engine.SetClock(stopped ? Picoseconds(last[0]) : end);
   for (sim::Port* p : remote_ports_) p->SettleShipped();
-  stats_.digest_sum = engine.digest_sum();
-  stats_.events = engine.events_dispatched();
+  // Less the settle events of the remote ports (pfc_cross.h), which one
+  // process does not run.
+  stats_.digest_sum = LocalDigestSum(engine);
+  stats_.events = engine.events_dispatched() - SettleEvents(remote_ports_);
   if (!foreign_reroutes_.empty()) DropForeignReroutes(last_until);
 }
 

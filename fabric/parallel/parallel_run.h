@@ -13,7 +13,7 @@
 //
 // Ownership: holds the Comm (not owned) and the partition; RunScenario
 // calls the hooks on one thread. Supported: flow workloads with WRITE,
-// READ or SEND, drop-tail (lossy) fabrics, ECN/DCQCN, port faults (loss,
+// READ or SEND, drop-tail (lossy) and lossless (PFC) fabrics, ECN/DCQCN, port faults (loss,
 // FEC, corruption, delay, black holes, flaps, link down), host crashes, and
 // collective worlds (AdoptQps; transport/worlds/dist_backend.h), and
 // re-routing (a link_down's reroute_via, in `fathom sim`): every process
@@ -21,9 +21,10 @@
 // among that process's events (the routes are every process's copy), and
 // the processes that do not own the fault's node take its event out of
 // their digest and event count, so the merged figures count it once.
-// Refused with more than one process (InvalidArgument): PFC/lossless
-// classes, the receive model (planned receives), and the re-routes a
-// partition cannot follow. A packet reads its route by hop count, so when
+// Lossless classes (PFC) cross (pfc_cross.h), but for the PFC watchdog
+// and deadlock expectations. Refused with more than one process
+// (InvalidArgument): those, the receive model (planned receives), and the
+// re-routes a partition cannot follow. A packet reads its route by hop count, so when
 // routes change under packets in flight, a switch can hand a packet to
 // another switch's port (reroute.h: the route of a packet already past the
 // failed hop, or on the detour when the old route returns): in one process
@@ -42,6 +43,7 @@
 #include "fabric/parallel/capture_merge.h"
 #include "fabric/parallel/comm.h"
 #include "fabric/parallel/partition.h"
+#include "fabric/parallel/pfc_cross.h"
 #include "fabric/scenario/scenario.h"
 #include "fabric/sim/network.h"
 
@@ -74,6 +76,13 @@ class DistributedRun final : public sim::RunHooks {
   void ExchangeWindow(sim::Network& net);
   // After the last window: the ports that shipped settle their accounts.
   void Settle();
+  // This process's canonical digest sum, less the events one process does
+  // not run (pfc_cross.h).
+  uint64_t LocalDigestSum(const sim::Engine& engine) const;
+  // The earliest of the engine's next event and the start of the oldest
+  // entry a deferred remote port has not shipped (pfc_cross.h): where the
+  // next window must begin.
+  int64_t NextTime(sim::Engine& engine) const;
 
   // Captures and trace merged on rank 0 (capture_merge.h; not owned): Run
   // attaches them, flushes them after each window and finishes them.
@@ -86,6 +95,8 @@ class DistributedRun final : public sim::RunHooks {
  private:
   static void Ship(void* ctx, const sim::Port& port, uint64_t w0, uint64_t w1, bool alone);
   static void FreeShippedData(void* ctx, sim::Packet* p);
+  // Ships what the deferred remote ports started by now (pfc_cross.h).
+  void ShipStarted(sim::Network& net);
   void NumberFlows(sim::Network& net);
   void Deliver(sim::Network& net, const std::string& batch);
   bool AllDecided(const sim::FlowDriver& driver);

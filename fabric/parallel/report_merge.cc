@@ -5,6 +5,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "fabric/parallel/pfc_cross.h"
+
 namespace fathom::parallel {
 namespace {
 
@@ -99,6 +101,7 @@ void Io(Writer& w, const sim::RunReport& r, const RunStats& s) {
   for (const sim::PortReport& p : r.ports) w.Pod(p.counters);
   w.Pod(static_cast<uint64_t>(r.fault_stats.size()));
   for (const sim::FaultStats& f : r.fault_stats) w.Pod(f.counters);
+  w.Str(EncodePfcReport(r));  // pfc_cross.h
 }
 
 bool Io(Reader& rd, sim::RunReport* r, RunStats* s) {
@@ -156,7 +159,9 @@ bool Io(Reader& rd, sim::RunReport* r, RunStats* s) {
   rd.Pod(&n);
   r->fault_stats.resize(std::min<uint64_t>(n, 1u << 16));
   for (sim::FaultStats& f : r->fault_stats) rd.Pod(&f.counters);
-  return rd.ok();
+  std::string pfc;  // pfc_cross.h
+  rd.Str(&pfc);
+  return rd.ok() && DecodePfcReport(pfc, r);
 }
 
 void Add(sim::PortCounters* a, const sim::PortCounters& b) {
@@ -221,6 +226,8 @@ sim::RunReport MergeReports(const std::vector<sim::RunReport>& reports,
     total->sync_wall_s = std::max(total->sync_wall_s, s.sync_wall_s);
   }
   m.trace_digest = sim::Engine::CanonicalDigest(total->digest_sum);
+  // PFC's counters and summary line, from each process's own ports.
+  for (size_t k = 1; k < reports.size(); ++k) MergePfcReport(&m, reports[k]);
   m.events = total->events;
   m.drops.clear();
   m.completion_statuses.clear();

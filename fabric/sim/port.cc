@@ -434,6 +434,11 @@ void Port::SendAlone(Packet* p, int64_t arrive_ps) {
   ++alone_.packets;
   alone_.data += p->wire_bytes - kCountedOffWire;
   alone_.errors += p->corrupt;
+  if (remote_ != nullptr && ship_deferred_) {
+    // Shipped with its ring entry (ShipStarted).
+    shipped_alone_.push_back({arrive_ps, p->wire_bytes, p->corrupt != 0, p});
+    return;
+  }
   if (remote_ != nullptr) {
     // Shipped; its ring entry (kAlone) keeps the packet until it settles.
     remote_->ship(remote_->ctx, *this, static_cast<uint64_t>(arrive_ps),
@@ -455,6 +460,10 @@ void Port::OnArrival(void* obj, uint64_t arg) {
 }
 
 void Port::HoldShipped(uint64_t w0, uint64_t w1) {
+  if (ship_deferred_) {
+    HoldDeferred(w0, w1);
+    return;
+  }
   SettleShipped();
   const Held h{w0, w1};
   // Every entry, lost and delayed ones too: their arrivals are events
@@ -476,6 +485,7 @@ void Port::SettleShipped() {
     if (count_ == queued_) Release(h);
     head_ = (head_ + 1) & ring_mask_;
     --count_;
+    if (shipped_ > 0) --shipped_;
     if (h.pooled()) {
       pool_->Free(h.packet());
     } else {

@@ -249,7 +249,16 @@ class Port {
   // only delivers what is shipped to it (ReceiveShipped) and counts nothing
   // (Delivered() is the sending process's). Off: one branch per hold.
   void set_remote(const RemoteLink* remote) { remote_ = remote; }
-  void set_mirror(bool on) { mirror_ = on; }
+  void set_mirror(bool on) {
+    mirror_ = on;
+    // A mirror never sends, so it keeps no buffer account: its arrivals
+    // release nothing (the sending process's copy does, and a lossless
+    // release moves a switch's ingress account, which that process owns).
+    if (on) {
+      buffered_ = false;
+      queued_ = 0;
+    }
+  }
   bool remote() const { return remote_ != nullptr; }
   // A shipped entry: Held words (a compact entry's flow in this process,
   // counted in the pool by the caller; a pool packet's next_out set), or a
@@ -257,6 +266,24 @@ class Port {
   void ReceiveShipped(uint64_t w0, uint64_t w1, bool alone);
   // Takes the entries that have arrived by now off a remote port's ring.
   void SettleShipped();
+  // PFC across processes (fabric/parallel/pfc_cross.h). A PAUSE pulls back
+  // the queued entries that have not started serializing (PullBack), so a
+  // deferred remote port ships an entry only once it started, by `until`
+  // (ShipStarted, at the end of each window: what starts in a window
+  // arrives in a later one). And its entries leave the buffer account (and
+  // a lossless one the switch's ingress account, which may send XON) at
+  // their arrival times, as OnRingArrival's do in one process: by events of
+  // their own with the arrival's time, kind and component, which deliver
+  // nothing. Their digests and count (settle_digest(), settle_events())
+  // belong to no event of the one-process run: the caller takes them out.
+  void set_ship_deferred(bool on) { ship_deferred_ = on; }
+  void ShipStarted(int64_t until_ps);
+  // When the oldest entry not yet shipped starts serializing (INT64_MAX:
+  // none): the run must end a window at or after it, even a window with no
+  // event, before that entry arrives.
+  int64_t next_ship_ps() const;
+  uint64_t settle_digest() const { return settle_digest_; }
+  uint64_t settle_events() const { return settle_events_; }
   // Held's tags, for a RemoteLink's callee.
   static constexpr uint64_t kHeldPooled = uint64_t{1} << 63;
   static constexpr uint64_t kHeldTimeMask = (uint64_t{1} << 48) - 1;
@@ -546,9 +573,18 @@ class Port {
     int64_t arrive_ps;
     uint32_t bytes;
     bool corrupt;
+    const Packet* packet = nullptr;  // deferred: shipped with its ring entry
   };
   std::vector<ShippedAlone> shipped_alone_;
   [[gnu::cold, gnu::noinline]] void HoldShipped(uint64_t w0, uint64_t w1);
+  // Deferred shipping (set_ship_deferred; port_remote.cc).
+  bool ship_deferred_ = false;
+  uint32_t shipped_ = 0;  // ring entries from the oldest on already shipped
+  uint64_t settle_digest_ = 0;
+  uint64_t settle_events_ = 0;
+  void HoldDeferred(uint64_t w0, uint64_t w1);
+  void ScheduleSettle();
+  static void OnRemoteSettle(void* obj, uint64_t arg);
 };
 
 }  // namespace fathom::sim

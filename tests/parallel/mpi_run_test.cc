@@ -60,7 +60,7 @@ TEST_P(MpiRunTest, SameDigestAndReportForOneToFourProcesses) {
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, MpiRunTest,
                          testing::Values("permutation.yaml", "incast.yaml", "fault.yaml",
-                                         "send.yaml", "reroute.yaml"));
+                                         "send.yaml", "reroute.yaml", "pfc_incast.yaml"));
 
 std::string ReadFile(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
@@ -151,6 +151,63 @@ TEST(MpiOutputsTest, RerouteThatEndsWithinTheRunIsExit2) {
   test_util::RunCommand("rm -rf " + std::string(dir));
 }
 
+// A lossless incast (PFC): the PAUSE frames leaf0 sends the spines and the
+// spines send leaf1 cross between processes (with 4 processes over 5
+// switches, at most one leaf-spine pair shares a process), and every
+// port's PAUSE counters, merged on rank 0, are the one process's.
+TEST(MpiPfcTest, PauseFramesCrossProcessesAsInOne) {
+  const std::string scenario = kScenarios + "pfc_incast.yaml";
+  const nlohmann::json one =
+      Report(kFathom + " sim " + scenario + " --json --event-order canonical");
+  ASSERT_TRUE(one.is_object());
+  ASSERT_TRUE(one.contains("pfc")) << one.dump();
+  EXPECT_EQ(one["flows_completed"], 11);
+  EXPECT_TRUE(one["drops"].empty()) << one.dump();
+  // The spines' PAUSEs toward leaf1, and leaf0's toward the spines.
+  for (const char* port : {"leaf0->spine0", "leaf0->spine1", "spine0->leaf1", "spine1->leaf1"}) {
+    ASSERT_TRUE(one["pfc"].contains(port)) << port << " " << one["pfc"].dump();
+    EXPECT_GT(one["pfc"][port]["tx_prio3_pause"].get<int>(), 0) << port;
+  }
+  const nlohmann::json four = Report(Mpirun(4) + kFathom + " sim " + scenario + " --json");
+  EXPECT_EQ(four["pfc"], one["pfc"]) << nlohmann::json::diff(one["pfc"], four["pfc"]).dump();
+  EXPECT_EQ(four["trace_digest"], one["trace_digest"]);
+  // One process under mpirun is plain `fathom sim` (its default order).
+  const nlohmann::json plain = Report(kFathom + " sim " + scenario + " --json");
+  const nlohmann::json np1 = Report(Mpirun(1) + kFathom + " sim " + scenario + " --json");
+  EXPECT_EQ(np1["trace_digest"], plain["trace_digest"]);
+  EXPECT_EQ(np1["pfc"], plain["pfc"]);
+}
+
+// ECN marks and DCQCN's CNPs on the lossless incast: h0's CNPs to the
+// senders behind leaf1 cross the spines. The same digest, marks, CNPs and
+// PAUSE counters for 1, 2 and 4 processes. (Not the whole report: the
+// per-QP DCQCN rates of QPs whose requester is not on rank 0 are not
+// merged yet, a gap of the report merge, not of PFC.)
+TEST(MpiPfcTest, EcnMarksAndCnpsCrossProcessesAsInOne) {
+  const std::string scenario = kScenarios + "pfc_ecn_incast.yaml";
+  const nlohmann::json one =
+      Report(kFathom + " sim " + scenario + " --json --event-order canonical");
+  ASSERT_TRUE(one.is_object());
+  EXPECT_EQ(one["flows_completed"], 11);
+  EXPECT_GT(one["ecn_marked_packets"].get<int>(), 0) << one.dump();
+  EXPECT_GT(one["np_cnp_sent"].get<int>(), 0) << one.dump();
+  for (int n : {2, 4}) {
+    const nlohmann::json many = Report(Mpirun(n) + kFathom + " sim " + scenario + " --json");
+    for (const char* field : {"trace_digest", "events", "ecn_marked_packets", "np_cnp_sent",
+                              "np_ecn_marked_roce_packets", "pfc", "fct_ns", "drops"}) {
+      EXPECT_EQ(many[field], one[field]) << field << ", " << n << " processes";
+    }
+  }
+}
+
+TEST(MpiPfcTest, WatchdogAndDeadlockExpectationsAcrossProcessesAreExit2) {
+  const test_util::CommandResult r =
+      test_util::RunCommand(Mpirun(2) + kFathom + " sim " + std::string(FATHOM_SOURCE_DIR) +
+                            "/scenarios/faults/pfc_storm.yaml");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("not supported across processes yet"), std::string::npos) << r.out;
+}
+
 TEST(MpiLaunchTest, MoreProcessesThanPartitionsIsExit2OnRank0) {
   const test_util::CommandResult r =
       test_util::RunCommand(Mpirun(3) + kFathom + " sim " + kScenarios + "two_units.yaml");
@@ -213,6 +270,18 @@ TEST_P(MpiCollTest, SameRowsAndDigestForOneToFourProcesses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, MpiCollTest, testing::Values("ring", "tree"));
+
+// The default fabric, lossless (PFC on priority 3, ECN, DCQCN): the same
+// rows, counters and digest for 1 to 4 processes.
+TEST(MpiCollTest, LosslessFabricSameRowsAndDigestForOneToFourProcesses) {
+  const std::string args =
+      "allreduce --backend sim --topology leaf-spine:leaves=4,spines=2,hosts=2 --server none -b "
+      "64K -e 256K -f 4 -n 1 -w 0 --algo ring";
+  ExpectSameCollForOneToFour(args, 0);
+  const CollRun one = Coll("", args + " --event-order canonical");
+  EXPECT_EQ(one.j["fabric"], "lossless") << one.j.dump();
+  EXPECT_EQ(one.j["status"], "ok") << one.j.dump();
+}
 
 TEST(MpiCollTest, SameWatchdogVerdictForOneToFourProcesses) {
   ExpectSameCollForOneToFour("allreduce --backend sim --scenario " + kScenarios +

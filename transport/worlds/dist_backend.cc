@@ -34,11 +34,6 @@ StatusOr<std::unique_ptr<DistSimBackend>> DistSimBackend::Create(SimWorld* world
           "--verbs-fault: verbs-level faults are not supported across processes yet (run them "
           "in one process)");
     }
-    if (world->network().qos().lossless_mask() != 0) {
-      return InvalidArgument(
-          "--fabric lossless: a lossless class (PFC) is not supported across processes yet; use "
-          "--fabric lossy, or one process");
-    }
   }
   std::unique_ptr<DistSimBackend> b(new DistSimBackend(world, comm));
   b->run_ = std::make_unique<parallel::DistributedRun>(comm, &world->topology(), &b->no_spec_);
@@ -239,7 +234,7 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
     // What every process agrees on between windows: the earliest event or
     // reduction anywhere, the latest progress, whether every rank is done
     // (and when the last finished), the earliest error.
-    int64_t next_local = engine.NextEventTime().ps();
+    int64_t next_local = run_->NextTime(engine);
     if (!wakes.empty()) next_local = std::min(next_local, wakes.top().first);
     std::vector<int64_t> v{next_local, -last_progress,
                            -static_cast<int64_t>(done_count < n ? 1 : 0), -finish, err_time};
@@ -328,7 +323,7 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
   // The next collective starts at the next window boundary, the same for
   // every process.
   if (!res.hung) engine.SetClock(Picoseconds(clock_after));
-  std::vector<uint64_t> sum{engine.digest_sum()};
+  std::vector<uint64_t> sum{run_->LocalDigestSum(engine)};
   comm_->AllSum(&sum);
   digest_sum_ = sum[0];
   return res;
