@@ -122,6 +122,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Device* device, int
     c->conns_.push_back(std::move(conn));
   }
   std::sort(c->index_.begin(), c->index_.end());
+  c->versions_.assign(c->conns_.size(), 0);
   return c;
 }
 
@@ -268,6 +269,7 @@ Status Communicator::PostData(Conn& conn, const void* src, uint32_t lkey, uint64
   wr.imm_data = static_cast<uint32_t>(conn.sent & 0xffffffu);
   FATHOM_RETURN_IF_ERROR(conn.qp->PostSend(wr));
   ++conn.sent;
+  Touch(conn.index);
   return Status::Ok();
 }
 
@@ -320,6 +322,7 @@ StatusOr<int> Communicator::Poll(Picoseconds now) {
         } else {
           conn.credits += c.has_imm ? c.imm_data : 1;
         }
+        Touch(idx);
         FATHOM_RETURN_IF_ERROR(PostRecvs(conn, 1));
       }
     }
