@@ -48,6 +48,11 @@ Status RankCollective::Start(Picoseconds now) {
   block_peer_.assign(plan_.streams.size(), -1);
   stream_clock_.assign(plan_.streams.size(), now);
   pending_.assign(plan_.streams.size(), Pending{});
+  current_.assign(plan_.streams.size(), Current{});
+  size_.resize(plan_.streams.size());
+  for (size_t si = 0; si < plan_.streams.size(); ++si) size_[si] = plan_.streams[si]->size();
+  wait_conn_.assign(plan_.streams.size(), -1);
+  wait_version_.assign(plan_.streams.size(), 0);
   memory_free_ = now;
   done_ = false;
   bool progressed = false;
@@ -67,7 +72,7 @@ Status RankCollective::Advance(Picoseconds now, bool* progressed) {
         FATHOM_RETURN_IF_ERROR(TryStream(si, now, &ran));
         any = any || ran;
       }
-      if (next_[si] < plan_.streams[si]->size()) all_done = false;
+      if (next_[si] < size_[si]) all_done = false;
     }
     *progressed = *progressed || any;
     done_ = all_done;
@@ -77,9 +82,21 @@ Status RankCollective::Advance(Picoseconds now, bool* progressed) {
 
 Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
   *ran = false;
+  if (next_[si] >= size_[si]) return Status::Ok();
+  // Blocked on a connection that has not changed since: it still blocks.
+  if (wait_conn_[si] >= 0 &&
+      comm_->version(static_cast<size_t>(wait_conn_[si])) == wait_version_[si]) {
+    return Status::Ok();
+  }
+  wait_conn_[si] = -1;
   const Stream& st = *plan_.streams[si];
-  if (next_[si] >= st.size()) return Status::Ok();
-  const Step s = st.At(next_[si]);
+  Current& cur = current_[si];
+  if (!cur.valid) {
+    cur = Current{};
+    cur.step = st.At(next_[si]);
+    cur.valid = true;
+  }
+  const Step& s = cur.step;
   if (pending_[si].active) {
     // This step's reduction is under way: its result goes out when it ends.
     Pending& p = pending_[si];
@@ -103,22 +120,26 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
   if (s.count > 0) {
     for (int k = 0; k < kMaxPeers; ++k) {
       if (s.recv[k] >= 0) {
-        recv[k] = comm_->FindConn(s.recv[k], ch);
+        if (cur.recv[k] == nullptr) cur.recv[k] = comm_->FindConn(s.recv[k], ch);
+        recv[k] = cur.recv[k];
         if (recv[k] == nullptr)
           return Internal("no connection to rank " + std::to_string(s.recv[k]));
         if (recv[k]->arrived <= recv[k]->consumed) {
           block_[si] = Block::kData;
           block_peer_[si] = s.recv[k];
+          Wait(si, recv[k]->index);
           return Status::Ok();
         }
       }
       if (s.send[k] >= 0) {
-        send[k] = comm_->FindConn(s.send[k], ch);
+        if (cur.send[k] == nullptr) cur.send[k] = comm_->FindConn(s.send[k], ch);
+        send[k] = cur.send[k];
         if (send[k] == nullptr)
           return Internal("no connection to rank " + std::to_string(s.send[k]));
         if (send[k]->sent - send[k]->credits >= slots) {
           block_[si] = Block::kCredit;
           block_peer_[si] = s.send[k];
+          Wait(si, send[k]->index);
           return Status::Ok();
         }
       }
@@ -217,6 +238,7 @@ Status RankCollective::FinishStep(size_t si, Conn* const recv[kMaxPeers],
     if (recv[k] == nullptr) continue;
     comm_->ReleaseSlot(*recv[k], recv[k]->consumed, bytes);
     ++recv[k]->consumed;
+    comm_->Touch(recv[k]->index);
     FATHOM_RETURN_IF_ERROR(comm_->ReturnCredit(*recv[k]));
   }
   for (int k = 0; k < kMaxPeers; ++k) {
@@ -227,7 +249,13 @@ Status RankCollective::FinishStep(size_t si, Conn* const recv[kMaxPeers],
   stream_clock_[si] = now;
   block_[si] = Block::kNone;
   ++next_[si];
+  current_[si].valid = false;
   return Status::Ok();
+}
+
+void RankCollective::Wait(size_t si, size_t conn) {
+  wait_conn_[si] = static_cast<int64_t>(conn);
+  wait_version_[si] = comm_->version(conn);
 }
 
 Picoseconds RankCollective::next_wake() const {

@@ -57,6 +57,8 @@ class RankCollective {
     uint32_t lkey = 0;
     uint64_t bytes = 0;
   };
+  // Stream si waits on connection `conn` (Conn::index) as it stands now.
+  void Wait(size_t si, size_t conn);
   Status FinishStep(size_t si, Conn* const recv[kMaxPeers], Conn* const send[kMaxPeers],
                     const uint8_t* src, uint32_t lkey, uint64_t bytes, Picoseconds now);
 
@@ -78,6 +80,20 @@ class RankCollective {
   std::vector<int> block_peer_;            // per stream: on whom
   std::vector<Picoseconds> stream_clock_;  // per stream: when it last ran
   std::vector<Pending> pending_;           // per stream: a step reducing
+  // Per stream, the step next_ names and its connections, computed once per
+  // step (not on every retry), and the connection it waits on (Conn::index,
+  // -1: none) with its Communicator::version then: until that changes the
+  // stream cannot run and is skipped.
+  struct Current {
+    bool valid = false;
+    Step step;
+    Conn* recv[kMaxPeers] = {nullptr, nullptr, nullptr};
+    Conn* send[kMaxPeers] = {nullptr, nullptr, nullptr};
+  };
+  std::vector<Current> current_;
+  std::vector<uint64_t> size_;  // per stream: its steps
+  std::vector<int64_t> wait_conn_;
+  std::vector<uint32_t> wait_version_;
   // The rank's memory is busy with reductions until then (one resource:
   // the streams' reductions share its bandwidth, one after another).
   Picoseconds memory_free_;

@@ -145,6 +145,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Device* device, int
     c->conns_.push_back(std::move(conn));
   }
   std::sort(c->index_.begin(), c->index_.end());
+  c->versions_.assign(c->conns_.size(), 0);
   return c;
 }
 
@@ -313,6 +314,7 @@ Status Communicator::PostData(Conn& conn, const void* src, uint32_t lkey, uint64
   wr.imm_data = static_cast<uint32_t>(conn.sent & 0xffffffu);
   FATHOM_RETURN_IF_ERROR(conn.qp->PostSend(wr));
   ++conn.sent;
+  Touch(conn.index);
   return Status::Ok();
 }
 
@@ -339,6 +341,7 @@ Status Communicator::PostDataOnQps(Conn& conn, const void* src, uint32_t lkey, u
     conn.qp_bytes[static_cast<size_t>(q)] += len;
   }
   ++conn.sent;
+  Touch(conn.index);
   return Status::Ok();
 }
 
@@ -395,6 +398,7 @@ StatusOr<int> Communicator::Poll(Picoseconds now) {
           ++conn.qp_arrived[static_cast<size_t>(q)];
           conn.arrived = MessagesArrived(conn.qp_arrived, options_.split_data_on_qps);
         }
+        Touch(idx);
         FATHOM_RETURN_IF_ERROR(PostRecvsOn(conn, q, 1));
       }
     }

@@ -208,6 +208,13 @@ class Communicator {
 
   // Completions processed so far (the watchdog's progress measure).
   uint64_t completions() const { return completions_; }
+  // A count per connection (by Conn::index) that changes whenever its
+  // arrived, consumed, sent or credits do: a collective blocked on a
+  // connection skips it until it changes, without touching the Conn (at 1024
+  // ranks the Conns are cold in cache and re-checking every blocked stream
+  // on every completion dominated the run).
+  uint32_t version(size_t conn) const { return versions_[conn]; }
+  void Touch(size_t conn) { ++versions_[conn]; }
 
  private:
   Communicator(Device* device, int rank, int nranks, const CommOptions& options)
@@ -226,6 +233,7 @@ class Communicator {
   // (peer << 32 | channel, position in conns_), sorted: a handful of entries
   // searched on every step, where a map's node chase costs more.
   std::vector<std::pair<uint64_t, size_t>> index_;
+  std::vector<uint32_t> versions_;         // by connection index: see version()
   std::array<Completion, 32> poll_batch_;  // Poll's buffer, kept to skip its set-up per call
   std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<MemoryRegion>> regions_;
   uint64_t completions_ = 0;

@@ -159,12 +159,7 @@ class ServerFabric::NvlinkQp final : public QueuePair {
     const Picoseconds at = bytes <= kSmallMessageBytes
                                ? now + fabric_->tier().spec.nvlink_latency
                                : fabric_->ReserveNvlink(rank_, peer_, bytes, now);
-    ServerFabric* f = fabric_;
-    const int rank = rank_;
-    const uint32_t qpn = qpn_;
-    fabric_->At(at, [f, rank, qpn, wr] {
-      if (NvlinkQp* qp = f->FindQp(rank, qpn)) qp->Deliver(wr);
-    });
+    fabric_->DeliverAt(at, rank_, qpn_, wr);
     return Status::Ok();
   }
   Status PostRecv(const RecvWr& wr) override {
@@ -193,7 +188,6 @@ class ServerFabric::NvlinkQp final : public QueuePair {
     return Status::Ok();
   }
 
- private:
   // The copy is at the peer: place the bytes, consume a receive there, and
   // complete both sides.
   void Deliver(const SendWr& wr) {
@@ -279,6 +273,7 @@ class ServerFabric::NvlinkQp final : public QueuePair {
     }
   }
 
+ private:
   ServerFabric* fabric_;
   ServerCq* cq_;
   int rank_, peer_;
@@ -628,12 +623,30 @@ void ServerFabric::Fire(void* obj, uint64_t id) {
   fn();
 }
 
-void ServerFabric::AddQp(int rank, uint32_t qpn, NvlinkQp* qp) { qps_[Key(rank, qpn)] = qp; }
-void ServerFabric::RemoveQp(int rank, uint32_t qpn) { qps_.erase(Key(rank, qpn)); }
-ServerFabric::NvlinkQp* ServerFabric::FindQp(int rank, uint32_t qpn) const {
-  auto it = qps_.find(Key(rank, qpn));
-  return it == qps_.end() ? nullptr : it->second;
+void ServerFabric::DeliverAt(Picoseconds at, int rank, uint32_t qpn, const SendWr& wr) {
+  uint32_t slot;
+  if (free_deliveries_.empty()) {
+    slot = static_cast<uint32_t>(deliveries_.size());
+    deliveries_.push_back({rank, qpn, wr});
+  } else {
+    slot = free_deliveries_.back();
+    free_deliveries_.pop_back();
+    deliveries_[slot] = {rank, qpn, wr};
+  }
+  nic_fabric_->engine().Schedule<&ServerFabric::FireDelivery>(at, sim::EventKind::kUser, 0, this,
+                                                              slot);
 }
+
+void ServerFabric::FireDelivery(void* obj, uint64_t slot) {
+  auto* f = static_cast<ServerFabric*>(obj);
+  // A copy: Deliver may post (and so take a slot) before it returns.
+  const Delivery d = f->deliveries_[slot];
+  f->free_deliveries_.push_back(static_cast<uint32_t>(slot));
+  if (NvlinkQp* qp = f->FindQp(d.rank, d.qpn)) qp->Deliver(d.wr);
+}
+
+void ServerFabric::AddQp(int rank, uint32_t qpn, NvlinkQp* qp) { Slot(qpn) = {rank, qp, nullptr}; }
+void ServerFabric::RemoveQp(int /*rank*/, uint32_t qpn) { Slot(qpn) = QpSlot{}; }
 void ServerFabric::AddRegion(int rank, uint32_t key, Region r) { regions_[Key(rank, key)] = r; }
 void ServerFabric::RemoveRegion(int rank, uint32_t key) { regions_.erase(Key(rank, key)); }
 const ServerFabric::Region* ServerFabric::FindRegion(int rank, uint32_t key) const {

@@ -100,11 +100,11 @@ class ServerFabric {
   // The emulated NIC device of rank `rank` (opened once, owned here): PXN
   // QPs and their staging memory live on their proxy's NIC.
   StatusOr<Device*> NicDevice(int rank);
-  void AddPxn(int rank, uint32_t qpn, PxnQp* qp) { pxn_[Key(rank, qpn)] = qp; }
-  void RemovePxn(int rank, uint32_t qpn) { pxn_.erase(Key(rank, qpn)); }
+  void AddPxn(int rank, uint32_t qpn, PxnQp* qp) { Slot(qpn) = {rank, nullptr, qp}; }
+  void RemovePxn(int /*rank*/, uint32_t qpn) { Slot(qpn) = QpSlot{}; }
   PxnQp* FindPxn(int rank, uint32_t qpn) const {
-    auto it = pxn_.find(Key(rank, qpn));
-    return it == pxn_.end() ? nullptr : it->second;
+    const QpSlot* s = FindSlot(rank, qpn);
+    return s == nullptr ? nullptr : s->pxn;
   }
   // Reserves an NVLink transfer of `bytes` from rank src to rank dst posted
   // at `now`; returns when its last byte is at dst.
@@ -112,13 +112,21 @@ class ServerFabric {
   // Reserves a copy of `bytes` over rank's PCIe switch uplink, toward the
   // host (up) or toward the GPU (down), from `now`; returns its end.
   Picoseconds ReservePcie(int rank, bool up, uint64_t bytes, Picoseconds now);
-  // Runs fn at `at` on the engine, then wakes the driver.
+  // Runs fn at `at` on the engine (the rare paths: PXN relays, PCIe
+  // bounces).
   void At(Picoseconds at, std::function<void()> fn);
+  // Delivers `wr` of NVLink QP (rank, qpn) at `at`, if the QP still exists:
+  // one engine event per transfer, its record in a reused slot (no
+  // allocation or hashing per transfer: a 1024-GPU allreduce makes millions).
+  void DeliverAt(Picoseconds at, int rank, uint32_t qpn, const SendWr& wr);
   emulated::EmulatedFabric& nic_fabric() { return *nic_fabric_; }
   uint32_t NextQpn() { return next_qpn_++; }
   void AddQp(int rank, uint32_t qpn, NvlinkQp* qp);
   void RemoveQp(int rank, uint32_t qpn);
-  NvlinkQp* FindQp(int rank, uint32_t qpn) const;
+  NvlinkQp* FindQp(int rank, uint32_t qpn) const {
+    const QpSlot* s = FindSlot(rank, qpn);
+    return s == nullptr ? nullptr : s->nvlink;
+  }
   // Registered memory of rank `rank` by rkey (for NVLink writes).
   struct Region {
     uint64_t addr = 0;
@@ -130,6 +138,30 @@ class ServerFabric {
 
  private:
   static void Fire(void* obj, uint64_t id);
+  static void FireDelivery(void* obj, uint64_t slot);
+  // NVLink and PXN QPs by QP number (NextQpn hands them out densely from
+  // kFirstQpn, across the fabric), with the rank that owns each.
+  static constexpr uint32_t kFirstQpn = 0x800000;  // above the NIC's
+  struct QpSlot {
+    int rank = -1;
+    NvlinkQp* nvlink = nullptr;
+    PxnQp* pxn = nullptr;
+  };
+  QpSlot& Slot(uint32_t qpn) {
+    const size_t i = qpn - kFirstQpn;
+    if (qp_slots_.size() <= i) qp_slots_.resize(i + 1);
+    return qp_slots_[i];
+  }
+  const QpSlot* FindSlot(int rank, uint32_t qpn) const {
+    if (qpn < kFirstQpn || qpn - kFirstQpn >= qp_slots_.size()) return nullptr;
+    const QpSlot& s = qp_slots_[qpn - kFirstQpn];
+    return s.rank == rank ? &s : nullptr;
+  }
+  struct Delivery {
+    int rank = -1;
+    uint32_t qpn = 0;
+    SendWr wr;
+  };
   static uint64_t Key(int rank, uint32_t v) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(rank)) << 32) | v;
   }
@@ -143,14 +175,15 @@ class ServerFabric {
   // Per (server, PCIe switch): the uplink's two directions.
   std::vector<Picoseconds> pcie_up_free_, pcie_down_free_;
   int32_t switches_per_server_ = 1;
-  std::unordered_map<uint64_t, NvlinkQp*> qps_;
-  std::unordered_map<uint64_t, PxnQp*> pxn_;
+  std::vector<QpSlot> qp_slots_;
+  std::vector<Delivery> deliveries_;                  // in flight, by slot
+  std::vector<uint32_t> free_deliveries_;             // slots to reuse
   std::vector<int32_t> rank_of_gpu_;                  // -1: no rank on that GPU
   std::vector<std::unique_ptr<Device>> nic_devices_;  // by rank, opened on demand
   std::unordered_map<uint64_t, Region> regions_;
   std::unordered_map<uint64_t, std::function<void()>> pending_;
   uint64_t next_event_ = 0;
-  uint32_t next_qpn_ = 0x800000;  // NVLink QPNs: above the NIC's
+  uint32_t next_qpn_ = kFirstQpn;
 };
 
 }  // namespace fathom::transport::intranode
