@@ -50,12 +50,14 @@ void OutputMerge::Attach(sim::Engine* engine) {
 
 void OutputMerge::OnEvent(void* ctx, Picoseconds at, sim::EventKind kind, uint32_t component) {
   auto* self = static_cast<OutputMerge*>(ctx);
-  if (self->skip_ && self->skip_(kind, component)) return;
+  // The key first, even for a skipped event: a frame it sends (an XON a
+  // PFC settle event releases) is the one process's frame of that key.
   const int64_t t = at.ps();
   const uint16_t k = static_cast<uint16_t>(kind);
   std::memcpy(self->key_, &t, 8);
   std::memcpy(self->key_ + 8, &k, 2);
   std::memcpy(self->key_ + 10, &component, 4);
+  if (self->skip_ && self->skip_(kind, component)) return;
   if (self->tracing_) self->trace_records_.append(self->key_, kKeyBytes);
 }
 

@@ -461,9 +461,15 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
   bool stopped = false;
   using Clock = std::chrono::steady_clock;
   if (outputs_ != nullptr) {
-    // A re-route another process owns is that process's to report.
+    // A re-route another process owns is that process's to report; an
+    // arrival at a node another process owns is a PFC settle event here
+    // (pfc_cross.h), the far end's process traces the arrival itself.
     const int32_t me = comm_->rank();
     outputs_->set_skip([this, me](sim::EventKind kind, uint32_t component) {
+      if (kind == sim::EventKind::kArrival) {
+        const uint32_t node = component / 1024;  // node * 1024 + port (port.cc)
+        return node < partition_.owner.size() && !partition_.Owns(me, static_cast<int32_t>(node));
+      }
       return kind == sim::EventKind::kFault && component < partition_.owner.size() &&
              !partition_.Owns(me, static_cast<int32_t>(component));
     });

@@ -74,17 +74,18 @@ std::string ReadFile(const std::string& path) {
 
 // --pcap and --trace (capture_merge.h): each process records its
 // partition's frames and events, rank 0 merges them; the files are byte
-// for byte those of one process in the canonical order. The captured link
-// (the re-route's detour, leaf1-spine1) and the trace cross processes.
-TEST(MpiOutputsTest, SamePcapAndTraceFilesForOneToFourProcesses) {
+// for byte those of one process in the canonical order: `fathom sim
+// SCENARIO --pcap LINK_A --pcap LINK_B --trace` at 1-4 processes.
+void ExpectSamePcapAndTraceFiles(const std::string& scenario_file, const std::string& link_a,
+                                 const std::string& link_b) {
   char dir[] = "/tmp/fathom_mpi_outputs_XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string d = dir;
   auto outputs = [&](const std::string& tag) {
-    return " --pcap leaf1-spine1=" + d + "/detour" + tag + ".pcap --pcap h6=" + d + "/h6" + tag +
-           ".pcap --trace " + d + "/trace" + tag + ".json";
+    return " --pcap " + link_a + "=" + d + "/detour" + tag + ".pcap --pcap " + link_b + "=" + d +
+           "/h6" + tag + ".pcap --trace " + d + "/trace" + tag + ".json";
   };
-  const std::string scenario = kScenarios + "reroute.yaml";
+  const std::string scenario = kScenarios + scenario_file;
   const nlohmann::json one =
       Report(kFathom + " sim " + scenario + " --json --event-order canonical" + outputs("1"));
   ASSERT_TRUE(one.is_object());
@@ -114,6 +115,19 @@ TEST(MpiOutputsTest, SamePcapAndTraceFilesForOneToFourProcesses) {
     EXPECT_EQ(std::stoull(r.out), one["captured_frames"].get<uint64_t>()) << r.out;
   }
   test_util::RunCommand("rm -rf " + d);
+}
+
+TEST(MpiOutputsTest, SamePcapAndTraceFilesForOneToFourProcesses) {
+  // leaf1-spine1 is the re-route's detour and crosses processes.
+  ExpectSamePcapAndTraceFiles("reroute.yaml", "leaf1-spine1", "h6");
+}
+
+// On a lossless fabric the spines' PAUSE frames to leaf1 cross processes;
+// the sending side runs PFC settle events (pfc_cross.h) with the keys of
+// the far end's arrivals: neither they nor the XONs they release may
+// change the merged files.
+TEST(MpiOutputsTest, LosslessPcapAndTraceFilesForOneToFourProcesses) {
+  ExpectSamePcapAndTraceFiles("pfc_incast.yaml", "leaf1-spine0", "leaf0-spine1");
 }
 
 // A re-route whose link comes back within the run cannot be split (its
