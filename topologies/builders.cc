@@ -248,10 +248,16 @@ StatusOr<Topology> BuildBackToBack(const BackToBackOptions& o) {
   return std::move(b).Build();
 }
 
-StatusOr<Topology> BuildScaleLevel(Connection connection, int32_t servers,
-                                   int32_t gpus_per_server) {
-  const std::string ctx =
-      "BuildScaleLevel(servers=" + Str(servers) + ", gpus_per_server=" + Str(gpus_per_server) + ")";
+namespace {
+
+// A scale level's shape and links; `rail`: rewired rail-optimized, rail i
+// of a group on its switch i (LeafSpineOptions / FatTreeOptions::
+// rail_optimized). Back-to-back servers are on their rails already.
+StatusOr<Topology> BuildLevel(Connection connection, int32_t servers, int32_t gpus_per_server,
+                              bool rail) {
+  const std::string ctx = std::string(rail ? "BuildRailScaleLevel" : "BuildScaleLevel") +
+                          "(servers=" + Str(servers) + ", gpus_per_server=" + Str(gpus_per_server) +
+                          ")";
   FATHOM_RETURN_IF_ERROR(CheckPositive(ctx, "servers", servers));
   FATHOM_RETURN_IF_ERROR(CheckPositive(ctx, "gpus_per_server", gpus_per_server));
   switch (connection) {
@@ -268,6 +274,7 @@ StatusOr<Topology> BuildScaleLevel(Connection connection, int32_t servers,
       o.leaves = servers / per_leaf;
       o.hosts_per_leaf = per_leaf * gpus_per_server;
       o.gpus_per_server = gpus_per_server;
+      o.rail_optimized = rail;
       if (o.leaves == 1) {
         o.spines = 0;
       } else if (o.hosts_per_leaf % 4 == 0) {
@@ -285,6 +292,7 @@ StatusOr<Topology> BuildScaleLevel(Connection connection, int32_t servers,
         FatTreeOptions o;
         o.k = k;
         o.gpus_per_server = gpus_per_server;
+        o.rail_optimized = rail;
         o.host_link = kOpticalHostLink;
         o.edge_link = kOpticalFabricLink;
         o.core_link = kOpticalFabricLink;
@@ -298,45 +306,16 @@ StatusOr<Topology> BuildScaleLevel(Connection connection, int32_t servers,
   return InvalidArgument(ctx + ": unknown connection");
 }
 
+}  // namespace
+
+StatusOr<Topology> BuildScaleLevel(Connection connection, int32_t servers,
+                                   int32_t gpus_per_server) {
+  return BuildLevel(connection, servers, gpus_per_server, /*rail=*/false);
+}
+
 StatusOr<Topology> BuildRailScaleLevel(Connection connection, int32_t servers,
                                        int32_t gpus_per_server) {
-  // The plain level's shape and links, rewired: rail i of a group on its
-  // switch i (LeafSpineOptions / FatTreeOptions::rail_optimized).
-  const std::string ctx = "scale level (rail-optimized)";
-  FATHOM_RETURN_IF_ERROR(CheckPositive(ctx, "servers", servers));
-  FATHOM_RETURN_IF_ERROR(CheckPositive(ctx, "gpus_per_server", gpus_per_server));
-  if (connection == Connection::kCopperSwitch) {
-    const int32_t per_leaf = servers % 2 == 0 ? 2 : 1;
-    LeafSpineOptions o;
-    o.leaves = servers / per_leaf;
-    o.hosts_per_leaf = per_leaf * gpus_per_server;
-    o.gpus_per_server = gpus_per_server;
-    o.rail_optimized = true;
-    if (o.leaves == 1) {
-      o.spines = 0;
-    } else if (o.hosts_per_leaf % 4 == 0) {
-      o.spines = 4;
-      o.uplinks_per_pair = o.hosts_per_leaf / 4;
-    } else {
-      o.spines = o.hosts_per_leaf;
-    }
-    return BuildLeafSpine(o);
-  }
-  if (connection == Connection::kOpticalEngine) {
-    const int64_t hosts = int64_t{servers} * gpus_per_server;
-    for (int32_t k = 2; k <= 128; k += 2) {
-      if (int64_t{k} * k * k / 4 != hosts) continue;
-      FatTreeOptions o;
-      o.k = k;
-      o.gpus_per_server = gpus_per_server;
-      o.rail_optimized = true;
-      o.host_link = kOpticalHostLink;
-      o.edge_link = kOpticalFabricLink;
-      o.core_link = kOpticalFabricLink;
-      return BuildFatTree(o);
-    }
-  }
-  return BuildScaleLevel(connection, servers, gpus_per_server);
+  return BuildLevel(connection, servers, gpus_per_server, /*rail=*/true);
 }
 
 namespace {
