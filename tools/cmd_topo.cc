@@ -218,8 +218,8 @@ struct Options {
   bool json = false;
   bool links = false;
   std::string dot;  // --dot FILE, "-" = stdout instead of the summary
-  // The server tier (topologies/server.h): auto = h100 on the seed's levels
-  // (small, medium, large), none elsewhere.
+  // The server tier (topologies/server.h): auto = h100 where
+  // ServerTierByDefault says, none elsewhere.
   std::string server = "auto";
 };
 
@@ -237,9 +237,7 @@ int Run(const Options& o) {
   const topo::TopologySummary s = t->Summarize();
   std::string gpu = o.server;
   if (gpu == "auto") {
-    gpu = o.what == "small" || o.what == "medium" || o.what == "large"
-              ? std::string(topo::kDefaultServerGpu)
-              : "none";
+    gpu = topo::ServerTierByDefault(o.what) ? std::string(topo::kDefaultServerGpu) : "none";
   }
   std::optional<topo::ServerTier> tier;
   if (gpu != "none") {
@@ -286,37 +284,42 @@ int Run(const Options& o) {
 }  // namespace
 
 FATHOM_REGISTER_COMMAND(
-    topo, Command{"topo", "Build a topology (preset or YAML file) and describe it",
-                  [](CLI::App* sub) -> std::function<int()> {
-                    auto opts = std::make_shared<Options>();
-                    sub->add_option("topology", opts->what,
-                                    "PRESET or FILE.yaml. Presets: small (16 GPUs, 2 servers "
-                                    "back-to-back), medium (128 GPUs, leaf-spine), large (1024 "
-                                    "GPUs, k=16 fat-tree, optics), xlarge (8192 GPUs, k=32), "
-                                    "xxlarge (65536 GPUs, k=64), fat-tree:k=N[,hosts_per_edge="
-                                    "N][,gpus=N][,rail], leaf-spine:leaves=N,spines=N,hosts=N[,"
-                                    "uplinks=N][,gpus=N][,rail], back-to-back[:gpus=N]. A FILE "
-                                    "holds a TopologySpec (proto/topology.proto).")
-                        ->required();
-                    sub->add_flag("--json", opts->json, "print one JSON object");
-                    sub->add_option("--server", opts->server,
-                                    "the server tier to show: auto (default: h100 on small, "
-                                    "medium and large; none elsewhere), none, a100, h100, b200 "
-                                    "(GPUs on NVSwitch, PCIe switches, one NIC per GPU on its "
-                                    "rail, NUMA placement)");
-                    sub->add_flag("--links", opts->links,
-                                  "also list every link: its name (what `fathom sim --fault "
-                                  "link=NAME` and `--pcap NAME=FILE` take; the 2nd, 3rd... "
-                                  "parallel link is NAME/1, NAME/2), ends:ports, rate, latency, "
-                                  "MTU; "
-                                  "with --json as links.list");
-                    sub->add_option("--dot", opts->dot,
-                                    "write a Graphviz graph to FILE ('-' = stdout instead of the "
-                                    "summary): hosts at the bottom, a row per switch tier, links "
-                                    "labelled with their rate (render: dot -Tsvg FILE)")
-                        ->type_name("FILE");
-                    return [opts] { return Run(*opts); };
-                  },
-                  20});
+    topo,
+    Command{
+        "topo", "Build a topology (preset or YAML file) and describe it",
+        [](CLI::App* sub) -> std::function<int()> {
+          auto opts = std::make_shared<Options>();
+          sub->add_option("topology", opts->what,
+                          "PRESET or FILE.yaml. Presets: small (16 GPUs, 2 servers "
+                          "back-to-back), medium (128 GPUs, leaf-spine), large (1024 "
+                          "GPUs, k=16 fat-tree, optics), xlarge (8192 GPUs, k=32), "
+                          "xxlarge (65536 GPUs, k=64), medium:rail, large:rail, xlarge:rail "
+                          "(the levels rail-optimized: NIC i of every server on rail "
+                          "switch i), fat-tree:k=N[,hosts_per_edge="
+                          "N][,gpus=N][,rail], leaf-spine:leaves=N,spines=N,hosts=N[,"
+                          "uplinks=N][,gpus=N][,rail], back-to-back[:gpus=N]. A FILE "
+                          "holds a TopologySpec (proto/topology.proto).")
+              ->required();
+          sub->add_flag("--json", opts->json, "print one JSON object");
+          sub->add_option(
+              "--server", opts->server,
+              "the server tier to show: auto (default: h100 on small, "
+              "medium, large, medium:rail and large:rail; none elsewhere), none, a100, h100, b200 "
+              "(GPUs on NVSwitch, PCIe switches, one NIC per GPU on its "
+              "rail, NUMA placement)");
+          sub->add_flag("--links", opts->links,
+                        "also list every link: its name (what `fathom sim --fault "
+                        "link=NAME` and `--pcap NAME=FILE` take; the 2nd, 3rd... "
+                        "parallel link is NAME/1, NAME/2), ends:ports, rate, latency, "
+                        "MTU; "
+                        "with --json as links.list");
+          sub->add_option("--dot", opts->dot,
+                          "write a Graphviz graph to FILE ('-' = stdout instead of the "
+                          "summary): hosts at the bottom, a row per switch tier, links "
+                          "labelled with their rate (render: dot -Tsvg FILE)")
+              ->type_name("FILE");
+          return [opts] { return Run(*opts); };
+        },
+        20});
 
 }  // namespace fathom::tools

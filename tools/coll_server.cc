@@ -8,10 +8,7 @@ StatusOr<std::optional<topo::ServerSpec>> ServerFromFlags(const CollOptions& o,
                                                           const std::string& topology_name) {
   std::string gpu = o.server;
   if (gpu == "auto") {
-    const bool level = topology_name == "small" || topology_name == "medium" ||
-                       topology_name == "large" || topology_name == "medium:rail" ||
-                       topology_name == "large:rail";
-    gpu = level ? std::string(topo::kDefaultServerGpu) : "none";
+    gpu = topo::ServerTierByDefault(topology_name) ? std::string(topo::kDefaultServerGpu) : "none";
   }
   if (gpu == "none") {
     for (const char* f : {"--nvlink-gbs", "--gpudirect", "--rails"}) {

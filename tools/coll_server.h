@@ -12,8 +12,8 @@
 namespace fathom::tools {
 
 // The server spec the flags ask for on `topology_name` (the --topology
-// value, or "" for a scenario): --server auto means the h100 preset on the
-// seed's levels (small, medium, large) and none elsewhere. nullopt: no
+// value, or "" for a scenario): --server auto means the h100 preset where
+// topo::ServerTierByDefault says, none elsewhere. nullopt: no
 // server tier (one rank per NIC). INVALID_ARGUMENT names the flag.
 StatusOr<std::optional<topo::ServerSpec>> ServerFromFlags(const CollOptions& o,
                                                           const std::string& topology_name);

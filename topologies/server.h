@@ -100,4 +100,12 @@ std::string ServerTierJson(const ServerTier& tier);
 // on HGX H100).
 inline constexpr std::string_view kDefaultServerGpu = "h100";
 
+// Whether a --topology value gets that server tier by default (`--server
+// auto` in `fathom coll` and `fathom topo`): the seed's levels and their
+// rail-optimized wirings (medium:rail, large:rail).
+inline bool ServerTierByDefault(std::string_view topology_name) {
+  return topology_name == "small" || topology_name == "medium" || topology_name == "large" ||
+         topology_name == "medium:rail" || topology_name == "large:rail";
+}
+
 }  // namespace fathom::topo

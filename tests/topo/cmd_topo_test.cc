@@ -63,6 +63,20 @@ TEST(CmdTopoTest, RailOnlyIsReportedAsSuch) {
   EXPECT_THAT(r.out, HasSubstr("\"reachability\":\"same_rail\""));
 }
 
+// The rail-optimized levels are the seed's levels rewired: `--server auto`
+// shows their server tier as `fathom coll` runs it; other presets have none.
+TEST(CmdTopoTest, RailLevelsShowTheServerTierByDefault) {
+  for (const char* preset : {"medium:rail", "large:rail", "medium"}) {
+    const Result r = RunTopo(preset);
+    EXPECT_EQ(r.exit_code, 0) << preset << ": " << r.out;
+    EXPECT_THAT(r.out, HasSubstr("server tier:      ")) << preset;
+  }
+  const Result xl = RunTopo("fat-tree:k=4");
+  EXPECT_EQ(xl.exit_code, 0) << xl.out;
+  EXPECT_THAT(xl.out, ::testing::Not(HasSubstr("server tier:"))) << xl.out;
+  EXPECT_THAT(RunTopo("--help").out, HasSubstr("medium:rail"));
+}
+
 TEST(CmdTopoTest, FileInput) {
   const Result r = RunTopo(std::string(FATHOM_SOURCE_DIR) + "/scenarios/topologies/large.yaml");
   EXPECT_EQ(r.exit_code, 0) << r.out;
