@@ -26,4 +26,15 @@ inline CommandResult RunCommand(const std::string& cmd, bool merge_stderr = true
   return r;
 }
 
+// A file the command wrote, whole and byte for byte ("" if it is missing).
+inline std::string ReadFile(const std::string& path) {
+  std::string bytes;
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return bytes;
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) bytes.append(buf, n);
+  std::fclose(f);
+  return bytes;
+}
+
 }  // namespace fathom::test_util

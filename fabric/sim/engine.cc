@@ -446,7 +446,7 @@ uint64_t Engine::RunLoop(Picoseconds until) {
       // This event's own digest: the same fold as the default order's, from
       // a fixed start, then mixed in full and summed (order-independent).
       last_event_ps_ = now_ps_;
-      digest_ = 0xcbf29ce484222325ULL;
+      digest_ = kDigestStart;
     }
     TraceMix(e.time);
     digest_ ^= (static_cast<uint64_t>(e.kind) << 32) | e.component;

@@ -162,8 +162,16 @@ class Engine {
   // always shows, and bits reach the low end through the rotate. It is on
   // the critical path of every event (each fold needs the last), where a
   // full mix is measurably slower; trace_digest() mixes in full once.
-  void TraceMix(uint64_t v) {
-    digest_ = (((digest_ << 5) | (digest_ >> 59)) ^ v) * 0x9e3779b97f4a7c15ULL;
+  void TraceMix(uint64_t v) { digest_ = Fold(digest_, v); }
+  static uint64_t Fold(uint64_t d, uint64_t v) {
+    return (((d << 5) | (d >> 59)) ^ v) * 0x9e3779b97f4a7c15ULL;
+  }
+  // The canonical order's digest of one event whose handler folds nothing
+  // in (what the run loop sums for it): for the sender's stand-ins of
+  // another process's events (fabric/parallel/pfc_cross.h), to take out.
+  static uint64_t CanonicalEventDigest(int64_t time_ps, EventKind kind, uint32_t component) {
+    return Mix64(Fold(kDigestStart, static_cast<uint64_t>(time_ps)) ^
+                 ((static_cast<uint64_t>(kind) << 32) | component));
   }
   uint64_t trace_digest() const {
     return canonical_ ? CanonicalDigest(digest_sum_) : Mix64(digest_);
@@ -333,7 +341,8 @@ class Engine {
   uint64_t digest_sum_ = 0;
   int64_t last_event_ps_ = 0;
   uint64_t far_seq_ = 0;  // schedule numbers of the heap's events
-  uint64_t digest_ = 0xcbf29ce484222325ULL;
+  static constexpr uint64_t kDigestStart = 0xcbf29ce484222325ULL;
+  uint64_t digest_ = kDigestStart;
   uint64_t dispatched_ = 0;
   size_t peak_pending_ = 0;
   bool stop_ = false;

@@ -29,12 +29,9 @@ void Port::ScheduleSettle() {
 void Port::OnRemoteSettle(void* obj, uint64_t /*arg*/) {
   Port* tx = static_cast<Port*>(obj);
   const int64_t now = tx->engine_->Now().ps();
-  // This event's digest as Engine::RunCanonical forms it (nothing here folds
-  // a value in): the fold's start, the time, then kind and component.
-  uint64_t d = 0xcbf29ce484222325ULL;
-  d = (((d << 5) | (d >> 59)) ^ static_cast<uint64_t>(now)) * 0x9e3779b97f4a7c15ULL;
-  d ^= (static_cast<uint64_t>(EventKind::kArrival) << 32) | tx->rx_component_;
-  tx->settle_digest_ += Mix64(d);
+  // This event's digest as the canonical run loop forms it (nothing here
+  // folds a value in), to be taken out of this process's sum.
+  tx->settle_digest_ += Engine::CanonicalEventDigest(now, EventKind::kArrival, tx->rx_component_);
   ++tx->settle_events_;
   // What OnRingArrival does with the entries due, but the delivery (the far
   // end's process delivers its copy): they leave, releasing their bytes.

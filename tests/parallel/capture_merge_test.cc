@@ -15,6 +15,7 @@
 
 #include "fabric/parallel/parallel_run.h"
 #include "fabric/scenario/scenario.h"
+#include "tests/cli_run.h"
 
 namespace fathom::parallel {
 namespace {
@@ -40,15 +41,7 @@ TEST(CaptureMergeTest, StreamsMergeByTimeKindComponentKeepingTiesInStreamOrder) 
   EXPECT_EQ(order, "zabcde");
 }
 
-std::string ReadFile(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  std::string bytes;
-  if (f == nullptr) return bytes;
-  char buf[65536];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) bytes.append(buf, n);
-  std::fclose(f);
-  return bytes;
-}
+using fathom::test_util::ReadFile;
 
 // One canonical-order run of the re-route scenario, writing a capture of
 // two links and the trace either as it goes or through the merge.

@@ -62,15 +62,7 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, MpiRunTest,
                          testing::Values("permutation.yaml", "incast.yaml", "fault.yaml",
                                          "send.yaml", "reroute.yaml", "pfc_incast.yaml"));
 
-std::string ReadFile(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  std::string bytes;
-  if (f == nullptr) return bytes;
-  char buf[65536];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) bytes.append(buf, n);
-  std::fclose(f);
-  return bytes;
-}
+using fathom::test_util::ReadFile;
 
 // --pcap and --trace (capture_merge.h): each process records its
 // partition's frames and events, rank 0 merges them; the files are byte
