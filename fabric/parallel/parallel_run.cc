@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "fabric/parallel/pfc_cross.h"
+#include "fabric/scenario/pfc_field.h"
 #include "fabric/scenario/reroute.h"
 #include "fabric/scenario/workload.h"
 
@@ -65,9 +66,6 @@ DistributedRun::DistributedRun(Comm* comm, const topo::Topology* topology,
 Status DistributedRun::OnNetwork(sim::Network& net) {
   const int32_t size = comm_->size();
   if (size > 1) {
-    // A lossless class crosses (pfc_cross.h); its watchdog and deadlock
-    // expectations do not yet.
-    FATHOM_RETURN_IF_ERROR(CheckPfcAcrossProcesses(*spec_));
     for (int i = 0; i < spec_->faults_size(); ++i) {
       if (!spec_->faults(i).reroute_via().empty()) reroutes_ = true;
     }
@@ -425,6 +423,26 @@ void DistributedRun::Deliver(sim::Network& net, const std::string& batch) {
   static_assert(kHeaderBytes == sizeof(int32_t) * 2 + sizeof(uint32_t) + 1 + 16);
 }
 
+void DistributedRun::OnPfcField(sim::PfcField* field) {
+  if (!field->periodic()) return;
+  pfc_field_ = field;
+  const int32_t me = comm_->rank();
+  field->Split(sim::PfcFieldSplit{[this, me](int32_t node) { return partition_.Owns(me, node); },
+                                  [this](const std::string& mine) {
+                                    // Exchange with the same bytes for everyone: an all-gather.
+                                    return comm_->Exchange(std::vector<std::string>(
+                                        static_cast<size_t>(comm_->size()), mine));
+                                  }});
+}
+
+bool DistributedRun::OnlyPeriodicPending(sim::Engine& engine) const {
+  if (engine.pending() > pfc_field_->periodic_pending() || pfc_field_->any_stormed()) return false;
+  for (const sim::Port* p : remote_ports_) {
+    if (p->next_ship_ps() != INT64_MAX) return false;
+  }
+  return true;
+}
+
 bool DistributedRun::AllDecided(const sim::FlowDriver& driver) {
   const std::vector<sim::FlowResult>& results = driver.results();
   if (results.empty()) return false;  // nothing to finish: run to the end
@@ -460,6 +478,12 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
         const uint32_t node = component / 1024;  // node * 1024 + port (port.cc)
         return node < partition_.owner.size() && !partition_.Owns(me, static_cast<int32_t>(node));
       }
+      // Every process runs the deferred deadlock checks (pfc_field.h):
+      // rank 0 reports them.
+      if (kind == sim::EventKind::kUser && component == sim::PfcDeadlockDetector::kCheckComponent &&
+          pfc_field_ != nullptr && pfc_field_->deadlock() != nullptr) {
+        return me != 0;
+      }
       return kind == sim::EventKind::kFault && component < partition_.owner.size() &&
              !partition_.Owns(me, static_cast<int32_t>(component));
     });
@@ -470,10 +494,14 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
     const auto sync_start = Clock::now();
     // The window of the earliest event anywhere, on the grid of q.
     std::vector<int64_t> next{NextTime(engine)};
+    // With the PFC field's periodic events (they go on while the run
+    // does): whether every process has nothing else pending.
+    if (pfc_field_ != nullptr) next.push_back(OnlyPeriodicPending(engine) ? 1 : 0);
     comm_->AllMin(&next);
     if (AllDecided(driver)) stopped = true;
     stats_.sync_wall_s += std::chrono::duration<double>(Clock::now() - sync_start).count();
     if (stopped || next[0] == Picoseconds::Max().ps() || next[0] > end.ps()) break;
+    if (next.size() > 1 && next[1] == 1) break;  // idle: as if nothing were pending
     const int64_t from = next[0] - next[0] % q;
     const int64_t until = std::min(from + q - 1, end.ps());
     engine.Run(Picoseconds(until));
@@ -486,6 +514,7 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
     for (const std::string& b : in) Deliver(net, b);
     stats_.sync_wall_s += std::chrono::duration<double>(Clock::now() - exchange_start).count();
     ++stats_.windows;
+    if (pfc_field_ != nullptr) pfc_field_->OnWindow();
     if (outputs_ != nullptr) outputs_->OnWindow();
   }
   if (outputs_ != nullptr) outputs_->Finish();
@@ -501,6 +530,14 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
   stats_.digest_sum = LocalDigestSum(engine);
   stats_.events = engine.events_dispatched() - SettleEvents(remote_ports_);
   if (!foreign_reroutes_.empty()) DropForeignReroutes(last_until);
+  // Every process runs the deferred deadlock checks; rank 0 counts them.
+  if (pfc_field_ != nullptr && pfc_field_->deadlock() != nullptr && comm_->rank() != 0) {
+    for (int64_t t : pfc_field_->deadlock()->check_event_times()) {
+      stats_.digest_sum -= sim::Engine::CanonicalEventDigest(
+          t, sim::EventKind::kUser, sim::PfcDeadlockDetector::kCheckComponent);
+      --stats_.events;
+    }
+  }
 }
 
 }  // namespace fathom::parallel

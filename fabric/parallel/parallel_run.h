@@ -21,9 +21,9 @@
 // among that process's events (the routes are every process's copy), and
 // the processes that do not own the fault's node take its event out of
 // their digest and event count, so the merged figures count it once.
-// Lossless classes (PFC) cross (pfc_cross.h), but for the PFC watchdog
-// and deadlock expectations. Refused with more than one process
-// (InvalidArgument): those, the receive model (planned receives), and the
+// Lossless classes (PFC) cross (pfc_cross.h), with the PFC watchdog and
+// the deadlock check (OnPfcField). Refused with more than one process
+// (InvalidArgument): the receive model (planned receives), and the
 // re-routes a partition cannot follow. A packet reads its route by hop count, so when
 // routes change under packets in flight, a switch can hand a packet to
 // another switch's port (reroute.h: the route of a packet already past the
@@ -65,6 +65,10 @@ class DistributedRun final : public sim::RunHooks {
   Status OnNetwork(sim::Network& net) override;
   Status OnWorkload(sim::Network& net, sim::FlowDriver& driver) override;
   void Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds end) override;
+  // The PFC watchdog and deadlock check (pfc_field.h): split by this
+  // process's switches; Run decides the deferred checks after each window,
+  // and stops once only their periodic events are pending anywhere.
+  void OnPfcField(sim::PfcField* field) override;
 
   // A collective world (transport/worlds/dist_backend.h) instead of a flow
   // workload: after OnNetwork, once the world's QPs exist. Numbers the QPs
@@ -135,6 +139,11 @@ class DistributedRun final : public sim::RunHooks {
   int64_t reroute_start_ = -1;
   bool KeepReroute(const sim::Event& e);
   void DropForeignReroutes(int64_t last_until);
+  // The PFC field (not owned; null: none or not split).
+  sim::PfcField* pfc_field_ = nullptr;
+  // Whether this process has nothing but the PFC field's periodic events
+  // pending, no stormed queue, and nothing to ship.
+  bool OnlyPeriodicPending(sim::Engine& engine) const;
 };
 
 }  // namespace fathom::parallel

@@ -69,28 +69,6 @@ const sim::QpFlow* MacControlFlow() { return &kDeliveredMacControl; }
 
 bool UsesPfc(const sim::Network& net) { return net.qos().lossless_mask() != 0; }
 
-Status CheckPfcAcrossProcesses(const proto::Scenario& spec) {
-  const proto::QosSpec& q = spec.network().qos();
-  if (q.has_pfc_watchdog() && (!q.pfc_watchdog().has_enabled() || q.pfc_watchdog().enabled())) {
-    return InvalidArgument(
-        "network.qos.pfc_watchdog: the PFC watchdog is not supported across processes yet (it "
-        "polls every switch port from one event); run it in one process");
-  }
-  const proto::ExpectSpec& e = spec.expect();
-  if (e.has_pfc_deadlock() || !e.pfc_deadlock_cycle().empty()) {
-    return InvalidArgument(
-        std::string(e.has_pfc_deadlock() ? "expect.pfc_deadlock" : "expect.pfc_deadlock_cycle") +
-        ": PFC deadlock detection is not supported across processes yet (the wait-for graph "
-        "spans every process's ports); run it in one process");
-  }
-  if (e.has_pfc_watchdog_storms() || e.has_pfc_watchdog_restored()) {
-    return InvalidArgument(
-        "expect.pfc_watchdog_storms: the PFC watchdog is not supported across processes yet; run "
-        "it in one process");
-  }
-  return Status::Ok();
-}
-
 uint64_t SettleDigest(const std::vector<sim::Port*>& ports) {
   uint64_t sum = 0;
   for (const sim::Port* p : ports) sum += p->settle_digest();

@@ -23,10 +23,9 @@
 //
 // PFC's report (per-port PAUSE counters, the summary's PAUSE frames by
 // tier) is merged on rank 0 from each process's own ports. The PFC
-// watchdog and the deadlock detector poll every port from one event that
-// belongs to no node: across processes they are refused (exit 2), and in
-// a distributed run's canonical order the deadlock detector is off (a
-// scenario that expects a deadlock is refused across processes).
+// watchdog polls each process's switches by switch, and the deadlock
+// check gathers every process's part of the waits at the windows' ends
+// (fabric/scenario/pfc_field.h: PfcField::Split; DistributedRun wires it).
 #pragma once
 
 #include <cstdint>
@@ -49,9 +48,6 @@ const sim::QpFlow* MacControlFlow();
 // Whether the network asserts PFC (a lossless class): remote ports then
 // ship deferred.
 bool UsesPfc(const sim::Network& net);
-// What a scenario asks of PFC that does not run across processes yet
-// (InvalidArgument naming the field), for more than one process.
-Status CheckPfcAcrossProcesses(const proto::Scenario& spec);
 
 // The settle events' digests and count over `ports` (remote ports).
 uint64_t SettleDigest(const std::vector<sim::Port*>& ports);

@@ -95,6 +95,10 @@ void Io(Writer& w, const sim::RunReport& r, const RunStats& s) {
       w.Pod(q.first_error_ns);
       w.Pod(q.requester);
       w.Pod(q.responder);
+      // The requester's DCQCN limiter, as its process saw it.
+      w.Pod(q.dcqcn);
+      for (double v : {q.dcqcn_rate_gbps, q.dcqcn_min_gbps, q.dcqcn_mean_gbps}) w.Pod(v);
+      w.Pod(q.dcqcn_cuts);
     }
   }
   w.Pod(static_cast<uint64_t>(r.ports.size()));
@@ -151,6 +155,9 @@ bool Io(Reader& rd, sim::RunReport* r, RunStats* s) {
       rd.Pod(&q.first_error_ns);
       rd.Pod(&q.requester);
       rd.Pod(&q.responder);
+      rd.Pod(&q.dcqcn);
+      for (double* v : {&q.dcqcn_rate_gbps, &q.dcqcn_min_gbps, &q.dcqcn_mean_gbps}) rd.Pod(v);
+      rd.Pod(&q.dcqcn_cuts);
     }
   }
   rd.Pod(&n);
@@ -309,7 +316,14 @@ sim::RunReport MergeReports(const std::vector<sim::RunReport>& reports,
       sim::QpReport& q = row.qps[j];
       auto host = topology.FindNode(q.host);
       const size_t owner = host.ok() ? static_cast<size_t>(partition.owner[*host]) : 0;
-      q.state = reports[std::min(owner, reports.size() - 1)].flow_table[i].qps[j].state;
+      const sim::QpReport& own = reports[std::min(owner, reports.size() - 1)].flow_table[i].qps[j];
+      q.state = own.state;
+      // The requester's DCQCN rate limiter lives where its host is.
+      q.dcqcn = own.dcqcn;
+      q.dcqcn_rate_gbps = own.dcqcn_rate_gbps;
+      q.dcqcn_min_gbps = own.dcqcn_min_gbps;
+      q.dcqcn_mean_gbps = own.dcqcn_mean_gbps;
+      q.dcqcn_cuts = own.dcqcn_cuts;
       q.requester = sim::QpCounters{};
       q.responder = sim::QpCounters{};
       q.first_error.clear();

@@ -4,11 +4,46 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
+#include <tuple>
+#include <type_traits>
 
 #include "faults/spec.h"
 
 namespace fathom::sim {
+
+namespace {
+
+template <typename T>
+void Put(std::string* out, const T& v) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  out->append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+
+// Reads what Put wrote; false (and nothing read) past the end.
+class Bytes {
+ public:
+  explicit Bytes(const std::string& s) : at_(s.data()), end_(s.data() + s.size()) {}
+  template <typename T>
+  bool Get(T* v) {
+    if (static_cast<size_t>(end_ - at_) < sizeof(T)) return false;
+    std::memcpy(v, at_, sizeof(T));
+    at_ += sizeof(T);
+    return true;
+  }
+
+ private:
+  const char* at_;
+  const char* end_;
+};
+
+void PutPort(std::string* out, const Port* p) {
+  Put(out, p->config().node);
+  Put(out, p->config().index);
+}
+
+}  // namespace
 
 struct PfcField::StormEvent {
   Port* port;
@@ -53,7 +88,222 @@ void PfcField::Start() {
 }
 
 void PfcField::Finish() {
-  if (deadlock_) deadlock_->Check();
+  if (!split_) {
+    if (deadlock_) deadlock_->Check();
+    return;
+  }
+  // Every process agrees whether it is declared (OnWindow).
+  if (deadlock_ && !deadlock_->deadlocked()) {
+    Note(net_->engine().Now());
+    Decide();
+  }
+  if (watchdog_) GatherWatchdog();
+}
+
+void PfcField::Split(PfcFieldSplit split) {
+  split_ = true;
+  split_with_ = std::move(split);
+  if (watchdog_) {
+    watchdog_->RetainQueues([this](const Port* p) { return split_with_.owns(p->config().node); });
+    watchdog_->set_per_node_polls(true);
+  }
+  if (deadlock_) deadlock_->set_deferred([this](Picoseconds now) { Note(now); });
+}
+
+size_t PfcField::periodic_pending() const {
+  return (watchdog_ ? watchdog_->node_polls() : 0) + (deadlock_ && deadlock_->scheduled() ? 1 : 0);
+}
+
+uint64_t PfcField::storms_detected() const {
+  return merged_ ? merged_->detected : watchdog_ ? watchdog_->storms_detected() : 0;
+}
+
+uint64_t PfcField::storms_restored() const {
+  return merged_ ? merged_->restored : watchdog_ ? watchdog_->storms_restored() : 0;
+}
+
+void PfcField::Note(Picoseconds now) {
+  // As Snapshot, in two halves: the paused queues of the ports this
+  // process sends on, and for each upstream port of this process's
+  // switches whose account asserts XOFF, the egress ports holding its bytes
+  // (Snapshot reads them for a paused upstream; the merge pairs them).
+  std::string& out = notes_;
+  Put(&out, now.ps());
+  std::string paused, holding;
+  uint32_t n_paused = 0, n_holding = 0;
+  for (Port* u : net_->ports()) {
+    const PortPfc* pfc = u->pfc();
+    if (pfc == nullptr) continue;
+    if (split_with_.owns(u->config().node)) {
+      for (int c = 0; c < kPriorities; ++c) {
+        if (((pfc->paused & lossless_) >> c & 1) == 0) continue;
+        PutPort(&paused, u);
+        Put(&paused, c);
+        Put(&paused, pfc->paused_since_ps[static_cast<size_t>(c)]);
+        ++n_paused;
+      }
+    }
+    const PortPfc* far = u->peer()->pfc();
+    if (pfc->far_switch == nullptr || far == nullptr ||
+        !split_with_.owns(u->peer()->config().node)) {
+      continue;
+    }
+    for (int c = 0; c < kPriorities; ++c) {
+      if (((far->by_account & lossless_) >> c & 1) == 0) continue;
+      const std::vector<Port*> holders = pfc->far_switch->EgressHolding(u, c);
+      PutPort(&holding, u);
+      Put(&holding, c);
+      Put(&holding, static_cast<uint32_t>(holders.size()));
+      for (const Port* h : holders) PutPort(&holding, h);
+      ++n_holding;
+    }
+  }
+  Put(&out, n_paused);
+  out += paused;
+  Put(&out, n_holding);
+  out += holding;
+  ++noted_;
+}
+
+void PfcField::OnWindow() {
+  if (!split_ || noted_ == 0) return;  // the same in every process
+  Decide();
+  deadlock_->ResumeDeferred();
+}
+
+void PfcField::Decide() {
+  const std::vector<std::string> parts = split_with_.all_gather(notes_);
+  std::vector<Bytes> in;
+  for (const std::string& p : parts) in.emplace_back(p);
+  auto port = [&](Bytes& b) -> Port* {
+    int32_t node = 0, index = 0;
+    b.Get(&node);
+    b.Get(&index);
+    return &net_->port(node, index);
+  };
+  for (uint64_t k = 0; k < noted_; ++k) {
+    int64_t at = 0;
+    // (port's place in Network::ports(), class) -> the wait; the ports
+    // are in (node, index) order, as Snapshot walks them.
+    std::map<std::tuple<int32_t, int32_t, int>, PfcWait> waits;
+    std::map<std::pair<Port*, int>, std::vector<Port*>> held;
+    for (Bytes& b : in) {
+      b.Get(&at);
+      uint32_t n = 0;
+      b.Get(&n);
+      for (uint32_t i = 0; i < n; ++i) {
+        Port* u = port(b);
+        int c = 0;
+        int64_t since = 0;
+        b.Get(&c);
+        b.Get(&since);
+        waits[{u->config().node, u->config().index, c}] = PfcWait{u, c, {}, Picoseconds(since)};
+      }
+      b.Get(&n);
+      for (uint32_t i = 0; i < n; ++i) {
+        Port* u = port(b);
+        int c = 0;
+        uint32_t m = 0;
+        b.Get(&c);
+        b.Get(&m);
+        std::vector<Port*>& h = held[{u, c}];
+        for (uint32_t j = 0; j < m; ++j) h.push_back(port(b));
+      }
+    }
+    std::vector<PfcWait> list;
+    for (auto& [key, w] : waits) {
+      auto it = held.find({w.paused, w.tc});
+      if (it != held.end()) w.holders = it->second;
+      list.push_back(std::move(w));
+    }
+    deadlock_->Decide(Picoseconds(at), list);
+  }
+  notes_.clear();
+  noted_ = 0;
+}
+
+PfcField::WatchdogView PfcField::LocalWatchdog() const {
+  WatchdogView v;
+  v.detected = watchdog_->storms_detected();
+  v.restored = watchdog_->storms_restored();
+  for (size_t i = 0; i < watchdog_->queue_count(); ++i) {
+    const PfcWatchdog::QueueStats q = watchdog_->stats(i);
+    if (q.storm_detected > 0)
+      v.queues.push_back(WatchdogRow{watchdog_->port(i), watchdog_->tc(i), q});
+  }
+  v.events = watchdog_->events();
+  return v;
+}
+
+void PfcField::GatherWatchdog() {
+  const WatchdogView mine = LocalWatchdog();
+  std::string out;
+  Put(&out, mine.detected);
+  Put(&out, mine.restored);
+  Put(&out, static_cast<uint64_t>(mine.queues.size()));
+  for (const WatchdogRow& r : mine.queues) {
+    PutPort(&out, r.port);
+    Put(&out, r.tc);
+    Put(&out, r.stats);
+  }
+  Put(&out, static_cast<uint64_t>(mine.events.size()));
+  for (const PfcWatchdog::Event& e : mine.events) {
+    Put(&out, e.at.ps());
+    PutPort(&out, e.port);
+    Put(&out, e.tc);
+    Put(&out, static_cast<uint8_t>(e.detected));
+    Put(&out, e.paused_since.ps());
+  }
+  WatchdogView all;
+  for (const std::string& part : split_with_.all_gather(out)) {
+    Bytes b(part);
+    uint64_t d = 0, r = 0, n = 0;
+    b.Get(&d);
+    b.Get(&r);
+    all.detected += d;
+    all.restored += r;
+    b.Get(&n);
+    for (uint64_t i = 0; i < n; ++i) {
+      int32_t node = 0, index = 0;
+      WatchdogRow row{};
+      b.Get(&node);
+      b.Get(&index);
+      b.Get(&row.tc);
+      b.Get(&row.stats);
+      row.port = &net_->port(node, index);
+      all.queues.push_back(row);
+    }
+    b.Get(&n);
+    for (uint64_t i = 0; i < n; ++i) {
+      int64_t at = 0, since = 0;
+      int32_t node = 0, index = 0;
+      int tc = 0;
+      uint8_t detected = 0;
+      b.Get(&at);
+      b.Get(&node);
+      b.Get(&index);
+      b.Get(&tc);
+      b.Get(&detected);
+      b.Get(&since);
+      all.events.push_back(PfcWatchdog::Event{Picoseconds(at), &net_->port(node, index), tc,
+                                              detected != 0, Picoseconds(since)});
+    }
+  }
+  // One process's order: queues as watched (port order, then class);
+  // events by poll time, then switch (its poll's key), then queue.
+  auto key = [](const Port* p, int tc) {
+    return std::make_tuple(p->config().node, p->config().index, tc);
+  };
+  std::stable_sort(all.queues.begin(), all.queues.end(),
+                   [&](const WatchdogRow& a, const WatchdogRow& b) {
+                     return key(a.port, a.tc) < key(b.port, b.tc);
+                   });
+  std::stable_sort(all.events.begin(), all.events.end(),
+                   [&](const PfcWatchdog::Event& a, const PfcWatchdog::Event& b) {
+                     if (a.at != b.at) return a.at < b.at;
+                     return key(a.port, a.tc) < key(b.port, b.tc);
+                   });
+  merged_ = std::move(all);
 }
 
 Picoseconds PfcField::PausedSince(void*, Port* port, int tc) {
@@ -188,28 +438,28 @@ std::string PfcField::Summary() const {
   s += "\n";
   if (watchdog_) {
     const PfcWatchdogConfig& c = watchdog_->config();
+    const WatchdogView view = merged_ ? *merged_ : LocalWatchdog();
     std::snprintf(buf, sizeof buf,
                   "pfcwd      action %s, detection %.0f ms, restoration %.0f ms, poll %.0f ms: "
                   "%" PRIu64 " storms detected, %" PRIu64 " restored\n",
                   PfcWdActionName(c.action), c.detection_time.ns() / 1e6,
-                  c.restoration_time.ns() / 1e6, c.poll_interval.ns() / 1e6,
-                  watchdog_->storms_detected(), watchdog_->storms_restored());
+                  c.restoration_time.ns() / 1e6, c.poll_interval.ns() / 1e6, view.detected,
+                  view.restored);
     s += buf;
     // Each queue that stormed, SONiC's `pfcwd show stats` columns.
-    for (size_t i = 0; i < watchdog_->queue_count(); ++i) {
-      const PfcWatchdog::QueueStats q = watchdog_->stats(i);
-      if (q.storm_detected == 0) continue;
-      const Port* p = watchdog_->port(i);
+    for (const WatchdogRow& row : view.queues) {
+      const PfcWatchdog::QueueStats& q = row.stats;
+      const Port* p = row.port;
       std::snprintf(buf, sizeof buf,
                     "  %s:%d->%s prio %d  %s  STORM DETECTED/RESTORED %" PRIu64 "/%" PRIu64
                     "  TX DROP %" PRIu64 "\n",
                     topo.node(p->config().node).name.c_str(), p->config().index,
-                    topo.node(p->peer()->config().node).name.c_str(), watchdog_->tc(i),
+                    topo.node(p->peer()->config().node).name.c_str(), row.tc,
                     q.stormed ? "stormed" : "operational", q.storm_detected, q.storm_restored,
                     q.tx_dropped_packets);
       s += buf;
     }
-    for (const PfcWatchdog::Event& e : watchdog_->events()) {
+    for (const PfcWatchdog::Event& e : view.events) {
       std::snprintf(buf, sizeof buf, "  %.3f ms %s:%d prio %d %s\n", e.at.ns() / 1e6,
                     topo.node(e.port->config().node).name.c_str(), e.port->config().index, e.tc,
                     e.detected ? "storm detected" : "storm restored");

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,14 @@ struct PfcFieldOptions {
   Picoseconds deadlock_persist = Picoseconds::FromMilliseconds(2);
 };
 
+// How a distributed run (fabric/parallel/, issue 30) splits the PFC field:
+// which switches this process simulates, and a collective that hands every
+// process's bytes (by rank) to every process.
+struct PfcFieldSplit {
+  std::function<bool(int32_t node)> owns;
+  std::function<std::vector<std::string>(const std::string& mine)> all_gather;
+};
+
 class PfcField {
  public:
   // Nothing to do (no watchdog, no check) without a lossless class.
@@ -52,8 +61,31 @@ class PfcField {
   // `priority` (max quanta, refreshed) until `end` (Max: to the end of the
   // run). Schedules the events now.
   void Storm(int32_t host, int priority, Picoseconds start, Picoseconds end);
-  // Checks for a deadlock once more (the end of the run).
+  // Checks for a deadlock once more (the end of the run). Split: a
+  // collective, and it gathers every process's watchdog for the report.
   void Finish();
+
+  // Splits the field across processes (before Start; for the canonical
+  // order): the watchdog watches this process's switches and polls them
+  // switch by switch (PfcWatchdog::set_per_node_polls); the deadlock check
+  // defers (PfcDeadlockDetector::set_deferred): each check event notes the
+  // paused queues of this process's ports and the bytes its switches hold
+  // for each paused upstream, and OnWindow decides from every process's
+  // notes, so the waits are those one process sees at that event.
+  void Split(PfcFieldSplit split);
+  // A distributed run's window ended (every process calls it): decides the
+  // deferred checks of the window, in time order.
+  void OnWindow();
+  // Whether the field schedules periodic events (polls, checks), which go
+  // on until the run ends; how many are pending; and whether something
+  // keeps them needed when nothing else is pending (a stormed queue waits
+  // for its restoration).
+  bool periodic() const { return watchdog_ != nullptr || deadlock_ != nullptr; }
+  size_t periodic_pending() const;
+  bool any_stormed() const { return watchdog_ != nullptr && watchdog_->any_stormed(); }
+  // Storms detected / restored in the whole fabric (split: after Finish).
+  uint64_t storms_detected() const;
+  uint64_t storms_restored() const;
 
   PfcWatchdog* watchdog() { return watchdog_.get(); }
   PfcDeadlockDetector* deadlock() { return deadlock_.get(); }
@@ -75,6 +107,30 @@ class PfcField {
 
  private:
   std::vector<PfcWait> Snapshot() const;
+  // Split: this process's part of a check at `now`, appended to notes_.
+  void Note(Picoseconds now);
+  // Split: decides the noted checks from every process's notes (a
+  // collective).
+  void Decide();
+  // The watchdog as the summary shows it: this process's, or (split, after
+  // Finish) every process's merged in the order one process lists them.
+  struct WatchdogRow {
+    Port* port;
+    int tc;
+    PfcWatchdog::QueueStats stats;
+  };
+  struct WatchdogView {
+    uint64_t detected = 0, restored = 0;
+    std::vector<WatchdogRow> queues;  // the queues that stormed
+    std::vector<PfcWatchdog::Event> events;
+  };
+  WatchdogView LocalWatchdog() const;
+  void GatherWatchdog();
+  bool split_ = false;
+  PfcFieldSplit split_with_;
+  std::string notes_;  // deferred checks not yet decided
+  uint64_t noted_ = 0;
+  std::optional<WatchdogView> merged_;
   static Picoseconds PausedSince(void* ctx, Port* port, int tc);
   static uint64_t PauseFrames(void* ctx, Port* port, int tc);
   static void Mitigate(void* ctx, Port* port, int tc, PfcWdAction action, bool on);

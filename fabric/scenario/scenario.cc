@@ -474,15 +474,16 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
   }
   // PFC watchdog, deadlock check and storms (off without a lossless class).
   PfcFieldOptions pfc_options = PfcFieldOptionsOf(s, nc.qos);
-  // A distributed run (hooks) polls no deadlock detector: its check reads
-  // every process's ports from one event (fabric/parallel/pfc_cross.h);
-  // a scenario that expects a deadlock is refused there across processes.
+  // A distributed run (hooks) checks for a deadlock only when the scenario
+  // expects an outcome: its checks gather every process's ports at the
+  // windows' ends (PfcField::Split), a cost the other runs need not pay.
   if (options.hooks != nullptr && !s.expect().has_pfc_deadlock() &&
       s.expect().pfc_deadlock_cycle().empty()) {
     pfc_options.detect_deadlock = false;
   }
   PfcField pfc_field(&net, pfc_options);
   AttachPfcStorms(s, sc.topology, &pfc_field);
+  if (options.hooks != nullptr) options.hooks->OnPfcField(&pfc_field);
   pfc_field.Start();
 
   // Workload.
@@ -658,9 +659,10 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
   r.pfc_field_summary = pfc_field.Summary();
   r.pfc_deadlock_cycle = pfc_field.CycleName();
   r.pfc_deadlock = !r.pfc_deadlock_cycle.empty();
-  if (PfcWatchdog* wd = pfc_field.watchdog()) {
-    r.pfc_watchdog_storms = wd->storms_detected();
-    r.pfc_watchdog_restored = wd->storms_restored();
+  if (pfc_field.watchdog() != nullptr) {
+    // The whole fabric's (a distributed run gathered them in Finish).
+    r.pfc_watchdog_storms = pfc_field.storms_detected();
+    r.pfc_watchdog_restored = pfc_field.storms_restored();
   }
   for (const PortCapture* cap : captures) r.captured_frames += cap->frames();
   for (const auto& cap : own_captures) FATHOM_RETURN_IF_ERROR(cap->Flush());

@@ -43,6 +43,7 @@ class EventTraceWriter;
 class PortCapture;
 class FlowDriver;
 class Network;
+class PfcField;
 
 // A distributed run's part in RunScenario (fabric/parallel/ implements it;
 // issue 30). With hooks the engine takes the canonical order
@@ -59,6 +60,9 @@ class RunHooks {
   // Runs the events up to `end`; leaves the engine's clock where every
   // process agrees the run ended.
   virtual void Run(Network& net, FlowDriver& driver, Picoseconds end) = 0;
+  // The run's PFC field (pfc_field.h), built, before it starts: a
+  // distributed run splits it (PfcField::Split) and calls its OnWindow.
+  virtual void OnPfcField(PfcField* field) { (void)field; }
 };
 
 struct RunOptions {

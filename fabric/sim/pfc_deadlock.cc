@@ -63,23 +63,44 @@ PfcDeadlockDetector::PfcDeadlockDetector(Engine* engine, Snapshot snapshot, Pico
     : engine_(engine), snapshot_(std::move(snapshot)), interval_(interval), persist_(persist) {}
 
 void PfcDeadlockDetector::Start() {
-  engine_->Schedule<&PfcDeadlockDetector::OnCheck>(engine_->Now() + interval_, EventKind::kUser, 0,
-                                                   this, 0);
+  scheduled_ = true;
+  engine_->Schedule<&PfcDeadlockDetector::OnCheck>(engine_->Now() + interval_, EventKind::kUser,
+                                                   kCheckComponent, this, 0);
 }
 
 void PfcDeadlockDetector::OnCheck(void* obj, uint64_t) {
   auto* self = static_cast<PfcDeadlockDetector*>(obj);
+  self->scheduled_ = false;
+  if (self->record_) {
+    self->check_event_times_.push_back(self->engine_->Now().ps());
+    ++self->checks_;
+    if (!self->deadlocked()) self->record_(self->engine_->Now());
+    return;  // the next is scheduled once this one is decided (ResumeDeferred)
+  }
   self->Check();
   // Once declared, or with nothing else pending (an idle fabric), stop.
   if (self->deadlocked() || self->engine_->pending() <= self->idle_pending_) return;
   self->Start();
 }
 
+void PfcDeadlockDetector::ResumeDeferred() {
+  if (deadlocked() || scheduled_ || check_event_times_.empty()) return;
+  scheduled_ = true;
+  // One interval after the last check (never before now: a window longer
+  // than the interval decides its checks at its end).
+  engine_->Schedule<&PfcDeadlockDetector::OnCheck>(
+      Picoseconds(check_event_times_.back()) + interval_, EventKind::kUser, kCheckComponent, this,
+      0);
+}
+
 void PfcDeadlockDetector::Check() {
   ++checks_;
   if (deadlocked()) return;
-  const Picoseconds now = engine_->Now();
-  const std::vector<PfcWait> waits = snapshot_();
+  Decide(engine_->Now(), snapshot_());
+}
+
+void PfcDeadlockDetector::Decide(Picoseconds now, const std::vector<PfcWait>& waits) {
+  if (deadlocked()) return;
   std::vector<PfcQueue> cycle = FindPfcCycle(waits);
   if (cycle.empty()) return;
   // The cycle closed when its last queue was paused.

@@ -63,6 +63,27 @@ class PfcDeadlockDetector {
   void set_idle_pending(size_t n) { idle_pending_ = n; }
   // Looks for a cycle now.
   void Check();
+  // Declares a deadlock if `waits`, a snapshot taken at `at`, hold a cycle
+  // of queues all paused for the persistence time (Check's decision).
+  void Decide(Picoseconds at, const std::vector<PfcWait>& waits);
+
+  // Deferred checks, for a distributed run (fabric/parallel/): the waits
+  // span every process's ports, so a check event only calls `record(now)`
+  // (each process notes its ports' part) and the run decides later, at the
+  // window's end, from every process's parts (Decide), and then schedules
+  // the next check (ResumeDeferred), one interval later, unless a deadlock
+  // was declared: the checks run as in one process, but for the idle stop
+  // (the run sees when only periodic events are pending). Every process
+  // runs every check event (kind kUser, component kCheckComponent). Before
+  // Start.
+  static constexpr uint32_t kCheckComponent = 0;
+  void set_deferred(std::function<void(Picoseconds now)> record) { record_ = std::move(record); }
+  // After the deferred checks of a window were decided: the next check.
+  void ResumeDeferred();
+  // Whether a check event is pending.
+  bool scheduled() const { return scheduled_; }
+  // Deferred: the times of the check events run.
+  const std::vector<int64_t>& check_event_times() const { return check_event_times_; }
 
   bool deadlocked() const { return !deadlock_.empty(); }
   // The deadlock's cycle (empty: none) and when it was declared.
@@ -83,6 +104,9 @@ class PfcDeadlockDetector {
   std::vector<PfcQueue> deadlock_;
   Picoseconds declared_at_ = Picoseconds::Max();
   uint64_t checks_ = 0;
+  std::function<void(Picoseconds)> record_;
+  bool scheduled_ = false;
+  std::vector<int64_t> check_event_times_;
 };
 
 }  // namespace fathom::sim

@@ -1,5 +1,9 @@
 #include "fabric/sim/pfc_watchdog.h"
 
+#include <algorithm>
+
+#include "fabric/sim/port.h"
+
 namespace fathom::sim {
 
 const char* PfcWdActionName(PfcWdAction a) { return a == PfcWdAction::kDrop ? "drop" : "forward"; }
@@ -10,7 +14,40 @@ PfcWatchdog::PfcWatchdog(Engine* engine, const PfcWatchdogConfig& config,
 
 void PfcWatchdog::Watch(Port* port, int tc) { queues_.push_back(Queue{port, tc, {}}); }
 
+void PfcWatchdog::RetainQueues(const std::function<bool(const Port* port)>& keep) {
+  queues_.erase(
+      std::remove_if(queues_.begin(), queues_.end(), [&](const Queue& q) { return !keep(q.port); }),
+      queues_.end());
+}
+
+void PfcWatchdog::ScheduleNodePoll(size_t i) {
+  engine_->Schedule<&PfcWatchdog::OnNodePoll>(
+      engine_->Now() + config_.poll_interval, EventKind::kUser,
+      kNodePollComponent + static_cast<uint32_t>(node_polls_[i].node), this, i);
+}
+
+void PfcWatchdog::OnNodePoll(void* obj, uint64_t i) {
+  auto* self = static_cast<PfcWatchdog*>(obj);
+  const NodePoll& n = self->node_polls_[i];
+  ++self->polls_;
+  self->PollQueues(n.begin, n.end);
+  self->ScheduleNodePoll(i);
+}
+
 void PfcWatchdog::Start() {
+  if (per_node_) {
+    // The queues come switch by switch (Watch in port order).
+    node_polls_.clear();
+    for (size_t i = 0; i < queues_.size(); ++i) {
+      const int32_t node = queues_[i].port->config().node;
+      if (node_polls_.empty() || node_polls_.back().node != node) {
+        node_polls_.push_back(NodePoll{node, i, i});
+      }
+      node_polls_.back().end = i + 1;
+    }
+    for (size_t i = 0; i < node_polls_.size(); ++i) ScheduleNodePoll(i);
+    return;
+  }
   engine_->Schedule<&PfcWatchdog::OnPoll>(engine_->Now() + config_.poll_interval, EventKind::kUser,
                                           0, this, 0);
 }
@@ -30,8 +67,13 @@ void PfcWatchdog::OnPoll(void* obj, uint64_t) {
 
 void PfcWatchdog::Poll() {
   ++polls_;
+  PollQueues(0, queues_.size());
+}
+
+void PfcWatchdog::PollQueues(size_t begin, size_t end) {
   const Picoseconds now = engine_->Now();
-  for (Queue& q : queues_) {
+  for (size_t i = begin; i < end; ++i) {
+    Queue& q = queues_[i];
     if (!q.stats.stormed) {
       // Paused without a break for the detection time: a storm.
       const Picoseconds since = control_.paused_since(control_.ctx, q.port, q.tc);

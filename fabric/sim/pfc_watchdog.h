@@ -33,6 +33,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,25 @@ class PfcWatchdog {
   // Polls now (tests; Start's events call it).
   void Poll();
 
+  // Polls by switch, for the canonical order of a distributed run
+  // (fabric/parallel/): Start schedules one poll event per switch node
+  // (kind kUser, component kNodePollComponent + node) that polls that
+  // node's queues and is rescheduled every poll interval until the run
+  // ends (the run, not the watchdog, sees when the fabric is idle). A
+  // poll's effects stay on its switch's ports until a link carries them
+  // (a drop, an XON, a resumed frame), so polls of several switches at one
+  // time act as one poll of them all, and the process that owns a switch
+  // polls it as one process does. Before Start.
+  static constexpr uint32_t kNodePollComponent = 1u << 20;
+  void set_per_node_polls(bool on) { per_node_ = on; }
+  // Keeps watching only the queues `keep` accepts (a process's switches).
+  // Before Start.
+  void RetainQueues(const std::function<bool(const Port* port)>& keep);
+  // Per-node polls: the poll events pending (one per switch polled once
+  // started). Whether a queue is stormed now.
+  size_t node_polls() const { return per_node_ ? node_polls_.size() : 0; }
+  bool any_stormed() const { return storms_detected() != storms_restored(); }
+
   const PfcWatchdogConfig& config() const { return config_; }
   size_t queue_count() const { return queues_.size(); }
   Port* port(size_t i) const { return queues_[i].port; }
@@ -133,8 +153,19 @@ class PfcWatchdog {
     Picoseconds frames_read;
   };
   static void OnPoll(void* self, uint64_t);
+  static void OnNodePoll(void* self, uint64_t node_poll);
+  // Polls queues [begin, end).
+  void PollQueues(size_t begin, size_t end);
+  // Per-node polls: a switch node and its queues [begin, end).
+  struct NodePoll {
+    int32_t node;
+    size_t begin, end;
+  };
+  void ScheduleNodePoll(size_t i);
 
   Engine* engine_;
+  bool per_node_ = false;
+  std::vector<NodePoll> node_polls_;
   size_t idle_pending_ = 0;
   PfcWatchdogConfig config_;
   PfcQueueControl control_;
