@@ -293,7 +293,7 @@ sim::RunReport MergeReports(const std::vector<sim::RunReport>& reports,
     return a.second[0] + a.second[1] + a.second[2] > b.second[0] + b.second[1] + b.second[2];
   });
   // Flows: each end decided what it saw; the flow's outcome is the earliest
-  // decision. A QP's state is its requester's process's.
+  // decision. A QP's state and DCQCN rates are its requester's process's.
   m.first_error_ns = -1;
   for (size_t i = 0; i < m.flow_table.size(); ++i) {
     sim::FlowReport& row = m.flow_table[i];

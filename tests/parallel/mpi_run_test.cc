@@ -123,6 +123,13 @@ TEST(MpiOutputsTest, LosslessPcapAndTraceFilesForOneToFourProcesses) {
   ExpectSamePcapAndTraceFiles("pfc_incast.yaml", "leaf1-spine0", "leaf0-spine1");
 }
 
+// The PFC watchdog's polls (one event per switch, traced where the switch
+// is simulated) and the deadlock checks (every process runs them; rank 0
+// traces them) leave the merged files as one process writes them.
+TEST(MpiOutputsTest, WatchdogPcapAndTraceFilesForOneToFourProcesses) {
+  ExpectSamePcapAndTraceFiles("pfc_storm.yaml", "leaf0-spine0", "h0");
+}
+
 // A re-route whose link comes back within the run cannot be split (its
 // detour's packets would jump between processes): exit 2 on rank 0,
 // naming the reason; one process runs it. So is any re-route in a
