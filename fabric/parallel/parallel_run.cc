@@ -208,8 +208,7 @@ bool DistributedRun::HandedOff() const {
   // A port this process does not send on sent (or queued, or dropped) a
   // packet: a switch here handed it over by a changed route.
   for (const sim::Port* p : foreign_ports_) {
-    const sim::PortCounters c = p->counters();
-    if (c.port_xmit_packets + c.port_xmit_discards + c.mtu_discards > 0) return true;
+    if (p->send_attempts() > 0) return true;
     if (p->pfc() != nullptr) {
       for (int tc = 0; tc < 8; ++tc) {
         if (p->waiting_bytes(tc) > 0) return true;
