@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "fabric/parallel/pfc_cross.h"
@@ -108,6 +109,8 @@ Status DistributedRun::OnNetwork(sim::Network& net) {
     } else if (!owns_tx && owns_rx) {
       p->set_mirror(true);
     }
+    // A re-route may hand a packet to one of these (HandOff).
+    if (!owns_tx && reroutes_) foreign_ports_.push_back(p);
   }
   return Status::Ok();
 }
@@ -124,11 +127,11 @@ void DistributedRun::NumberFlows(sim::Network& net) {
 Status DistributedRun::AdoptQps(sim::Network& net) {
   NumberFlows(net);
   const int32_t me = comm_->rank();
-  bool reroute = false;
   net.engine().RetainEvents([&](const sim::Event& e) {
-    if (e.handler == sim::kHandlerOf<&sim::Reroute::OnApply>) reroute = true;
     switch (e.kind) {
       case sim::EventKind::kFault:
+        if (KeepReroute(e)) return true;
+        [[fallthrough]];
       case sim::EventKind::kNicPump:
         return e.component < partition_.owner.size() &&
                partition_.Owns(me, static_cast<int32_t>(e.component));
@@ -139,12 +142,11 @@ Status DistributedRun::AdoptQps(sim::Network& net) {
         return true;
     }
   });
-  if (reroute && comm_->size() > 1) {
-    // A collective world's digest is the engine's own (dist_backend.cc),
-    // which would count a re-route once per process.
-    return InvalidArgument(
-        "faults: reroute_via is not supported across processes in a collective run yet (run it "
-        "in one process, or with `fathom sim`)");
+  if (comm_->size() > 1 && !reroute_refusal_.empty()) {
+    // The collective loop (dist_backend.cc) has no hand-off check (Run's
+    // HandOff): only the re-routes that never hand a packet across.
+    return InvalidArgument("faults: reroute_via across processes in a collective run: " +
+                           reroute_refusal_ + " (run it in one process, or with `fathom sim`)");
   }
   // Shipped payloads live until the packet that carries them is freed.
   net.pool().set_on_free_data(&DistributedRun::FreeShippedData, this);
@@ -160,8 +162,10 @@ bool DistributedRun::KeepReroute(const sim::Event& e) {
   }
   // What a partition can follow (parallel_run.h).
   if (e.handler == sim::kHandlerOf<&sim::Reroute::OnRestore>) {
-    if (e.time <=
-            static_cast<uint64_t>(Picoseconds::FromSeconds(spec_->end_time_us() * 1e-6).ps()) &&
+    // A collective run (no end time) runs until its collectives end.
+    if ((spec_->end_time_us() <= 0 ||
+         e.time <=
+             static_cast<uint64_t>(Picoseconds::FromSeconds(spec_->end_time_us() * 1e-6).ps())) &&
         reroute_refusal_.empty()) {
       reroute_refusal_ =
           "the link comes back within the run (duration_us), and packets on the detour would "
@@ -192,13 +196,24 @@ bool DistributedRun::KeepReroute(const sim::Event& e) {
 }
 
 void DistributedRun::DropForeignReroutes(int64_t last_until) {
-  // The foreign events this process ran: a re-route mixes nothing of its
-  // own in, so each one's digest is the bare event's.
+  // The foreign events this process ran (their digests: LocalDigestSum).
   for (const auto& [time, component] : foreign_reroutes_) {
-    if (time > last_until) continue;
-    stats_.digest_sum -= sim::Engine::CanonicalEventDigest(time, sim::EventKind::kFault, component);
-    --stats_.events;
+    if (time <= last_until) --stats_.events;
   }
+}
+
+bool DistributedRun::HandedOff() const {
+  // A port this process does not send on sent (or queued, or dropped) a
+  // packet: a switch here handed it over by a changed route.
+  for (const sim::Port* p : foreign_ports_) {
+    if (p->send_attempts() > 0) return true;
+    if (p->pfc() != nullptr) {
+      for (int tc = 0; tc < 8; ++tc) {
+        if (p->waiting_bytes(tc) > 0) return true;
+      }
+    }
+  }
+  return false;
 }
 
 bool DistributedRun::RelativeVa(const sim::Packet& p, uint64_t* va) const {
@@ -233,7 +248,17 @@ int64_t DistributedRun::NextTime(sim::Engine& engine) const {
 }
 
 uint64_t DistributedRun::LocalDigestSum(const sim::Engine& engine) const {
-  return engine.digest_sum() - SettleDigest(remote_ports_);
+  uint64_t sum = engine.digest_sum() - SettleDigest(remote_ports_);
+  // The re-routes run here for another process's node (KeepReroute): a
+  // re-route mixes nothing of its own in, so each one's digest is the bare
+  // event's. Those up to the last event ran (no partial time: nothing stops
+  // the engine mid-picosecond here).
+  for (const auto& [time, component] : foreign_reroutes_) {
+    if (time <= engine.last_event_time().ps()) {
+      sum -= sim::Engine::CanonicalEventDigest(time, sim::EventKind::kFault, component);
+    }
+  }
+  return sum;
 }
 
 void DistributedRun::ExchangeWindow(sim::Network& net) {
@@ -296,10 +321,9 @@ Status DistributedRun::OnWorkload(sim::Network& net, sim::FlowDriver& driver) {
         return true;
     }
   });
-  if (comm_->size() > 1 && !reroute_refusal_.empty()) {
-    return InvalidArgument("faults: reroute_via across processes: " + reroute_refusal_ +
-                           " (run it in one process)");
-  }
+  // The re-routes a static rule would refuse (reroute_refusal_) run: Run
+  // stops with handoff_refusal() only if a packet is actually handed to a
+  // switch another process simulates.
   return Status::Ok();
 }
 
@@ -496,12 +520,34 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
     std::vector<int64_t> next{NextTime(engine)};
     // With the PFC field's periodic events (they go on while the run
     // does): whether every process has nothing else pending.
-    if (pfc_field_ != nullptr) next.push_back(OnlyPeriodicPending(engine) ? 1 : 0);
+    int idle_at = -1, handoff_at = -1;
+    if (pfc_field_ != nullptr) {
+      idle_at = static_cast<int>(next.size());
+      next.push_back(OnlyPeriodicPending(engine) ? 1 : 0);
+    }
+    // With re-routes, whether any process handed a packet over (HandedOff)
+    // in the last window, as the end of that window (INT64_MAX: none).
+    if (reroutes_) {
+      handoff_at = static_cast<int>(next.size());
+      next.push_back(HandedOff() ? last_until : Picoseconds::Max().ps());
+    }
     comm_->AllMin(&next);
+    if (handoff_at >= 0 && next[handoff_at] != Picoseconds::Max().ps()) {
+      char at[32];
+      std::snprintf(at, sizeof(at), "%.3f", Picoseconds(next[handoff_at] + 1).us());
+      handoff_refusal_ = std::string(
+                             "faults: reroute_via across processes: a packet in flight when the "
+                             "routes changed was handed by a switch to a port of another switch, "
+                             "which another process simulates (in the window ending at ") +
+                         at +
+                         " us; the hand-off is instant, a message between processes would have "
+                         "no lookahead); run it in one process";
+      break;
+    }
     if (AllDecided(driver)) stopped = true;
     stats_.sync_wall_s += std::chrono::duration<double>(Clock::now() - sync_start).count();
     if (stopped || next[0] == Picoseconds::Max().ps() || next[0] > end.ps()) break;
-    if (next.size() > 1 && next[1] == 1) break;  // idle: as if nothing were pending
+    if (idle_at >= 0 && next[idle_at] == 1) break;  // idle: as if nothing were pending
     const int64_t from = next[0] - next[0] % q;
     const int64_t until = std::min(from + q - 1, end.ps());
     engine.Run(Picoseconds(until));

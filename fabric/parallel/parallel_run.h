@@ -16,23 +16,25 @@
 // READ or SEND, drop-tail (lossy) and lossless (PFC) fabrics, ECN/DCQCN, port faults (loss,
 // FEC, corruption, delay, black holes, flaps, link down), host crashes, and
 // collective worlds (AdoptQps; transport/worlds/dist_backend.h), and
-// re-routing (a link_down's reroute_via, in `fathom sim`): every process
-// applies the route change at its virtual time, in its canonical place
-// among that process's events (the routes are every process's copy), and
-// the processes that do not own the fault's node take its event out of
-// their digest and event count, so the merged figures count it once.
-// Lossless classes (PFC) cross (pfc_cross.h), with the PFC watchdog and
+// re-routing (a link_down's reroute_via): every process applies the route
+// change at its virtual time, in its canonical place among that process's
+// events (the routes are every process's copy), and the processes that do
+// not own the fault's node take its event out of their digest and event
+// count, so the merged figures count it once (a collective world's digest
+// too: LocalDigestSum). Lossless classes (PFC) cross (pfc_cross.h), with the PFC watchdog and
 // the deadlock check (OnPfcField). Refused with more than one process
-// (InvalidArgument): the receive model (planned receives), and the
-// re-routes a partition cannot follow. A packet reads its route by hop count, so when
-// routes change under packets in flight, a switch can hand a packet to
-// another switch's port (reroute.h: the route of a packet already past the
-// failed hop, or on the detour when the old route returns): in one process
-// that is an instant move, across processes a message with no lookahead.
-// So across processes every re-route must start at one time, never end
+// (InvalidArgument): the receive model (planned receives). A packet reads its route by hop count,
+// so when routes change under packets in flight, a switch can hand a packet to another switch's
+// port (reroute.h: the route of a packet already past the failed hop, or
+// on the detour when the old route returns, or routed by an earlier
+// re-route): in one process an instant move, across processes a message
+// with no lookahead. `fathom sim` runs every re-route and stops with
+// handoff_refusal() (exit 2) only when a hand-off crosses processes (a
+// port this process does not send on sent: HandedOff, checked after each
+// window); its hand-offs within a process are exact. A collective run has
+// no such check: there every re-route must start at one time, never end
 // within the run, and fail a link down to a switch with the hosts (tier
-// 1), whose packets past the failure have their egress already (a faulted
-// port sends pool packets, routed when sent).
+// 1), whose packets past the failure have their egress already.
 #pragma once
 
 #include <cstdint>
@@ -95,6 +97,10 @@ class DistributedRun final : public sim::RunHooks {
   const Partition& partition() const { return partition_; }
   Picoseconds window() const { return window_; }
   const RunStats& stats() const { return stats_; }
+  // Why Run stopped before the end (empty: it did not): a re-route made a
+  // switch hand a packet to a port another process sends on (HandedOff).
+  // Every process sees the same; the caller reports it (exit 2).
+  const std::string& handoff_refusal() const { return handoff_refusal_; }
 
  private:
   static void Ship(void* ctx, const sim::Port& port, uint64_t w0, uint64_t w1, bool alone);
@@ -144,6 +150,11 @@ class DistributedRun final : public sim::RunHooks {
   // Whether this process has nothing but the PFC field's periodic events
   // pending, no stormed queue, and nothing to ship.
   bool OnlyPeriodicPending(sim::Engine& engine) const;
+  // The ports whose sending node another process owns (with re-routes):
+  // none sends here but by a hand-off a changed route makes (HandedOff).
+  std::vector<const sim::Port*> foreign_ports_;
+  bool HandedOff() const;
+  std::string handoff_refusal_;
 };
 
 }  // namespace fathom::parallel

@@ -260,6 +260,12 @@ class Port {
     }
   }
   bool remote() const { return remote_ != nullptr; }
+  // Frames this port took to send (serialized, or dropped at admission or
+  // over the MTU), without counters()'s walk of the far end's ring: a
+  // distributed run checks that a port it does not simulate took none.
+  uint64_t send_attempts() const {
+    return xmit_packets_ + counters_.port_xmit_discards + counters_.mtu_discards;
+  }
   // A shipped entry: Held words (a compact entry's flow in this process,
   // counted in the pool by the caller; a pool packet's next_out set), or a
   // delayed pool packet arriving at `w0` on its own (`alone`).

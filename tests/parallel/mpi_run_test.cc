@@ -61,7 +61,8 @@ TEST_P(MpiRunTest, SameDigestAndReportForOneToFourProcesses) {
 INSTANTIATE_TEST_SUITE_P(Scenarios, MpiRunTest,
                          testing::Values("permutation.yaml", "incast.yaml", "fault.yaml",
                                          "send.yaml", "reroute.yaml", "pfc_incast.yaml",
-                                         "pfc_storm.yaml"));
+                                         "pfc_storm.yaml", "reroute_restore.yaml",
+                                         "reroute_core.yaml", "reroute_staggered.yaml"));
 
 using fathom::test_util::ReadFile;
 
@@ -130,10 +131,12 @@ TEST(MpiOutputsTest, WatchdogPcapAndTraceFilesForOneToFourProcesses) {
   ExpectSamePcapAndTraceFiles("pfc_storm.yaml", "leaf0-spine0", "h0");
 }
 
-// A re-route whose link comes back within the run cannot be split (its
-// detour's packets would jump between processes): exit 2 on rank 0,
-// naming the reason; one process runs it. So is any re-route in a
-// collective world.
+// A re-route whose link comes back while the detour carries packets: a
+// switch hands a detour packet to the old route's next switch, which
+// another process simulates (no lookahead): exit 2 on rank 0 when it
+// happens, naming the reason; one process runs it. A collective world has
+// no such check: its re-routes that end within the run are refused up
+// front.
 TEST(MpiOutputsTest, RerouteThatEndsWithinTheRunIsExit2) {
   char dir[] = "/tmp/fathom_mpi_reroute_XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
@@ -149,17 +152,19 @@ TEST(MpiOutputsTest, RerouteThatEndsWithinTheRunIsExit2) {
   std::fclose(f);
   test_util::CommandResult r = test_util::RunCommand(Mpirun(2) + kFathom + " sim " + path);
   EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.out.find("reroute_via across processes: the link comes back within the run"),
+  EXPECT_NE(r.out.find("reroute_via across processes: a packet in flight when the routes changed "
+                       "was handed by a switch to a port of another switch"),
             std::string::npos)
       << r.out;
   r = test_util::RunCommand(kFathom + " sim " + path + " --event-order canonical --quiet");
   EXPECT_NE(r.exit_code, 2) << r.out;
-  // A collective world counts its digest on the engine: re-routes there
-  // stay in one process.
+  // A collective world has no hand-off check: a link that comes back is
+  // refused before it runs.
   r = test_util::RunCommand(Mpirun(2) + kFathom + " coll allreduce --backend sim --scenario " +
                             path + " --server none --fabric lossy -b 64K -e 64K -n 1 -w 0");
   EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.out.find("reroute_via is not supported across processes in a collective run"),
+  EXPECT_NE(r.out.find("reroute_via across processes in a collective run: the link comes back "
+                       "within the run"),
             std::string::npos)
       << r.out;
   test_util::RunCommand("rm -rf " + std::string(dir));
@@ -387,6 +392,18 @@ TEST(MpiCollTest, SameCompletionErrorForOneToFourProcesses) {
                                    "-n 1 -w 0 --event-order canonical");
   EXPECT_NE(one.j["report"].get<std::string>().find("IBV_WC_RETRY_EXC_ERR"), std::string::npos)
       << one.j.dump();
+}
+
+// A re-route in a collective world: every process applies it, its owner
+// counts it in the digest (LocalDigestSum). Without reroute_via the ring
+// does not finish; with it, the same rows and digest for 1 to 4 processes.
+TEST(MpiCollTest, RerouteSameRowsAndDigestForOneToFourProcesses) {
+  const std::string args = "allreduce --backend sim --scenario " + kScenarios +
+                           "coll_reroute.yaml --server none --fabric lossy -b 1M -e 1M -n 1 -w 0 "
+                           "--algo ring";
+  ExpectSameCollForOneToFour(args, 0);
+  const CollRun one = Coll("", args + " --event-order canonical");
+  EXPECT_EQ(one.j["status"], "ok") << one.j.dump();
 }
 
 TEST(MpiCollTest, BadLaunchesAreExit2OnRank0) {
