@@ -55,25 +55,44 @@ Status RankCollective::Start(Picoseconds now) {
   wait_version_.assign(plan_.streams.size(), 0);
   memory_free_ = now;
   done_ = false;
+  unfinished_ = 0;
+  for (uint64_t n : size_) unfinished_ += n > 0 ? 1 : 0;
+  // Up to 64 streams (every plan but the widest), the communicator tracks
+  // which may run (Communicator::AddWaiter); past that, every pass checks
+  // every stream.
+  masked_ = plan_.streams.size() <= 64;
+  comm_->ClearWaiters();
+  comm_->SetRunnable(
+      masked_
+          ? (plan_.streams.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << plan_.streams.size()) - 1)
+          : 0);
   bool progressed = false;
   return Advance(now, &progressed);
 }
 
 Status RankCollective::Advance(Picoseconds now, bool* progressed) {
   *progressed = false;
+  // Nothing this rank waits on changed: every stream is done or would be
+  // skipped (TryStream), so the pass would run nothing. At 1024 ranks most
+  // completions (a send's) touch no connection a stream waits on.
+  if (masked_ && comm_->runnable() == 0) {
+    done_ = unfinished_ == 0;
+    return Status::Ok();
+  }
   // Passes until nothing more runs: a tree root's down stream waits on its
-  // up stream, so one stream's step can unblock an earlier one.
+  // up stream, so one stream's step can unblock an earlier one. A stream
+  // not runnable (masked_) is one TryStream would skip.
   while (true) {
     bool any = false;
-    bool all_done = true;
     for (size_t si = 0; si < plan_.streams.size(); ++si) {
+      if (masked_ && ((comm_->runnable() >> si) & 1) == 0) continue;
       bool ran = true;
       while (ran) {
         FATHOM_RETURN_IF_ERROR(TryStream(si, now, &ran));
         any = any || ran;
       }
-      if (next_[si] < size_[si]) all_done = false;
     }
+    const bool all_done = unfinished_ == 0;
     *progressed = *progressed || any;
     done_ = all_done;
     if (all_done || !any) return Status::Ok();
@@ -82,7 +101,10 @@ Status RankCollective::Advance(Picoseconds now, bool* progressed) {
 
 Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
   *ran = false;
-  if (next_[si] >= size_[si]) return Status::Ok();
+  if (next_[si] >= size_[si]) {
+    if (masked_) comm_->ClearRunnable(static_cast<int>(si));
+    return Status::Ok();
+  }
   // Blocked on a connection that has not changed since: it still blocks.
   if (wait_conn_[si] >= 0 &&
       comm_->version(static_cast<size_t>(wait_conn_[si])) == wait_version_[si]) {
@@ -248,7 +270,7 @@ Status RankCollective::FinishStep(size_t si, Conn* const recv[kMaxPeers],
   }
   stream_clock_[si] = now;
   block_[si] = Block::kNone;
-  ++next_[si];
+  if (++next_[si] == size_[si]) --unfinished_;
   current_[si].valid = false;
   return Status::Ok();
 }
@@ -256,6 +278,10 @@ Status RankCollective::FinishStep(size_t si, Conn* const recv[kMaxPeers],
 void RankCollective::Wait(size_t si, size_t conn) {
   wait_conn_[si] = static_cast<int64_t>(conn);
   wait_version_[si] = comm_->version(conn);
+  if (masked_) {
+    comm_->AddWaiter(conn, static_cast<int>(si));
+    comm_->ClearRunnable(static_cast<int>(si));
+  }
 }
 
 Picoseconds RankCollective::next_wake() const {

@@ -98,6 +98,9 @@ class RankCollective {
   // the streams' reductions share its bandwidth, one after another).
   Picoseconds memory_free_;
   bool done_ = false;
+  size_t unfinished_ = 0;  // streams with steps left
+  bool masked_ = false;    // the communicator tracks runnable streams
+  // (Communicator::AddWaiter; at most 64 streams)
 };
 
 }  // namespace fathom::transport::coll

@@ -115,10 +115,15 @@ class ServerFabric {
   // Runs fn at `at` on the engine (the rare paths: PXN relays, PCIe
   // bounces).
   void At(Picoseconds at, std::function<void()> fn);
-  // Delivers `wr` of NVLink QP (rank, qpn) at `at`, if the QP still exists:
-  // one engine event per transfer, its record in a reused slot (no
-  // allocation or hashing per transfer: a 1024-GPU allreduce makes millions).
-  void DeliverAt(Picoseconds at, int rank, uint32_t qpn, const SendWr& wr);
+  // Delivers `wr` of NVLink QP `qp` at `at`, if the QP still exists: one
+  // engine event per transfer, its record in a reused slot (no allocation
+  // or hashing per transfer: a 1024-GPU allreduce makes millions). The
+  // event's object is the record, which the engine fetches a few events
+  // ahead; the record points at the QP (QP numbers are never reused, and a
+  // QP destroyed with deliveries in flight clears their records).
+  void DeliverAt(Picoseconds at, NvlinkQp* qp, const SendWr& wr);
+  // The QP is going away: its deliveries in flight are dropped.
+  void DropDeliveries(NvlinkQp* qp);
   emulated::EmulatedFabric& nic_fabric() { return *nic_fabric_; }
   uint32_t NextQpn() { return next_qpn_++; }
   void AddQp(int rank, uint32_t qpn, NvlinkQp* qp);
@@ -138,7 +143,7 @@ class ServerFabric {
 
  private:
   static void Fire(void* obj, uint64_t id);
-  static void FireDelivery(void* obj, uint64_t slot);
+  static void FireDelivery(void* obj, uint64_t unused);
   // NVLink and PXN QPs by QP number (NextQpn hands them out densely from
   // kFirstQpn, across the fabric), with the rank that owns each.
   static constexpr uint32_t kFirstQpn = 0x800000;  // above the NIC's
@@ -157,9 +162,10 @@ class ServerFabric {
     const QpSlot& s = qp_slots_[qpn - kFirstQpn];
     return s.rank == rank ? &s : nullptr;
   }
-  struct Delivery {
-    int rank = -1;
-    uint32_t qpn = 0;
+  // Two cache lines, aligned: the engine fetches both ahead of the event.
+  struct alignas(64) Delivery {
+    ServerFabric* fabric = nullptr;
+    NvlinkQp* qp = nullptr;  // null: dropped (the QP was destroyed)
     SendWr wr;
   };
   static uint64_t Key(int rank, uint32_t v) {
@@ -176,8 +182,8 @@ class ServerFabric {
   std::vector<Picoseconds> pcie_up_free_, pcie_down_free_;
   int32_t switches_per_server_ = 1;
   std::vector<QpSlot> qp_slots_;
-  std::vector<Delivery> deliveries_;                  // in flight, by slot
-  std::vector<uint32_t> free_deliveries_;             // slots to reuse
+  std::deque<Delivery> deliveries_;                   // stable addresses
+  std::vector<Delivery*> free_deliveries_;            // records to reuse
   std::vector<int32_t> rank_of_gpu_;                  // -1: no rank on that GPU
   std::vector<std::unique_ptr<Device>> nic_devices_;  // by rank, opened on demand
   std::unordered_map<uint64_t, Region> regions_;
