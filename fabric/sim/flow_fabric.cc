@@ -7,6 +7,8 @@ namespace fathom::sim {
 
 StatusOr<std::unique_ptr<FlowFabric>> FlowFabric::Attach(Network* network,
                                                          const NetworkConfig& config) {
+  // A QP's route (QpFlow::path) starts at its NIC's port: a route the
+  // Network cannot fix (longer than kPathMax links) would be empty.
   if (!config.fixed_paths) {
     return FailedPrecondition(
         "flow model: needs each QP's fixed route (network fixed_paths on); it is off");

@@ -52,12 +52,18 @@ void Nic::FlowActivate(Qp& qp) {
     FailFront(qp, WcStatus::kLocProtErr);
     return;
   }
-  // The route: the NIC's port, then the QP's fixed route (QpFlow::path).
+  // The route: the QP's fixed route (QpFlow::path, from the NIC's own port
+  // on).
   int32_t links[FlowModel::kMaxLinks];
   size_t n = 0;
-  links[n++] = flow_->LinkOf(port_);
   for (size_t i = 0; i < kPathMax && qp.flow.path[i] != nullptr; ++i) {
     links[n++] = flow_->LinkOf(qp.flow.path[i]);
+  }
+  if (n == 0) {
+    // No route (a disconnected pair): the packets would be dropped until the
+    // retries ran out.
+    FailFront(qp, WcStatus::kRetryExcErr);
+    return;
   }
   uint32_t last_wire = 0;
   const uint64_t bytes = MessageWireBytes(
@@ -86,17 +92,15 @@ void Nic::OnFlowSent(void* nic, uint64_t qpn) {
   // Forward: the last packet crosses every link's propagation delay, and is
   // stored and forwarded (serialized again) at every hop after the first
   // (its first serialization ends the flow), as Port does.
-  Picoseconds forward = self->port_->config().latency;
+  Picoseconds forward;
   for (size_t i = 0; i < kPathMax && qp->flow.path[i] != nullptr; ++i) {
     const PortConfig& c = qp->flow.path[i]->config();
-    forward += c.latency + c.rate.SerializationTime(last_wire);
+    forward += c.latency + (i > 0 ? c.rate.SerializationTime(last_wire) : Picoseconds());
   }
   // Back: the ACK (no payload) on the peer QP's own route.
   Picoseconds back;
   if (peer != nullptr) {
     const uint32_t ack_wire = FrameWireBytes(Opcode::kAcknowledge, 0, self->ipv6_);
-    const PortConfig& c0 = dst->port_->config();
-    back = c0.latency + c0.rate.SerializationTime(ack_wire);
     for (size_t i = 0; i < kPathMax && peer->flow.path[i] != nullptr; ++i) {
       const PortConfig& c = peer->flow.path[i]->config();
       back += c.latency + c.rate.SerializationTime(ack_wire);
