@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <functional>
+#include <utility>
 
 namespace fathom::sim {
 namespace {
@@ -126,37 +128,57 @@ void FlowModel::Recompute(std::span<const int32_t> seeds) {
     f.last_ps = now;
     f.fixed = false;
   }
-  for (int32_t l : comp_links_) {
-    Link& link = links_[static_cast<size_t>(l)];
+  for (uint32_t i = 0; i < comp_links_.size(); ++i) {
+    Link& link = links_[static_cast<size_t>(comp_links_[i])];
+    link.place = i;
+    link.dirty = false;
     link.left = link.capacity;
     link.unfixed = static_cast<int32_t>(link.flows.size());
   }
   // Progressive filling: the link with the least fair share left fixes the
-  // rate of every flow still unfixed on it; repeat.
-  size_t unfixed_flows = comp_flows_.size();
-  while (unfixed_flows > 0) {
-    Link* best = nullptr;
-    double share = 0;
-    for (int32_t l : comp_links_) {
-      Link& link = links_[static_cast<size_t>(l)];
-      if (link.unfixed == 0) continue;
-      const double s = std::max(0.0, link.left) / link.unfixed;
-      if (best == nullptr || s < share) {
-        best = &link;
-        share = s;
-      }
-    }
-    if (best == nullptr) break;
-    for (int32_t id : best->flows) {
+  // rate of every flow still unfixed on it; repeat. The links wait in a
+  // min-heap by (share, place in the component); an entry whose link's
+  // share has changed since is stale and skipped (the change pushed a new
+  // one), so each step costs a log, not a scan of the component.
+  using Entry = std::pair<double, uint32_t>;  // share, index into comp_links_
+  std::vector<Entry>& heap = heap_;
+  heap.clear();
+  auto share_of = [](const Link& link) { return std::max(0.0, link.left) / link.unfixed; };
+  for (uint32_t i = 0; i < comp_links_.size(); ++i) {
+    const Link& link = links_[static_cast<size_t>(comp_links_[i])];
+    if (link.unfixed > 0) heap.emplace_back(share_of(link), i);
+  }
+  std::make_heap(heap.begin(), heap.end(), std::greater<>());
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    const Entry top = heap.back();
+    heap.pop_back();
+    Link& best = links_[static_cast<size_t>(comp_links_[top.second])];
+    if (best.unfixed == 0 || share_of(best) != top.first) continue;  // stale
+    const double share = top.first;
+    for (int32_t id : best.flows) {
       Flow& f = flows_[static_cast<size_t>(id)];
       if (f.fixed) continue;
       f.fixed = true;
-      --unfixed_flows;
       f.fixed_rate = share;
       for (size_t k = 0; k < f.nlinks; ++k) {
         Link& link = links_[static_cast<size_t>(f.links[k])];
         link.left -= share;
         --link.unfixed;
+        link.dirty = true;
+      }
+    }
+    // The links those flows crossed have new shares.
+    for (int32_t id : best.flows) {
+      const Flow& f = flows_[static_cast<size_t>(id)];
+      for (size_t k = 0; k < f.nlinks; ++k) {
+        Link& link = links_[static_cast<size_t>(f.links[k])];
+        if (!link.dirty) continue;
+        link.dirty = false;
+        if (link.unfixed > 0) {
+          heap.emplace_back(share_of(link), link.place);
+          std::push_heap(heap.begin(), heap.end(), std::greater<>());
+        }
       }
     }
   }

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "base/units.h"
@@ -66,6 +67,8 @@ class FlowModel {
     // Progressive filling's scratch.
     double left = 0;
     int32_t unfixed = 0;
+    uint32_t place = 0;  // index in the component's links
+    bool dirty = false;
   };
   struct Flow {
     int32_t links[kMaxLinks];
@@ -94,6 +97,7 @@ class FlowModel {
   size_t running_ = 0;
   uint64_t epoch_ = 0;
   std::vector<int32_t> comp_links_, comp_flows_;  // scratch
+  std::vector<std::pair<double, uint32_t>> heap_;
   Stats stats_;
 };
 
