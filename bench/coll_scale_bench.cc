@@ -5,7 +5,7 @@
 // the staging each rank reserves and keeps and its buffers; asserts
 // nothing.
 //
-// Usage: coll_scale_bench [BYTES] [PRESET] [RANKS] [ALGO] [SERVER] [FABRIC] [DATA]
+// Usage: coll_scale_bench [BYTES] [PRESET] [RANKS] [ALGO] [SERVER] [FABRIC] [DATA] [MODEL]
 //   BYTES   per rank (default 1073741824, 1 GiB)
 //   PRESET  topology preset (default large: 1024 GPUs on a k=16 fat-tree)
 //   RANKS   0 = every GPU of the preset (default 0)
@@ -17,6 +17,8 @@
 //   DATA    modelled (timing only: no bytes move, nothing is checked) or data
 //           (nccl-tests' buffers on every rank, moved and checked)
 //           (default modelled)
+//   MODEL   packet|flow: the NICs packetize (default), or move each message
+//           as one max-min fair flow (fabric/sim/flow_fabric.h, docs/FLOW.md)
 //
 // Why modelled by default: nccl-tests on 1024 GPUs gives each GPU its own
 // send and receive buffers in its own HBM; one process holding all of them
@@ -76,10 +78,12 @@ int main(int argc, char** argv) {
   const std::string server = argc > 5 ? argv[5] : "h100";
   const std::string fabric = argc > 6 ? argv[6] : "lossless";
   const bool data = argc > 7 && std::string(argv[7]) == "data";
+  const std::string model = argc > 8 ? argv[8] : "packet";
   auto algorithm = ParseAlgorithm(algo);
   if (!algorithm.ok() || algorithm.value() == Algorithm::kAuto ||
-      (fabric != "lossy" && fabric != "lossless")) {
-    std::fprintf(stderr, "coll_scale_bench: ALGO ring|tree, FABRIC lossy|lossless\n");
+      (fabric != "lossy" && fabric != "lossless") || (model != "packet" && model != "flow")) {
+    std::fprintf(stderr,
+                 "coll_scale_bench: ALGO ring|tree, FABRIC lossy|lossless, MODEL packet|flow\n");
     return 2;
   }
   const Usage u0 = Now();
@@ -105,6 +109,7 @@ int main(int argc, char** argv) {
     opt.network.qos = sim::LosslessRoceQos();
     opt.comm.qp.traffic_class = sim::kLosslessRoceTrafficClass;
   }
+  opt.network.flow_model = model == "flow";
   auto world_or = SimWorld::Create(std::move(topology).value(), opt);
   if (!world_or.ok()) {
     std::fprintf(stderr, "coll_scale_bench: %s\n", world_or.status().ToString().c_str());
@@ -148,9 +153,9 @@ int main(int argc, char** argv) {
   const Measurement m = Measure(CollKind::kAllReduce, n, bytes, virt_us, -1);
   std::printf(
       "coll_scale_bench: %s allreduce of %llu B per rank, %d ranks on %s, server %s, %s, "
-      "channels %d: status %s\n",
+      "channels %d, %s model: status %s\n",
       algo.c_str(), static_cast<unsigned long long>(bytes), n, world.topology().name().c_str(),
-      server.c_str(), fabric.c_str(), world.comm_options().channels,
+      server.c_str(), fabric.c_str(), world.comm_options().channels, model.c_str(),
       res.status.ok() ? "ok" : res.status.ToString().c_str());
   if (data) {
     std::printf("  real data: every rank's buffers in this process and moved; #wrong %lld\n",

@@ -147,6 +147,9 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
   } else if (o.event_order == "schedule" && procs > 1) {
     refusal = "--event-order schedule: the schedule order needs one process (" +
               std::to_string(procs) + " were started): use canonical";
+  } else if (p.flow_model && procs > 1) {
+    refusal = "--fabric-model flow: runs in one process (" + std::to_string(procs) +
+              " were started); a flow-level run of 8,192 ranks fits one";
   } else if (procs > 1 && o.op == "train") {
     refusal = "train: training loops are not supported across processes yet (one process)";
   } else if (o.event_order == "canonical" && o.op == "train") {
@@ -240,6 +243,20 @@ int RunSimOn(const CollOptions& o, const CollParsed& p, parallel::Comm* comm) {
   }
   if (p.timeout_s > 0) wopt.watchdog = Picoseconds::FromSeconds(p.timeout_s);
   wopt.verbs_faults = p.verbs_faults;
+  if (p.flow_model) {
+    wopt.network.flow_model = true;
+    if (scenario && (scenario->spec.faults_size() > 0 || scenario->spec.verbs_faults_size() > 0)) {
+      return usage(InvalidArgument("--fabric-model flow: the scenario " + o.scenario +
+                                   " has faults, which the flow model does not model; use "
+                                   "--fabric-model packet"));
+    }
+    if (lossless) {
+      std::fprintf(stderr,
+                   "fathom coll: note: --fabric-model flow: flows lose nothing and share links "
+                   "max-min fairly; the lossless class's PFC pauses, ECN marks and DCQCN rates "
+                   "are not modelled (docs/FLOW.md)\n");
+    }
+  }
   // The server tier (--server): GPUs behind their NICs, NVLink inside; one
   // channel per NIC unless --channels says otherwise.
   auto server = ServerFromFlags(o, o.scenario.empty() ? o.topology : "");
@@ -674,6 +691,11 @@ FATHOM_REGISTER_COMMAND(
                           "canonical (time, kind, component; the order a run split across MPI "
                           "processes takes, mpirun -np N fathom coll ... --backend sim, which "
                           "prints its trace digest; docs/PARALLEL.md)");
+          sub->add_option("--fabric-model", o->fabric_model,
+                          "sim: packet (default: every packet through ports and switches) or "
+                          "flow (each message one flow on its QP's route, links shared max-min "
+                          "fairly, lossless; no faults, PFC/ECN/DCQCN dynamics or MPI; for "
+                          "thousands of ranks, docs/FLOW.md)");
           sub->add_flag("--json", o->json, "print one JSON object");
           sub->add_option("--trace", o->trace,
                           "write a Chrome trace / Perfetto JSON of every rank's steps (verbs: "

@@ -187,6 +187,29 @@ StatusOr<CollParsed> ParseCollFlags(const CollOptions& o, std::vector<std::strin
     return InvalidArgument("--fabric '" + o.fabric + "': expected lossy or lossless");
   }
   p.lossless = o.fabric == "lossless";
+  if (o.fabric_model != "packet" && o.fabric_model != "flow") {
+    return InvalidArgument("--fabric-model '" + o.fabric_model + "': expected packet or flow");
+  }
+  p.flow_model = o.fabric_model == "flow";
+  if (p.flow_model) {
+    // What the flow model does not model (docs/FLOW.md).
+    if (o.backend != "sim") {
+      return InvalidArgument(
+          "--fabric-model flow: only with --backend sim (it is a model of the "
+          "simulated fabric), not --backend " +
+          o.backend);
+    }
+    if (!o.verbs_faults.empty()) {
+      return InvalidArgument(
+          "--fabric-model flow: faults are not modelled (--verbs-fault); use "
+          "--fabric-model packet");
+    }
+    if (o.event_order == "canonical") {
+      return InvalidArgument(
+          "--fabric-model flow: runs in one process (canonical event order, "
+          "MPI): not with --event-order canonical");
+    }
+  }
   if (o.given.count("--host-mem-gbs") > 0 && !(o.host_mem_gbs >= 0)) {
     return InvalidArgument("--host-mem-gbs " + std::to_string(o.host_mem_gbs) +
                            ": expected >= 0 (GB/s; 0 = reductions take no time)");

@@ -89,6 +89,8 @@ struct CollOptions {
   // sim: --event-order schedule (default, one process) or canonical (the
   // order a run split across MPI processes takes; issue 30).
   std::string event_order;
+  // sim: packet (default) or flow (fabric/sim/flow_fabric.h, docs/FLOW.md).
+  std::string fabric_model = "packet";
   // NCCL's several QPs per connection (transport/collectives/multi_qp.h):
   // --qps-per-connection N (1..128; default NCCL_IB_QPS_PER_CONNECTION, else
   // 1) and --split-data-on-qps 0|1 (default NCCL_IB_SPLIT_DATA_ON_QPS, else
@@ -111,6 +113,7 @@ struct CollParsed {
   double timeout_s = -1;
   transport::worlds::CollProfile profile;                   // --profile
   bool lossless = false;                                    // --fabric lossless
+  bool flow_model = false;                                  // --fabric-model flow
   double host_reduce_bytes_per_s = 0;                       // --host-mem-gbs, else the profile's
   std::vector<transport::faulty::VerbsFault> verbs_faults;  // every --verbs-fault, in order
 };

@@ -34,6 +34,9 @@ struct NetworkConfig {
   // Traffic classes: DSCP -> priority, lossless (PFC) classes and their
   // thresholds (pfc.h). Default: every class lossy drop-tail.
   QosConfig qos;
+  // The transfer model (flow_fabric.h, docs/FLOW.md): false, packets (the
+  // default); true, each message is one max-min fair flow on its route.
+  bool flow_model = false;
 };
 
 }  // namespace fathom::sim

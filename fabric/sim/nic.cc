@@ -328,6 +328,11 @@ Status Nic::PostSend(uint32_t qpn, const SendWr& wr) {
     return InvalidArgument("ibv_post_send qpn=" + Hex(qpn) +
                            ": atomics need an 8-byte SGE and an 8-byte aligned remote_addr");
   }
+  if (flow_mode_ && (atomic || wr.opcode == WrOpcode::kRdmaRead)) [[unlikely]] {
+    return InvalidArgument("ibv_post_send qpn=" + Hex(qpn) +
+                           ": RDMA READ and atomics are not modelled by the flow model "
+                           "(network model flow); use the packet model");
+  }
   if (timed_) {
     // The WR reaches the NIC after the doorbell, the WQE fetch and the first
     // payload read; WRs keep their order.
@@ -488,6 +493,10 @@ void Nic::EnterError(Qp& qp) {
 }
 
 void Nic::Activate(Qp& qp) {
+  if (flow_mode_) [[unlikely]] {
+    FlowActivate(qp);
+    return;
+  }
   if (!qp.active) {
     qp.active = true;
     active_.push_back(&qp);

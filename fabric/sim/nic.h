@@ -35,6 +35,8 @@ namespace fathom::sim {
 // A rxe-like first QPN (QPNs 0 and 1 are special in IB).
 inline constexpr uint32_t kFirstQpn = 0x11;
 
+class FlowFabric;  // flow_fabric.h
+
 class Nic {
  public:
   Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node,
@@ -138,6 +140,14 @@ class Nic {
   // cnp_seen when DCQCN is off or no CNP reached the QP.
   StatusOr<DcqcnRateStats> GetQpDcqcnStats(uint32_t qpn) const;
 
+  // The flow-level model (NetworkConfig::flow_model, flow_fabric.h): each
+  // SEND/WRITE at the head of a QP's send queue moves as one flow instead
+  // of packets (nic_flow.cc). Set once, before any QP connects.
+  void set_flow_fabric(FlowFabric* fabric) {
+    flow_ = fabric;
+    flow_mode_ = fabric != nullptr;
+  }
+
  private:
   struct SendWqe {
     SendWr wr;
@@ -235,6 +245,7 @@ class Nic {
     int64_t regular_timeout_ps = 0;
     uint8_t adp_steps = 0;
     uint8_t adp_step = 0;
+    bool flow_busy = false;      // flow model: a message of this QP is in flight
     Ring<AtomicResult> atomics;  // for duplicate atomic requests
     QpCounters counters;         // but sent_pkts, rcvd_pkts
     // What the QP's packets point at (their addressing and route): only
@@ -398,6 +409,16 @@ class Nic {
   static void OnDelayed(void* nic, uint64_t which);
   void ScheduleDelayed(uint64_t which, int64_t at_ps);
 
+  // The flow model (nic_flow.cc): the QP's next message starts as a flow;
+  // its last byte left (FlowModel's callback); the receiver places it
+  // (returns the status the requester sees, or kRnrRetryExcErr for an RNR
+  // NAK to retry); the requester's ACK.
+  friend class FlowFabric;
+  void FlowActivate(Qp& qp);
+  static void OnFlowSent(void* nic, uint64_t qpn);
+  WcStatus FlowReceive(uint32_t qpn, const SendWr& wr, uint32_t npkts, uint32_t end_psn, bool* rnr);
+  void FlowAcked(uint32_t qpn, uint32_t end_psn, WcStatus status);
+
   // Responder (responder.cc).
   void OnRequest(Qp& qp, Packet* p);
   void ExecuteRequest(Qp& qp, const Packet& p);
@@ -434,7 +455,8 @@ class Nic {
   // The profile retransmits otherwise than the IBTA timer alone
   // (RestartAckTimer's branch; in the padding before control_tail_).
   bool retrans_profile_ = false;
-  bool dcqcn_ = false;  // NetworkConfig::dcqcn.enabled: pacing and CNPs
+  bool dcqcn_ = false;      // NetworkConfig::dcqcn.enabled: pacing and CNPs
+  bool flow_mode_ = false;  // flow_ is set (Activate's branch; in the padding)
   Packet* control_tail_ = nullptr;
   DropStats* drops_;
   std::vector<MemoryRegion> mrs_;  // index = key - 1
@@ -462,6 +484,7 @@ class Nic {
   };
   std::deque<DelayedPost> delayed_posts_;
   std::deque<DelayedCompletion> delayed_completions_;
+  FlowFabric* flow_ = nullptr;
   PathFn path_fn_ = nullptr;
   void* path_ctx_ = nullptr;
   // QPs by index (qpn - kFirstQpn), never moved: the first kQpChunk in the

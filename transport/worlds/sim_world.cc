@@ -269,6 +269,17 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
   if (options.canonical_order) w->engine_->set_canonical_order(true);
   w->network_ =
       std::make_unique<sim::Network>(w->engine_.get(), w->topology_.get(), options.network);
+  if (options.network.flow_model) {
+    // What the flow model does not model is refused (docs/FLOW.md).
+    if (!options.verbs_faults.empty()) {
+      return InvalidArgument("SimWorld: the flow model (fabric model flow) does not model faults");
+    }
+    if (options.canonical_order) {
+      return InvalidArgument(
+          "SimWorld: the flow model (fabric model flow) runs in one process only");
+    }
+    FATHOM_ASSIGN_OR_RETURN(w->flow_, sim::FlowFabric::Attach(w->network_.get(), options.network));
+  }
   emulated::EmulatedOptions eopt = options.emulated;
   eopt.hosts = placement;
   const int n = static_cast<int>(placement.size());

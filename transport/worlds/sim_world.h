@@ -16,6 +16,7 @@
 #include "fabric/scenario/fault_attach.h"
 #include "fabric/scenario/scenario.h"
 #include "fabric/sim/engine.h"
+#include "fabric/sim/flow_fabric.h"
 #include "fabric/sim/network.h"
 #include "topologies/server.h"
 #include "topologies/topology.h"
@@ -161,6 +162,9 @@ class SimWorld {
   std::unique_ptr<topo::Topology> topology_;
   std::unique_ptr<sim::Engine> engine_;
   std::unique_ptr<sim::Network> network_;
+  // The flow model (options.network.flow_model; fabric/sim/flow_fabric.h),
+  // destroyed before the network.
+  std::unique_ptr<sim::FlowFabric> flow_;
   std::unique_ptr<emulated::EmulatedFabric> fabric_;
   std::unique_ptr<intranode::ServerFabric> server_;  // after fabric_: destroyed first
   std::vector<std::unique_ptr<Device>> devices_;

@@ -1,0 +1,197 @@
+// FlowModel: max-min fair sharing by progressive filling over the component
+// a start or finish touches (flow_model.h).
+#include "fabric/sim/flow_model.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <functional>
+#include <utility>
+
+namespace fathom::sim {
+namespace {
+
+// Bits per second -> bytes per picosecond.
+double BytesPerPs(double bps) { return bps / 8e12; }
+
+}  // namespace
+
+int32_t FlowModel::AddLink(BitsPerSecond rate) {
+  assert(rate.bps() > 0);
+  Link l;
+  l.capacity = BytesPerPs(static_cast<double>(rate.bps()));
+  links_.push_back(std::move(l));
+  return static_cast<int32_t>(links_.size() - 1);
+}
+
+int32_t FlowModel::Start(std::span<const int32_t> links, uint64_t bytes, DoneFn done, void* ctx,
+                         uint64_t tag) {
+  assert(links.size() <= kMaxLinks);
+  int32_t id;
+  if (!free_.empty()) {
+    id = free_.back();
+    free_.pop_back();
+  } else {
+    id = static_cast<int32_t>(flows_.size());
+    flows_.emplace_back();
+  }
+  Flow& f = flows_[static_cast<size_t>(id)];
+  f.nlinks = static_cast<uint8_t>(links.size());
+  for (size_t i = 0; i < links.size(); ++i) f.links[i] = links[i];
+  f.running = true;
+  f.remaining = static_cast<double>(bytes);
+  f.rate = 0;
+  f.last_ps = engine_->Now().ps();
+  f.done = done;
+  f.ctx = ctx;
+  f.tag = tag;
+  ++running_;
+  ++stats_.flows;
+  if (links.empty()) {
+    ++f.gen;
+    engine_->Schedule<&FlowModel::OnFinish>(engine_->Now(), EventKind::kUser,
+                                            static_cast<uint32_t>(id), this,
+                                            (uint64_t{static_cast<uint32_t>(id)} << 32) | f.gen);
+    return id;
+  }
+  for (int32_t l : links) links_[static_cast<size_t>(l)].flows.push_back(id);
+  Recompute(links);
+  return id;
+}
+
+double FlowModel::RateBps(int32_t flow) const {
+  if (flow < 0 || static_cast<size_t>(flow) >= flows_.size()) return 0;
+  const Flow& f = flows_[static_cast<size_t>(flow)];
+  return f.running ? f.rate * 8e12 : 0;
+}
+
+void FlowModel::OnFinish(void* model, uint64_t arg) {
+  FlowModel* self = static_cast<FlowModel*>(model);
+  const int32_t id = static_cast<int32_t>(arg >> 32);
+  Flow& f = self->flows_[static_cast<size_t>(id)];
+  if (!f.running || f.gen != static_cast<uint32_t>(arg)) return;  // superseded
+  f.running = false;
+  --self->running_;
+  int32_t links[kMaxLinks];
+  const size_t n = f.nlinks;
+  for (size_t i = 0; i < n; ++i) {
+    links[i] = f.links[i];
+    std::vector<int32_t>& on = self->links_[static_cast<size_t>(links[i])].flows;
+    on.erase(std::find(on.begin(), on.end(), id));
+  }
+  const DoneFn done = f.done;
+  void* ctx = f.ctx;
+  const uint64_t tag = f.tag;
+  self->free_.push_back(id);
+  // The flows that shared a link with it speed up now, before the callback
+  // starts anything new.
+  if (n > 0) self->Recompute(std::span<const int32_t>(links, n));
+  done(ctx, tag);
+}
+
+void FlowModel::Recompute(std::span<const int32_t> seeds) {
+  const int64_t now = engine_->Now().ps();
+  const uint64_t mark = ++epoch_;
+  comp_links_.clear();
+  comp_flows_.clear();
+  // The component: links and flows reachable through shared links, in a
+  // deterministic (breadth-first, insertion) order.
+  for (int32_t l : seeds) {
+    Link& link = links_[static_cast<size_t>(l)];
+    if (link.mark != mark) {
+      link.mark = mark;
+      comp_links_.push_back(l);
+    }
+  }
+  for (size_t i = 0; i < comp_links_.size(); ++i) {
+    for (int32_t id : links_[static_cast<size_t>(comp_links_[i])].flows) {
+      Flow& f = flows_[static_cast<size_t>(id)];
+      if (f.mark == mark) continue;
+      f.mark = mark;
+      comp_flows_.push_back(id);
+      for (size_t k = 0; k < f.nlinks; ++k) {
+        Link& link = links_[static_cast<size_t>(f.links[k])];
+        if (link.mark != mark) {
+          link.mark = mark;
+          comp_links_.push_back(f.links[k]);
+        }
+      }
+    }
+  }
+  ++stats_.recomputes;
+  stats_.component_flows += comp_flows_.size();
+  stats_.largest_component = std::max<uint64_t>(stats_.largest_component, comp_flows_.size());
+  // Bytes sent so far at the old rates.
+  for (int32_t id : comp_flows_) {
+    Flow& f = flows_[static_cast<size_t>(id)];
+    f.remaining = std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.last_ps));
+    f.last_ps = now;
+    f.fixed = false;
+  }
+  for (uint32_t i = 0; i < comp_links_.size(); ++i) {
+    Link& link = links_[static_cast<size_t>(comp_links_[i])];
+    link.place = i;
+    link.dirty = false;
+    link.left = link.capacity;
+    link.unfixed = static_cast<int32_t>(link.flows.size());
+  }
+  // Progressive filling: the link with the least fair share left fixes the
+  // rate of every flow still unfixed on it; repeat. The links wait in a
+  // min-heap by (share, place in the component); an entry whose link's
+  // share has changed since is stale and skipped (the change pushed a new
+  // one), so each step costs a log, not a scan of the component.
+  using Entry = std::pair<double, uint32_t>;  // share, index into comp_links_
+  std::vector<Entry>& heap = heap_;
+  heap.clear();
+  auto share_of = [](const Link& link) { return std::max(0.0, link.left) / link.unfixed; };
+  for (uint32_t i = 0; i < comp_links_.size(); ++i) {
+    const Link& link = links_[static_cast<size_t>(comp_links_[i])];
+    if (link.unfixed > 0) heap.emplace_back(share_of(link), i);
+  }
+  std::make_heap(heap.begin(), heap.end(), std::greater<>());
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    const Entry top = heap.back();
+    heap.pop_back();
+    Link& best = links_[static_cast<size_t>(comp_links_[top.second])];
+    if (best.unfixed == 0 || share_of(best) != top.first) continue;  // stale
+    const double share = top.first;
+    for (int32_t id : best.flows) {
+      Flow& f = flows_[static_cast<size_t>(id)];
+      if (f.fixed) continue;
+      f.fixed = true;
+      f.fixed_rate = share;
+      for (size_t k = 0; k < f.nlinks; ++k) {
+        Link& link = links_[static_cast<size_t>(f.links[k])];
+        link.left -= share;
+        --link.unfixed;
+        link.dirty = true;
+      }
+    }
+    // The links those flows crossed have new shares.
+    for (int32_t id : best.flows) {
+      const Flow& f = flows_[static_cast<size_t>(id)];
+      for (size_t k = 0; k < f.nlinks; ++k) {
+        Link& link = links_[static_cast<size_t>(f.links[k])];
+        if (!link.dirty) continue;
+        link.dirty = false;
+        if (link.unfixed > 0) {
+          heap.emplace_back(share_of(link), link.place);
+          std::push_heap(heap.begin(), heap.end(), std::greater<>());
+        }
+      }
+    }
+  }
+  for (int32_t id : comp_flows_) {
+    Flow& f = flows_[static_cast<size_t>(id)];
+    if (f.fixed_rate == f.rate) continue;  // its finish event stands
+    f.rate = f.fixed_rate;
+    ++f.gen;
+    const double ps = f.rate > 0 ? std::ceil(f.remaining / f.rate) : 0;
+    engine_->Schedule<&FlowModel::OnFinish>(Picoseconds(now + static_cast<int64_t>(ps)),
+                                            EventKind::kUser, static_cast<uint32_t>(id), this,
+                                            (uint64_t{static_cast<uint32_t>(id)} << 32) | f.gen);
+  }
+}
+
+}  // namespace fathom::sim

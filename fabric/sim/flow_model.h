@@ -1,0 +1,104 @@
+// FlowModel: a flow-level (fluid) model of bulk transfers over directed
+// links, the opt-in alternative to packetization (NetworkConfig::flow_model,
+// docs/FLOW.md). A flow is a number of bytes on a fixed sequence of links;
+// each link is a capacity (its line rate); the flows crossing a link share
+// it by max-min fairness, computed by progressive filling (Bertsekas and
+// Gallager, "Data Networks", 2nd ed., sec. 6.5.2), as SimGrid's validated
+// flow models do (Velho et al., "On the validity of flow-level TCP network
+// models for grid and cloud simulations", ACM TOMACS 23(4), 2013, which also
+// shows where the fluid view errs: short and heavily contended transfers).
+// Rates change only when a flow starts or finishes, and then only for the
+// flows connected to it through shared links (its component): ring and rail
+// traffic rarely contends, so components stay small.
+//
+// Time is integer picoseconds: a flow's finish is the ceiling of its
+// remaining bytes over its rate, one engine event (kUser, component = the
+// flow's slot); an event superseded by a rate change is skipped by its
+// generation. Deterministic: the same starts in the same order give the
+// same rates and times (no hashing, no unordered iteration).
+//
+// Ownership: the model owns its links and flows; the Engine is the caller's
+// and must outlive it. One thread (the engine's).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "base/units.h"
+#include "fabric/sim/engine.h"
+
+namespace fathom::sim {
+
+class FlowModel {
+ public:
+  // Called at a flow's finish with the tag given to Start.
+  using DoneFn = void (*)(void* ctx, uint64_t tag);
+  static constexpr size_t kMaxLinks = 8;
+
+  explicit FlowModel(Engine* engine) : engine_(engine) {}
+  FlowModel(const FlowModel&) = delete;
+  FlowModel& operator=(const FlowModel&) = delete;
+
+  // A directed link of `rate` (> 0); returns its id (0, 1, ...).
+  int32_t AddLink(BitsPerSecond rate);
+  // Starts a flow of `bytes` over `links` (ids, at most kMaxLinks; none:
+  // it finishes now) at the engine's current time. Returns its id.
+  int32_t Start(std::span<const int32_t> links, uint64_t bytes, DoneFn done, void* ctx,
+                uint64_t tag);
+
+  // A running flow's current rate in bits per second (0 when not running).
+  double RateBps(int32_t flow) const;
+  size_t running() const { return running_; }
+  struct Stats {
+    uint64_t flows = 0;            // started
+    uint64_t recomputes = 0;       // components re-filled
+    uint64_t component_flows = 0;  // summed over recomputes
+    uint64_t largest_component = 0;
+  };
+  const Stats& stats() const { return stats_; }
+
+ private:
+  struct Link {
+    double capacity;  // bytes per picosecond
+    std::vector<int32_t> flows;
+    uint64_t mark = 0;
+    // Progressive filling's scratch.
+    double left = 0;
+    int32_t unfixed = 0;
+    uint32_t place = 0;  // index in the component's links
+    bool dirty = false;
+  };
+  struct Flow {
+    int32_t links[kMaxLinks];
+    uint8_t nlinks = 0;
+    bool running = false;
+    bool fixed = false;
+    uint64_t mark = 0;
+    uint32_t gen = 0;
+    double remaining = 0;   // bytes, as of last_ps
+    double rate = 0;        // bytes per picosecond
+    double fixed_rate = 0;  // progressive filling's result
+    int64_t last_ps = 0;
+    DoneFn done = nullptr;
+    void* ctx = nullptr;
+    uint64_t tag = 0;
+  };
+  static void OnFinish(void* model, uint64_t arg);
+  // Re-fills the component reachable from `seeds` and re-schedules the
+  // finish of every flow in it whose rate changed.
+  void Recompute(std::span<const int32_t> seeds);
+
+  Engine* engine_;
+  std::vector<Link> links_;
+  std::vector<Flow> flows_;
+  std::vector<int32_t> free_;
+  size_t running_ = 0;
+  uint64_t epoch_ = 0;
+  std::vector<int32_t> comp_links_, comp_flows_;  // scratch
+  std::vector<std::pair<double, uint32_t>> heap_;
+  Stats stats_;
+};
+
+}  // namespace fathom::sim

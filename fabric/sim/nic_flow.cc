@@ -1,0 +1,207 @@
+// The NIC's side of the flow model (flow_fabric.h, docs/FLOW.md): a QP's
+// messages leave one at a time as flows, in send-queue order; the receiver
+// executes each whole (what the responder does packet by packet, for a
+// message received in sequence); the requester completes WQEs when their
+// ACK returns. Only SEND and WRITE (with or without immediate): PostSend
+// refuses READ and atomics in this model.
+#include <cstring>
+
+#include "fabric/sim/flow_fabric.h"
+#include "fabric/sim/nic.h"
+#include "fabric/wire/psn.h"
+
+namespace fathom::sim {
+namespace {
+
+bool IsWriteWr(WrOpcode op) {
+  return op == WrOpcode::kRdmaWrite || op == WrOpcode::kRdmaWriteWithImm;
+}
+bool HasImmWr(WrOpcode op) {
+  return op == WrOpcode::kSendWithImm || op == WrOpcode::kRdmaWriteWithImm;
+}
+
+// The bytes the message's packets put on the wire (headers, ICRC, FCS,
+// preamble and gap: FrameWireBytes), packet by packet as RequesterNext
+// segments it, and the size of the last packet.
+uint64_t MessageWireBytes(const SendWr& wr, uint32_t npkts, uint32_t mtu, bool ipv6,
+                          uint32_t* last_wire) {
+  const bool write = IsWriteWr(wr.opcode);
+  const bool imm = HasImmWr(wr.opcode);
+  const uint32_t len = wr.sge.length;
+  if (npkts == 1) {
+    const Opcode only = write ? (imm ? Opcode::kRdmaWriteOnlyWithImmediate : Opcode::kRdmaWriteOnly)
+                              : (imm ? Opcode::kSendOnlyWithImmediate : Opcode::kSendOnly);
+    *last_wire = FrameWireBytes(only, len, ipv6);
+    return *last_wire;
+  }
+  const Opcode first = write ? Opcode::kRdmaWriteFirst : Opcode::kSendFirst;
+  const Opcode middle = write ? Opcode::kRdmaWriteMiddle : Opcode::kSendMiddle;
+  const Opcode last = write ? (imm ? Opcode::kRdmaWriteLastWithImmediate : Opcode::kRdmaWriteLast)
+                            : (imm ? Opcode::kSendLastWithImmediate : Opcode::kSendLast);
+  *last_wire = FrameWireBytes(last, len - (npkts - 1) * mtu, ipv6);
+  return uint64_t{FrameWireBytes(first, mtu, ipv6)} +
+         uint64_t{npkts - 2} * FrameWireBytes(middle, mtu, ipv6) + *last_wire;
+}
+
+}  // namespace
+
+void Nic::FlowActivate(Qp& qp) {
+  if (crashed_ || qp.flow_busy || !RequesterHasWork(qp)) return;
+  SendWqe& w = qp.sq[qp.send_idx];
+  if (w.local_error) {
+    FailFront(qp, WcStatus::kLocProtErr);
+    return;
+  }
+  // The route: the QP's fixed route (QpFlow::path, from the NIC's own port
+  // on).
+  int32_t links[FlowModel::kMaxLinks];
+  size_t n = 0;
+  for (size_t i = 0; i < kPathMax && qp.flow.path[i] != nullptr; ++i) {
+    links[n++] = flow_->LinkOf(qp.flow.path[i]);
+  }
+  if (n == 0) {
+    // No route (a disconnected pair): the packets would be dropped until the
+    // retries ran out.
+    FailFront(qp, WcStatus::kRetryExcErr);
+    return;
+  }
+  uint32_t last_wire = 0;
+  const uint64_t bytes = MessageWireBytes(
+      w.wr, w.npkts, static_cast<uint32_t>(qp.attr.path_mtu_bytes), ipv6_, &last_wire);
+  qp.flow_busy = true;
+  flow_->model().Start(std::span<const int32_t>(links, n), bytes, &Nic::OnFlowSent, this, qp.qpn);
+}
+
+void Nic::OnFlowSent(void* nic, uint64_t qpn) {
+  Nic* self = static_cast<Nic*>(nic);
+  Qp* qp = self->FindQp(static_cast<uint32_t>(qpn));
+  qp->flow_busy = false;
+  // The QP failed (or the host crashed) while its message was on the wire.
+  if (self->crashed_ || qp->state != QpState::kRts || qp->send_idx >= qp->sq.size()) return;
+  const SendWqe w = qp->sq[qp->send_idx];
+  MoveSendCursor(*qp, qp->send_idx + 1, 0);
+  const uint32_t end_psn = wire::PsnAdd(w.first_psn, w.npkts);
+  qp->max_sent_psn = end_psn;
+  qp->sent_pkts += w.npkts;
+  if (IsWriteWr(w.wr.opcode)) ++qp->counters.rdma_sends;
+  Nic* dst = self->flow_->NicOfHost(qp->flow.dst_host);
+  const Qp* peer = dst != nullptr ? dst->FindQp(qp->remote_qpn) : nullptr;
+  uint32_t last_wire = 0;
+  MessageWireBytes(w.wr, w.npkts, static_cast<uint32_t>(qp->attr.path_mtu_bytes), self->ipv6_,
+                   &last_wire);
+  // Forward: the last packet crosses every link's propagation delay, and is
+  // stored and forwarded (serialized again) at every hop after the first
+  // (its first serialization ends the flow), as Port does.
+  Picoseconds forward;
+  for (size_t i = 0; i < kPathMax && qp->flow.path[i] != nullptr; ++i) {
+    const PortConfig& c = qp->flow.path[i]->config();
+    forward += c.latency + (i > 0 ? c.rate.SerializationTime(last_wire) : Picoseconds());
+  }
+  // Back: the ACK (no payload) on the peer QP's own route.
+  Picoseconds back;
+  if (peer != nullptr) {
+    const uint32_t ack_wire = FrameWireBytes(Opcode::kAcknowledge, 0, self->ipv6_);
+    for (size_t i = 0; i < kPathMax && peer->flow.path[i] != nullptr; ++i) {
+      const PortConfig& c = peer->flow.path[i]->config();
+      back += c.latency + c.rate.SerializationTime(ack_wire);
+    }
+  }
+  if (dst != nullptr) {
+    const int rnr_retry = qp->attr.rnr_retry;
+    const int64_t rnr_wait = RnrTimerPs(peer != nullptr ? peer->attr.min_rnr_timer : 0);
+    self->flow_->Deliver(self, qp->qpn, dst, qp->remote_qpn, w.wr, w.npkts, end_psn, forward, back,
+                         rnr_retry, rnr_wait);
+  }
+  self->FlowActivate(*qp);  // the next message follows at once
+}
+
+WcStatus Nic::FlowReceive(uint32_t qpn, const SendWr& wr, uint32_t npkts, uint32_t end_psn,
+                          bool* rnr) {
+  *rnr = false;
+  Qp* qp = FindQp(qpn);
+  if (crashed_ || qp == nullptr || (qp->state != QpState::kRtr && qp->state != QpState::kRts)) {
+    if (crashed_) {
+      drops_->Add(DropReason::kHostCrashed);
+    } else {
+      drops_->Add(DropReason::kQpNotReady);
+    }
+    return WcStatus::kRetryExcErr;
+  }
+  const bool write = IsWriteWr(wr.opcode);
+  const bool imm = HasImmWr(wr.opcode);
+  const uint32_t len = wr.sge.length;
+  const bool consumes = !write || imm;
+  if (consumes && qp->rq.empty()) {
+    ++qp->counters.send_rnr_err;
+    *rnr = true;
+    return WcStatus::kRnrRetryExcErr;
+  }
+  // The source bytes: the requester's buffer, in this process (a modelled
+  // key carries none).
+  const bool has_data = wr.sge.lkey != kModelledKey && len > 0;
+  if (write) {
+    if (wr.rkey != kModelledKey) {
+      if (CheckRemote(wr.rkey, wr.remote_addr, len, kAccessRemoteWrite) == nullptr) {
+        EnterError(*qp);
+        return WcStatus::kRemAccessErr;
+      }
+      if (has_data) {
+        std::memcpy(reinterpret_cast<void*>(wr.remote_addr),
+                    reinterpret_cast<const void*>(wr.sge.addr), len);
+      }
+    }
+  } else {
+    const RecvWqe& r = qp->rq.front();
+    if (len > r.wr.sge.length) {
+      // IBV_WC_LOC_LEN_ERR here, IBV_WC_REM_INV_REQ_ERR at the requester
+      // (CASES.md 2), as the responder does.
+      const RecvWqe failed = r;
+      qp->rq.pop_front();
+      Complete(*qp, qp->recv_cq, RecvWc(failed.wr.wr_id, WcStatus::kLocLenErr));
+      EnterError(*qp);
+      return WcStatus::kRemInvReqErr;
+    }
+    if (has_data && r.wr.sge.lkey != kModelledKey) {
+      std::memcpy(reinterpret_cast<void*>(r.wr.sge.addr),
+                  reinterpret_cast<const void*>(wr.sge.addr), len);
+    }
+  }
+  qp->rcvd_pkts += npkts;
+  ++qp->msn;
+  qp->epsn = end_psn;
+  if (consumes) {
+    const RecvWqe done = qp->rq.front();
+    qp->rq.pop_front();
+    ++qp->counters.rdma_recvs;
+    Complete(*qp, qp->recv_cq,
+             RecvWcImm(done.wr.wr_id, write ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv, len,
+                       wr.imm_data, imm));
+  }
+  return WcStatus::kSuccess;
+}
+
+void Nic::FlowAcked(uint32_t qpn, uint32_t end_psn, WcStatus status) {
+  Qp* qp = FindQp(qpn);
+  if (crashed_ || qp == nullptr || qp->state != QpState::kRts) return;
+  if (status != WcStatus::kSuccess) {
+    if (status == WcStatus::kRnrRetryExcErr) ++qp->counters.rnr_nak_retry_err;
+    FailFront(*qp, status);
+    return;
+  }
+  // Every WQE up to end_psn is acknowledged (AckUpTo, without timers: the
+  // flow model loses nothing).
+  while (!qp->sq.empty()) {
+    const SendWqe& w = qp->sq.front();
+    const uint32_t end = wire::PsnAdd(w.first_psn, w.npkts);
+    if (wire::PsnDiff(end, end_psn) > 0) break;
+    qp->acked_psn = end;
+    const SendWqe done = RetireFront(*qp);
+    if (done.wr.signaled) {
+      Complete(*qp, qp->send_cq, SendWc(done.wr, WcStatus::kSuccess, done.wr.sge.length));
+    }
+    if (qp->state != QpState::kRts) return;  // a completion callback moved the QP
+  }
+  FlowActivate(*qp);
+}
+
+}  // namespace fathom::sim
