@@ -506,16 +506,28 @@ void Nic::Activate(Qp& qp) {
 }
 
 void Nic::KickPump() {
-  if (pump_pending_ || port_ == nullptr || crashed_) return;
+  if (port_ == nullptr || crashed_) return;
+  if (dcqcn_) [[unlikely]] {
+    KickPumpPaced();
+    return;
+  }
+  if (pump_pending_) return;
   pump_pending_ = true;
   const Picoseconds at =
       port_->busy_until() > engine_->Now() ? port_->busy_until() : engine_->Now();
   engine_->Schedule<&Nic::OnPump>(at, EventKind::kNicPump, static_cast<uint32_t>(host_), this, 0);
 }
 
-void Nic::OnPump(void* nic, uint64_t) {
+void Nic::OnPump(void* nic, uint64_t arg) {
   Nic* self = static_cast<Nic*>(nic);
-  self->pump_pending_ = false;
+  if (arg == 0) {
+    self->pump_pending_ = false;
+  } else {
+    // A paced pump (DCQCN: SchedulePacedPump); a later one an earlier
+    // replaced does nothing.
+    if (static_cast<int64_t>(arg) != self->paced_at_ps_) return;
+    self->paced_at_ps_ = 0;
+  }
   if (!self->crashed_) self->Pump();
 }
 

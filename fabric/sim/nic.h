@@ -281,7 +281,9 @@ class Nic {
   // Scheduling (nic.cc).
   void Activate(Qp& qp);
   void KickPump();
-  static void OnPump(void* nic, uint64_t);
+  // arg 0: the pump KickPump schedules (pump_pending_); else a paced pump
+  // at time arg (DCQCN, paced_at_ps_).
+  static void OnPump(void* nic, uint64_t arg);
   // The engine's fetch hint for pump events: the round-robin front QP's
   // lines, the port and a queued control packet.
   static void PrefetchPump(const void* nic, uint64_t arg);
@@ -329,9 +331,19 @@ class Nic {
   };
   DcqcnQp& CcOf(const Qp& qp) { return dcqcn_qps_[qp.qpn - kFirstQpn]; }
   // Puts a QP that may send now at the round-robin's front; false when
-  // every active QP waits for its rate (the pump then wakes at the
-  // earliest, OnPaceWake).
+  // every active QP waits for its rate (the pump then runs at the
+  // earliest, SchedulePacedPump).
   bool PaceFront();
+  // The earliest time from `at` at which an active QP's rate lets it send
+  // (`at` when one may then, or none is active).
+  int64_t PaceTime(int64_t at);
+  // KickPump under DCQCN: the pump at the port's free time, or (no control
+  // packet queued and every active QP waiting for its rate) a paced pump
+  // at PaceTime, so that a paced packet costs one event.
+  void KickPumpPaced();
+  // A pump at `at` (> now; its OnPump argument), unless one is pending by
+  // then; an earlier one replaces a later (which then does nothing).
+  void SchedulePacedPump(int64_t at);
   bool Paced(const Qp& qp) { return CcOf(qp).rate.waits(engine_->Now().ps()); }
   // A packet `qp` sent (its pacing and byte counter; not ACKs or CNPs).
   [[gnu::cold, gnu::noinline]] void DcqcnSent(Qp& qp, Opcode opcode, uint32_t wire_bytes);
@@ -341,10 +353,9 @@ class Nic {
   [[gnu::cold, gnu::noinline]] void OnCnp(Qp& qp);
   void ArmDcqcnTimer(Qp& qp);
   static void OnDcqcnTimer(void* nic, uint64_t arg);
-  static void OnPaceWake(void* nic, uint64_t arg);
-  // Schedules OnPaceWake for the earliest send time of the active QPs not in
-  // `paused` classes that their rate holds back (PumpPaused: PFC and DCQCN
-  // together).
+  // Schedules a paced pump for the earliest send time of the active QPs not
+  // in `paused` classes that their rate holds back (PumpPaused: PFC and
+  // DCQCN together).
   void WakeForPace(uint8_t paused);
   static void OnTimer(void* nic, uint64_t arg);
   void ArmTimer(Qp& qp, int64_t at_ps);
@@ -500,7 +511,7 @@ class Nic {
   DcqcnConfig dcqcn_config_;
   DcqcnCounters dcqcn_counters_;
   std::vector<DcqcnQp> dcqcn_qps_;
-  int64_t pace_wake_ps_ = 0;  // the pending OnPaceWake, 0 = none
+  int64_t paced_at_ps_ = 0;  // the pending paced pump's time, 0 = none
   // DSCP -> priority (QosConfig): the buffer class of a QP's packets.
   std::array<uint8_t, 64> dscp_to_priority_;
 };

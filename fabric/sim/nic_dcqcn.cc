@@ -46,15 +46,48 @@ bool Nic::PaceFront() {
   }
   SyncFront();
   if (active_.empty()) return true;
-  // Every QP waits: wake the pump when the first may send (unless a wake
-  // is already due by then).
-  if (pace_wake_ps_ == 0 || pace_wake_ps_ > earliest) {
-    pace_wake_ps_ = earliest;
-    engine_->Schedule<&Nic::OnPaceWake>(Picoseconds(earliest), EventKind::kNicPump,
-                                        static_cast<uint32_t>(host_), this,
-                                        static_cast<uint64_t>(earliest));
-  }
+  // Every QP waits (a kick since this pump was scheduled): pump when the
+  // first may send.
+  SchedulePacedPump(earliest);
   return false;
+}
+
+int64_t Nic::PaceTime(int64_t at) {
+  // What PaceFront will find at `at`: a QP that may send then, or else the
+  // earliest time one may. The round-robin order does not matter here.
+  int64_t earliest = INT64_MAX;
+  for (size_t i = 0; i < active_.size(); ++i) {
+    const DcqcnRate& r = CcOf(**active_.at_address(i)).rate;
+    if (!r.waits(at)) return at;
+    earliest = std::min(earliest, r.next_send_ps());
+  }
+  return active_.empty() ? at : earliest;
+}
+
+void Nic::KickPumpPaced() {
+  const int64_t now = engine_->Now().ps();
+  const int64_t free = port_->busy_until().ps();
+  const int64_t at = free > now ? free : now;
+  // Control packets go at once; otherwise the pump runs when the port is
+  // free and a QP's rate lets it send, one event per paced packet (not a
+  // pump at port-free time that finds every QP waiting and a wake-up).
+  const int64_t paced = control_head_ != nullptr ? at : PaceTime(at);
+  if (paced == at) {
+    if (pump_pending_) return;
+    pump_pending_ = true;
+    engine_->Schedule<&Nic::OnPump>(Picoseconds(at), EventKind::kNicPump,
+                                    static_cast<uint32_t>(host_), this, 0);
+    return;
+  }
+  SchedulePacedPump(paced);
+}
+
+void Nic::SchedulePacedPump(int64_t at) {
+  // A pending paced pump at or before `at` finds out then (and re-paces).
+  if (paced_at_ps_ != 0 && paced_at_ps_ <= at) return;
+  paced_at_ps_ = at;
+  engine_->Schedule<&Nic::OnPump>(Picoseconds(at), EventKind::kNicPump,
+                                  static_cast<uint32_t>(host_), this, static_cast<uint64_t>(at));
 }
 
 void Nic::WakeForPace(uint8_t paused) {
@@ -66,19 +99,7 @@ void Nic::WakeForPace(uint8_t paused) {
     const DcqcnRate& r = CcOf(*qp).rate;
     if (r.waits(now)) earliest = std::min(earliest, r.next_send_ps());
   }
-  if (earliest == INT64_MAX) return;
-  if (pace_wake_ps_ == 0 || pace_wake_ps_ > earliest) {
-    pace_wake_ps_ = earliest;
-    engine_->Schedule<&Nic::OnPaceWake>(Picoseconds(earliest), EventKind::kNicPump,
-                                        static_cast<uint32_t>(host_), this,
-                                        static_cast<uint64_t>(earliest));
-  }
-}
-
-void Nic::OnPaceWake(void* nic, uint64_t arg) {
-  Nic* self = static_cast<Nic*>(nic);
-  if (static_cast<int64_t>(arg) == self->pace_wake_ps_) self->pace_wake_ps_ = 0;
-  if (!self->crashed_) self->KickPump();
+  if (earliest != INT64_MAX) SchedulePacedPump(earliest);
 }
 
 void Nic::DcqcnSent(Qp& qp, Opcode opcode, uint32_t wire_bytes) {

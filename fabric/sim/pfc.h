@@ -183,6 +183,12 @@ struct PortPfc {
   // and watchdog_drop on its own line 3, where its sends read them).
   uint8_t paused = 0;         // classes paused now
   uint8_t watchdog_drop = 0;  // classes dropped on send (Port::WatchdogDrop)
+  // The far-end switch's XOFF level when it is static and the same for
+  // every lossless class (QosConfig: no dynamic_alpha; the usual one
+  // lossless class), here so that admission reads no line of the switch
+  // or of the QosConfig, and the switch's shared count (PfcSwitch::used,
+  // which only dynamic thresholds read) is not kept. -1: ask the switch.
+  int32_t static_xoff = -1;
   // Ingress account (this port's deliveries the far-end switch still
   // holds), per class.
   std::array<int64_t, kPriorities> held{};
@@ -220,7 +226,8 @@ class PfcSwitch {
   // The XOFF threshold of an account of class `c` now.
   int64_t XoffLevel(int c) const;
   int64_t XonLevel(int c, int64_t xoff_level) const;
-  // Bytes held on all its lossless accounts.
+  // Bytes held on all its lossless accounts, kept only under dynamic
+  // thresholds or per-class static ones (PortPfc::static_xoff -1).
   int64_t used() const { return used_; }
   void Add(int64_t bytes) { used_ += bytes; }
   // The switch's egress ports holding bytes of class `c` from `upstream`.

@@ -57,6 +57,20 @@ int64_t PfcSwitch::XoffLevel(int c) const {
   return qos_->classes[static_cast<size_t>(c)].xoff_bytes;
 }
 
+namespace {
+// PortPfc::static_xoff for a switch with this configuration.
+int32_t StaticXoff(const QosConfig& qos) {
+  if (qos.dynamic_alpha > 0) return -1;
+  int64_t level = -1;
+  for (const PfcClassConfig& c : qos.classes) {
+    if (!c.lossless) continue;
+    if (level >= 0 && c.xoff_bytes != level) return -1;
+    level = c.xoff_bytes;
+  }
+  return level >= 0 && level <= INT32_MAX ? static_cast<int32_t>(level) : -1;
+}
+}  // namespace
+
 int64_t PfcSwitch::XonLevel(int c, int64_t xoff_level) const {
   const int64_t xon = qos_->classes[static_cast<size_t>(c)].xon_bytes;
   if (qos_->dynamic_alpha > 0) return xon > 0 ? std::min(xon, xoff_level) : xoff_level / 2;
@@ -80,6 +94,7 @@ PortPfc& Port::EnablePfc(uint8_t lossless, PfcSwitch* far_switch, const QosConfi
                          int64_t headroom_bytes) {
   PortPfc& pfc = EnsurePfc();
   pfc.far_switch = far_switch;
+  pfc.static_xoff = far_switch != nullptr ? StaticXoff(*qos) : -1;
   qos_ = qos;
   headroom_bytes_ = headroom_bytes;
   lossless_mask_ = lossless;
@@ -165,8 +180,9 @@ bool Port::SendPolicy(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc) {
         return false;
       }
       u.held[tc] += bytes;
-      sw.Add(bytes);
-      if (!xoff && u.held[tc] > sw.XoffLevel(tc)) {
+      const int64_t fixed = u.static_xoff;
+      if (fixed < 0) sw.Add(bytes);
+      if (!xoff && u.held[tc] > (fixed >= 0 ? fixed : sw.XoffLevel(tc))) {
         // What it holds now (past the threshold by this frame at most, or
         // by more when a dynamic threshold fell under it): the headroom
         // counts from here.
@@ -208,7 +224,7 @@ void Port::ReleaseLossless(const Held& h, uint32_t bytes, uint8_t tc) {
 void Port::ReleaseAccount(Port* up, uint8_t tc, uint32_t bytes) {
   PortPfc& u = *up->pfc_;
   u.held[tc] -= bytes;
-  u.far_switch->Add(-static_cast<int64_t>(bytes));
+  if (u.static_xoff < 0) u.far_switch->Add(-static_cast<int64_t>(bytes));
   if (!u.xon_pending && ((u.account_xoff >> tc) & 1) &&
       u.held[tc] <= u.far_switch->XonLevel(tc, u.xoff_level[tc])) {
     // XON, from an event of its own: this runs inside a send or an arrival
