@@ -660,7 +660,8 @@ FATHOM_REGISTER_COMMAND(
                           "rank per NIC, flat), a100, "
                           "h100, b200 (8 GPUs on NVSwitch, one NIC per GPU on its rail: ranks "
                           "are GPUs, peers on one server talk over NVLink, rings and trees are "
-                          "hierarchical, --channels defaults to one per NIC)");
+                          "hierarchical, --channels defaults to one per NIC; under mpirun each "
+                          "server stays whole in one process)");
           sub->add_option("--nvlink-gbs", o->nvlink_gbs,
                           "sim: NVLink bandwidth per GPU, GB/s one way (default: the --server "
                           "preset's: a100 300, h100 450, b200 900)");

@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "fabric/parallel/capture_merge.h"
@@ -90,6 +91,13 @@ class DistributedRun final : public sim::RunHooks {
   // next window must begin.
   int64_t NextTime(sim::Engine& engine) const;
 
+  // Groups of nodes one process must simulate together (PartitionFabric's
+  // `together`: a GPU server's NICs, transport/worlds/dist_backend.cc);
+  // before OnNetwork.
+  void set_keep_together(std::vector<std::vector<int32_t>> groups) {
+    together_ = std::move(groups);
+  }
+
   // Captures and trace merged on rank 0 (capture_merge.h; not owned): Run
   // attaches them, flushes them after each window and finishes them.
   void set_outputs(OutputMerge* outputs) { outputs_ = outputs; }
@@ -115,6 +123,7 @@ class DistributedRun final : public sim::RunHooks {
   const topo::Topology* topology_;
   const proto::Scenario* spec_;
   Partition partition_;
+  std::vector<std::vector<int32_t>> together_;  // set_keep_together
   Picoseconds window_;
   sim::RemoteLink link_{&DistributedRun::Ship, this};
   std::vector<std::string> outbox_;  // by destination process

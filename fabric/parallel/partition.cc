@@ -5,7 +5,8 @@
 
 namespace fathom::parallel {
 
-StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t processes) {
+StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t processes,
+                                    const std::vector<std::vector<int32_t>>& together) {
   const auto& nodes = topology.nodes();
   if (processes < 1)
     return InvalidArgument("PartitionFabric: processes " + std::to_string(processes));
@@ -34,6 +35,32 @@ StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t proc
     while (unit[static_cast<size_t>(u)] != u) u = unit[static_cast<size_t>(u)];
     unit[n] = u;
   }
+  // Groups kept together: their units merge, the lowest unit naming the
+  // merged one (so the units stay in node-id order).
+  if (!together.empty()) {
+    std::vector<int32_t> root(nodes.size());
+    for (size_t n = 0; n < nodes.size(); ++n) root[n] = static_cast<int32_t>(n);
+    auto find = [&root](int32_t x) {
+      while (root[static_cast<size_t>(x)] != x) {
+        root[static_cast<size_t>(x)] = root[static_cast<size_t>(root[static_cast<size_t>(x)])];
+        x = root[static_cast<size_t>(x)];
+      }
+      return x;
+    };
+    for (const std::vector<int32_t>& group : together) {
+      for (const int32_t node : group) {
+        if (node < 0 || static_cast<size_t>(node) >= nodes.size()) {
+          return InvalidArgument(
+              "PartitionFabric: node " + std::to_string(node) + " to keep together is outside 0.." +
+              std::to_string(nodes.size() - 1) + " in topology " + topology.name());
+        }
+        const int32_t a = find(unit[static_cast<size_t>(group.front())]);
+        const int32_t b = find(unit[static_cast<size_t>(node)]);
+        root[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
+      }
+    }
+    for (size_t n = 0; n < nodes.size(); ++n) unit[n] = find(unit[n]);
+  }
   std::vector<int64_t> unit_weight(nodes.size(), 0);
   std::vector<int32_t> units;
   for (size_t n = 0; n < nodes.size(); ++n) {
@@ -44,9 +71,13 @@ StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t proc
   part.processes = processes;
   part.units = static_cast<int32_t>(units.size());
   if (processes > part.units) {
-    return InvalidArgument("more processes (" + std::to_string(processes) + ") than partitions (" +
-                           std::to_string(part.units) + " switches with their hosts) in topology " +
-                           topology.name());
+    return InvalidArgument(
+        "more processes (" + std::to_string(processes) + ") than partitions (" +
+        std::to_string(part.units) + " switches with their hosts" +
+        (together.empty()
+             ? std::string()
+             : std::string("; a GPU server's NICs and the switches they reach count as one")) +
+        ") in topology " + topology.name());
   }
   int64_t total = 0;
   for (int32_t u : units) total += unit_weight[static_cast<size_t>(u)];

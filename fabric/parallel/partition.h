@@ -29,9 +29,13 @@ struct Partition {
 
 // Splits `topology` into `processes` parts: units in node-id order (builders
 // number a pod's switches together), cut into contiguous runs of about equal
-// ports. InvalidArgument when there are more processes than units (naming
-// both), or none.
-StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t processes);
+// ports. `together` lists groups of nodes that must share a process (the
+// NICs of one GPU server: NVLink, PXN and the server's ranks couple them
+// with no link latency between them, transport/intranode/); their units
+// merge into one, numbered by its lowest node. InvalidArgument when there
+// are more processes than units (naming both), or none.
+StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t processes,
+                                    const std::vector<std::vector<int32_t>>& together = {});
 
 // The synchronization window: the least latency of any port direction,
 // counting the NIC pipelines Network folds into host links (`host_extra`:

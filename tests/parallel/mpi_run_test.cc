@@ -423,13 +423,50 @@ TEST(MpiCollTest, BadLaunchesAreExit2OnRank0) {
                             "1K -e 1K -n 1 -w 0");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("more processes (3) than partitions (2"), std::string::npos) << r.out;
-  // What does not split yet says so.
+  // A server is never split: "small" is two servers cabled back to back,
+  // rail by rail, so one partition.
   r = test_util::RunCommand(Mpirun(2) + kFathom +
                             " coll allreduce --backend sim --topology small --server h100 -b 1K "
                             "-e 1K -n 1 -w 0");
   EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.out.find("--server: the server tier"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("more processes (2) than partitions (1 switches with their hosts; a GPU "
+                       "server's NICs and the switches they reach count as one)"),
+            std::string::npos)
+      << r.out;
 }
+
+// The server tier (--server h100: eight GPUs per server, NVLink inside):
+// one process simulates each server whole, with the switches its NICs
+// reach (on medium:rail, every leaf of the rail group), so NVLink copies
+// and the server's ranks never cross. The same rows (checked data: #wrong
+// 0) and digest as one process in the canonical order, for mpirun -np 1
+// to 4.
+class MpiServerTest : public testing::TestWithParam<const char*> {};
+
+TEST_P(MpiServerTest, SameRowsAndDigestForOneToFourProcesses) {
+  const std::string args = std::string("allreduce --backend sim --topology ") + GetParam() +
+                           " --server h100 -b 64K -e 64K -n 1 -w 0 --algo tree";
+  ExpectSameCollForOneToFour(args, 0);
+  const CollRun one = Coll("", args + " --event-order canonical");
+  const CollRun np1 = Coll(Mpirun(1), args + " --event-order canonical");
+  EXPECT_EQ(np1.exit_code, 0);
+  EXPECT_EQ(np1.j, one.j) << nlohmann::json::diff(one.j, np1.j).dump();
+  EXPECT_EQ(one.j["status"], "ok") << one.j.dump();
+  EXPECT_EQ(one.j["nranks"], 128) << one.j.dump();
+  ASSERT_EQ(one.j["rows"].size(), 1u) << one.j.dump();
+  EXPECT_EQ(one.j["rows"][0]["out_of_place"]["wrong"], 0) << one.j.dump();
+  // The server tier was in the run: without it (one rank per NIC, no
+  // NVLink) the same collective is another run.
+  const CollRun none = Coll("", std::string("allreduce --backend sim --topology ") + GetParam() +
+                                    " --server none -b 64K -e 64K -n 1 -w 0 --algo tree "
+                                    "--event-order canonical");
+  EXPECT_NE(none.j["trace_digest"], one.j["trace_digest"]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Topologies, MpiServerTest, testing::Values("medium", "medium:rail"),
+                         [](const testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param) == "medium" ? "medium" : "medium_rail";
+                         });
 
 TEST(MpiCollTest, SameTraceFileForOneToFourProcesses) {
   // --trace: rank 0 writes every process's ranks' steps on one timeline.

@@ -20,23 +20,30 @@ StatusOr<std::unique_ptr<DistSimBackend>> DistSimBackend::Create(SimWorld* world
   if (!world->engine().canonical_order()) {
     return InvalidArgument("DistSimBackend: the world's engine must run in the canonical order");
   }
-  const int32_t procs = comm->size();
-  if (procs > 1) {
-    // Each of these schedules events (kUser) that belong to no node, or
-    // couples nodes with no link latency between them.
-    if (world->server() != nullptr) {
-      return InvalidArgument(
-          "--server: the server tier (NVLink between GPUs of a server) is not supported across "
-          "processes yet; use --server none (one rank per NIC), or one process");
-    }
-    if (world->verbs_faults() != nullptr) {
-      return InvalidArgument(
-          "--verbs-fault: verbs-level faults are not supported across processes yet (run them "
-          "in one process)");
-    }
+  if (comm->size() > 1 && world->verbs_faults() != nullptr) {
+    return InvalidArgument(
+        "--verbs-fault: verbs-level faults are not supported across processes yet (run them "
+        "in one process)");
   }
   std::unique_ptr<DistSimBackend> b(new DistSimBackend(world, comm));
   b->run_ = std::make_unique<parallel::DistributedRun>(comm, &world->topology(), &b->no_spec_);
+  if (const intranode::ServerFabric* server = world->server(); server != nullptr) {
+    // The server tier couples a server's GPUs (NVLink copies, PXN relays
+    // through a peer GPU's NIC, PCIe bounces) with no link latency between
+    // them, and its events (kUser) name no node: one process simulates each
+    // server whole, its NICs with the switches they reach (on rail wiring,
+    // every leaf of the rail group). Nothing of the tier crosses, so no
+    // NVLink latency is ever a lookahead, and the canonical order of a
+    // server's events is that of one process.
+    const topo::ServerTier& tier = server->tier();
+    std::vector<std::vector<int32_t>> servers(static_cast<size_t>(tier.servers));
+    for (const topo::GpuPlace& g : tier.gpus) {
+      servers[static_cast<size_t>(g.server)].push_back(
+          world->topology().hosts()[static_cast<size_t>(g.host)]);
+    }
+    std::erase_if(servers, [](const std::vector<int32_t>& s) { return s.empty(); });
+    b->run_->set_keep_together(std::move(servers));
+  }
   FATHOM_RETURN_IF_ERROR(b->run_->OnNetwork(world->network()));
   FATHOM_RETURN_IF_ERROR(b->run_->AdoptQps(world->network()));
   for (int r = 0; r < world->nranks(); ++r) {
