@@ -35,8 +35,12 @@ StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t proc
     while (unit[static_cast<size_t>(u)] != u) u = unit[static_cast<size_t>(u)];
     unit[n] = u;
   }
-  // Groups kept together: their units merge, the lowest unit naming the
-  // merged one (so the units stay in node-id order).
+  // Groups kept together. A group of hosts that reaches several units (a
+  // server's NICs on different rail leaves) becomes a unit of its own,
+  // named by its lowest node: its links to the switches cross between
+  // processes like any other, with their latency as lookahead. Any other
+  // group merges the units it touches (the lowest names the merged one).
+  // Either way the units stay in node-id order.
   if (!together.empty()) {
     std::vector<int32_t> root(nodes.size());
     for (size_t n = 0; n < nodes.size(); ++n) root[n] = static_cast<int32_t>(n);
@@ -47,19 +51,41 @@ StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t proc
       }
       return x;
     };
+    std::vector<int32_t> detached(nodes.size(), -1);  // by node: its group's own unit
     for (const std::vector<int32_t>& group : together) {
+      bool hosts = true, several = false;
       for (const int32_t node : group) {
         if (node < 0 || static_cast<size_t>(node) >= nodes.size()) {
           return InvalidArgument(
               "PartitionFabric: node " + std::to_string(node) + " to keep together is outside 0.." +
               std::to_string(nodes.size() - 1) + " in topology " + topology.name());
         }
+        hosts = hosts && nodes[static_cast<size_t>(node)].kind == topo::NodeKind::kHost;
+        several =
+            several || unit[static_cast<size_t>(node)] != unit[static_cast<size_t>(group.front())];
+      }
+      if (hosts && several) {
+        const int32_t own = *std::min_element(group.begin(), group.end());
+        for (const int32_t node : group) detached[static_cast<size_t>(node)] = own;
+        continue;
+      }
+      for (const int32_t node : group) {
         const int32_t a = find(unit[static_cast<size_t>(group.front())]);
         const int32_t b = find(unit[static_cast<size_t>(node)]);
         root[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
       }
     }
     for (size_t n = 0; n < nodes.size(); ++n) unit[n] = find(unit[n]);
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      if (detached[n] >= 0) unit[n] = detached[n];
+    }
+    // A host cabled back to back to a detached one, in no group: with it.
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      const int32_t u = unit[n];
+      if (detached[n] < 0 && detached[static_cast<size_t>(u)] >= 0) {
+        unit[n] = detached[static_cast<size_t>(u)];
+      }
+    }
   }
   std::vector<int64_t> unit_weight(nodes.size(), 0);
   std::vector<int32_t> units;
@@ -73,10 +99,10 @@ StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t proc
   if (processes > part.units) {
     return InvalidArgument(
         "more processes (" + std::to_string(processes) + ") than partitions (" +
-        std::to_string(part.units) + " switches with their hosts" +
-        (together.empty()
-             ? std::string()
-             : std::string("; a GPU server's NICs and the switches they reach count as one")) +
+        std::to_string(part.units) +
+        (together.empty() ? std::string(" switches with their hosts")
+                          : std::string(" units: switches with their hosts, and the GPU servers "
+                                        "whose NICs reach several, each whole")) +
         ") in topology " + topology.name());
   }
   int64_t total = 0;

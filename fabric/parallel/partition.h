@@ -31,9 +31,12 @@ struct Partition {
 // number a pod's switches together), cut into contiguous runs of about equal
 // ports. `together` lists groups of nodes that must share a process (the
 // NICs of one GPU server: NVLink, PXN and the server's ranks couple them
-// with no link latency between them, transport/intranode/); their units
-// merge into one, numbered by its lowest node. InvalidArgument when there
-// are more processes than units (naming both), or none.
+// with no link latency between them, transport/intranode/). A group of
+// hosts that reaches several units (rail wiring: a server's NICs on
+// different leaves) becomes its own unit, numbered by its lowest node, and
+// its cables cross like any other; any other group merges the units it
+// touches. InvalidArgument when there are more processes than units
+// (naming both), or none.
 StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t processes,
                                     const std::vector<std::vector<int32_t>>& together = {});
 

@@ -424,23 +424,23 @@ TEST(MpiCollTest, BadLaunchesAreExit2OnRank0) {
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("more processes (3) than partitions (2"), std::string::npos) << r.out;
   // A server is never split: "small" is two servers cabled back to back,
-  // rail by rail, so one partition.
-  r = test_util::RunCommand(Mpirun(2) + kFathom +
+  // so two partitions.
+  r = test_util::RunCommand(Mpirun(3) + kFathom +
                             " coll allreduce --backend sim --topology small --server h100 -b 1K "
                             "-e 1K -n 1 -w 0");
   EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.out.find("more processes (2) than partitions (1 switches with their hosts; a GPU "
-                       "server's NICs and the switches they reach count as one)"),
+  EXPECT_NE(r.out.find("more processes (3) than partitions (2 units: switches with their hosts, "
+                       "and the GPU servers whose NICs reach several, each whole)"),
             std::string::npos)
       << r.out;
 }
 
 // The server tier (--server h100: eight GPUs per server, NVLink inside):
-// one process simulates each server whole, with the switches its NICs
-// reach (on medium:rail, every leaf of the rail group), so NVLink copies
-// and the server's ranks never cross. The same rows (checked data: #wrong
-// 0) and digest as one process in the canonical order, for mpirun -np 1
-// to 4.
+// one process simulates each server whole (on medium with the leaf its
+// NICs share; on medium:rail, whose NICs sit on eight leaves, as a unit of
+// its own whose NIC cables cross), so NVLink copies and the server's ranks
+// never cross. The same rows (checked data: #wrong 0) and digest as one
+// process in the canonical order, for mpirun -np 1 to 4.
 class MpiServerTest : public testing::TestWithParam<const char*> {};
 
 TEST_P(MpiServerTest, SameRowsAndDigestForOneToFourProcesses) {

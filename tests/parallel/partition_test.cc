@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "topologies/builders.h"
+#include "topologies/server.h"
 
 namespace fathom::parallel {
 namespace {
@@ -86,6 +87,57 @@ TEST(PartitionTest, WindowIsTheLeastLatencyAndZeroLookaheadIsRefused) {
   auto one = PartitionFabric(*z, 1);
   ASSERT_TRUE(one.ok());
   EXPECT_TRUE(SyncWindow(*z, *one, Picoseconds(0)).ok());
+}
+
+// The server tier's groups (transport/worlds/dist_backend.cc): every
+// server's NICs in one process. On medium a server's NICs share a leaf,
+// and the partition is the one without groups; on medium:rail they sit on
+// eight leaves, and each server is a unit of its own.
+std::vector<std::vector<int32_t>> Servers(const topo::Topology& t) {
+  auto spec = topo::ServerPreset("h100");
+  EXPECT_TRUE(spec.ok());
+  auto tier = topo::BuildServerTier(t, *spec);
+  EXPECT_TRUE(tier.ok()) << tier.status().message();
+  std::vector<std::vector<int32_t>> groups(static_cast<size_t>(tier->servers));
+  for (const topo::GpuPlace& g : tier->gpus) {
+    groups[static_cast<size_t>(g.server)].push_back(t.hosts()[static_cast<size_t>(g.host)]);
+  }
+  return groups;
+}
+
+TEST(PartitionTest, ServersStayWhole) {
+  for (const char* preset : {"medium", "medium:rail"}) {
+    auto t = topo::BuildPreset(preset);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    const auto groups = Servers(*t);
+    ASSERT_EQ(groups.size(), 16u);
+    const bool rail = std::string(preset) == "medium:rail";
+    for (int32_t n = 1; n <= 4; ++n) {
+      auto p = PartitionFabric(*t, n, groups);
+      ASSERT_TRUE(p.ok()) << p.status().message();
+      // 8 leaves and 4 spines; on rail, 16 servers too.
+      EXPECT_EQ(p->units, rail ? 28 : 12) << preset;
+      for (const auto& g : groups) {
+        for (int32_t h : g) {
+          EXPECT_EQ(p->owner[static_cast<size_t>(h)], p->owner[static_cast<size_t>(g[0])])
+              << preset << " " << n << " processes, host " << h;
+        }
+      }
+      if (!rail) {
+        auto plain = PartitionFabric(*t, n);
+        ASSERT_TRUE(plain.ok());
+        EXPECT_EQ(p->owner, plain->owner) << n << " processes";
+      }
+    }
+    auto many = PartitionFabric(*t, 29, groups);
+    ASSERT_FALSE(many.ok());
+    EXPECT_NE(many.status().message().find(rail ? "than partitions (28 units" : "partitions (12"),
+              std::string::npos)
+        << many.status().message();
+  }
+  auto t = topo::BuildPreset("medium");
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE(PartitionFabric(*t, 2, {{0, 100000}}).ok());
 }
 
 }  // namespace

@@ -31,10 +31,11 @@ StatusOr<std::unique_ptr<DistSimBackend>> DistSimBackend::Create(SimWorld* world
     // The server tier couples a server's GPUs (NVLink copies, PXN relays
     // through a peer GPU's NIC, PCIe bounces) with no link latency between
     // them, and its events (kUser) name no node: one process simulates each
-    // server whole, its NICs with the switches they reach (on rail wiring,
-    // every leaf of the rail group). Nothing of the tier crosses, so no
-    // NVLink latency is ever a lookahead, and the canonical order of a
-    // server's events is that of one process.
+    // server whole (PartitionFabric's `together`: on plain wiring with the
+    // leaf its NICs share, on rail wiring as a unit of its own whose NIC
+    // cables cross). Nothing of the tier crosses, so no NVLink latency is
+    // ever a lookahead (a zero one needs no check), and the canonical
+    // order of a server's events is that of one process.
     const topo::ServerTier& tier = server->tier();
     std::vector<std::vector<int32_t>> servers(static_cast<size_t>(tier.servers));
     for (const topo::GpuPlace& g : tier.gpus) {
