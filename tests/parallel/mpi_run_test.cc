@@ -463,6 +463,21 @@ TEST_P(MpiServerTest, SameRowsAndDigestForOneToFourProcesses) {
   EXPECT_NE(none.j["trace_digest"], one.j["trace_digest"]);
 }
 
+// Rail-only wiring (no spines): an alltoall's cross-rail pairs go over
+// NVLink to a proxy GPU and out of its NIC (PXN), and with GPUDirect off
+// the NIC's payloads bounce through host memory over PCIe. Both stay
+// inside a server, so inside a process.
+TEST(MpiServerTest, PxnAndPcieBouncesSameForOneToFourProcesses) {
+  const std::string args =
+      "alltoall --backend sim --topology leaf-spine:leaves=8,spines=0,hosts=4,rail --server h100 "
+      "--gpudirect off -b 32K -e 32K -n 1 -w 0";
+  ExpectSameCollForOneToFour(args, 0);
+  const CollRun one = Coll("", args + " --event-order canonical");
+  EXPECT_EQ(one.j["status"], "ok") << one.j.dump();
+  ASSERT_EQ(one.j["rows"].size(), 1u) << one.j.dump();
+  EXPECT_EQ(one.j["rows"][0]["out_of_place"]["wrong"], 0) << one.j.dump();
+}
+
 INSTANTIATE_TEST_SUITE_P(Topologies, MpiServerTest, testing::Values("medium", "medium:rail"),
                          [](const testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param) == "medium" ? "medium" : "medium_rail";
