@@ -20,10 +20,15 @@ StatusOr<std::unique_ptr<DistSimBackend>> DistSimBackend::Create(SimWorld* world
   if (!world->engine().canonical_order()) {
     return InvalidArgument("DistSimBackend: the world's engine must run in the canonical order");
   }
-  if (comm->size() > 1 && world->verbs_faults() != nullptr) {
-    return InvalidArgument(
-        "--verbs-fault: verbs-level faults are not supported across processes yet (run them "
-        "in one process)");
+  const int32_t procs = comm->size();
+  if (procs > 1) {
+    // Each of these schedules events (kUser) that belong to no node, or
+    // couples nodes with no link latency between them.
+    if (world->verbs_faults() != nullptr) {
+      return InvalidArgument(
+          "--verbs-fault: verbs-level faults are not supported across processes yet (run them "
+          "in one process)");
+    }
   }
   std::unique_ptr<DistSimBackend> b(new DistSimBackend(world, comm));
   b->run_ = std::make_unique<parallel::DistributedRun>(comm, &world->topology(), &b->no_spec_);
