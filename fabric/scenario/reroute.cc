@@ -1,6 +1,7 @@
 #include "fabric/scenario/reroute.h"
 
 #include <algorithm>
+#include <span>
 
 namespace fathom::sim {
 
@@ -48,7 +49,19 @@ bool Reroute::Route(const QpFlow& flow, size_t k, Port** path) const {
       return true;
     }
   }
-  return false;  // longer than kPathMax links
+  // The route is full (kPathMax links: QpFlow's first line, what every
+  // hop reads; packet.h) and the packet has not arrived: past the route a
+  // switch looks it up in its table (Switch::Receive; Port::DeliverCompact
+  // hands it there). That finishes the route when the switch reached is the
+  // destination's own, whose table's next hop is the host link: the bounce
+  // around a failure above tier 1 in a 3-tier fat-tree (8 links) ends so.
+  if (topo.node(cur).kind != topo::NodeKind::kSwitch) return false;
+  const std::span<const int32_t> last = topo.NextHops(cur, flow.dst_host);
+  if (last.empty()) return false;
+  for (const int32_t i : last) {
+    if (topo.Peer(cur, i).node != flow.dst_host || Failed(&net_->port(cur, i))) return false;
+  }
+  return true;
 }
 
 void Reroute::Apply() {

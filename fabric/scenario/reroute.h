@@ -39,7 +39,8 @@ class Reroute {
   // Puts the old routes back (the link came up).
   void Restore();
   // Flows re-routed by the last Apply, and those left as they were (no
-  // route found within kPathMax links).
+  // route found: none up, or longer than kPathMax links plus the host link
+  // the last switch's table gives).
   int32_t rerouted() const { return static_cast<int32_t>(saved_.size()); }
   int32_t unrouted() const { return unrouted_; }
   // The link directions it re-routes around.

@@ -394,6 +394,87 @@ TEST(MpiCollTest, SameCompletionErrorForOneToFourProcesses) {
       << one.j.dump();
 }
 
+// Verbs-level faults (transport/faulty) across processes: each acts in the
+// process that runs its rank's NIC, its wake-ups are that process's events,
+// and rank 0 reports what every fault did (its rank's process's count).
+// The same rows, digest, verdict and report for 1 to 4 processes; the
+// report names what the fault did.
+struct VerbsFaultCase {
+  const char* fault;   // --verbs-fault
+  int exit_code;       // of every run
+  const char* report;  // in the JSON report
+};
+class MpiVerbsFaultTest : public testing::TestWithParam<VerbsFaultCase> {};
+
+const std::string kVerbsFaultArgs =
+    "allreduce --backend sim --topology leaf-spine:leaves=4,spines=2,hosts=2 --server none "
+    "--fabric lossy -b 64K -e 64K -n 1 -w 0 --algo ring --timeout 0.01";
+
+TEST_P(MpiVerbsFaultTest, SameOutcomeForOneToFourProcesses) {
+  const std::string args =
+      kVerbsFaultArgs + " --verbs-fault '" + std::string(GetParam().fault) + "'";
+  ExpectSameCollForOneToFour(args, GetParam().exit_code);
+  const CollRun one = Coll("", args + " --event-order canonical");
+  ASSERT_TRUE(one.j.contains("report")) << one.j.dump();
+  EXPECT_NE(one.j["report"].get<std::string>().find(GetParam().report), std::string::npos)
+      << one.j.dump();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, MpiVerbsFaultTest,
+    testing::Values(
+        VerbsFaultCase{"fail_post:rank=6,after=10,error=EINVAL", 1,
+                       "acted 1 times, first at 0.000007 s: ibv_post_send of rank 6 qpn 0x14 "
+                       "failed with Invalid argument"},
+        // Timed: a wake-up event of rank 5's process.
+        VerbsFaultCase{"qp_error:rank=5,qp=0,at=20us", 1,
+                       "acted 1 times, first at 0.000020 s: moved to IBV_QPS_ERR rank 5 qpn 0x11"},
+        // After posts: checked at rank 3's posts, in its process.
+        VerbsFaultCase{"qp_error:rank=3,peer=4,after=12", 1,
+                       "first at 0.000001 s: moved to IBV_QPS_ERR rank 3 qpn 0x14"},
+        VerbsFaultCase{"async_event:rank=2,at=30us", 1,
+                       "raised IBV_EVENT_QP_FATAL on rank 2 qpn 0x11 0x12 0x13 0x14 0x15"},
+        // Two at one time, in two processes (np >= 2): ties in time.
+        VerbsFaultCase{"qp_error:rank=1,qp=0,at=20us;async_event:rank=6,at=20us,event=QP_REQ_ERR",
+                       1, "raised IBV_EVENT_QP_REQ_ERR on rank 6"}),
+    [](const testing::TestParamInfo<VerbsFaultCase>& info) {
+      const std::string f = info.param.fault;
+      return f.substr(0, f.find(':')) + std::to_string(info.index);
+    });
+
+// delay_completions: the run succeeds, later than without the fault (its
+// wake-ups are events of rank 3's process), the same for 1 to 4 processes.
+TEST(MpiVerbsFaultTest, DelayedCompletionsSameRowsForOneToFourProcesses) {
+  const std::string args =
+      kVerbsFaultArgs + " --verbs-fault 'delay_completions:rank=3,count=5,delay=20us'";
+  ExpectSameCollForOneToFour(args, 0);
+  const CollRun plain = Coll("", kVerbsFaultArgs + " --event-order canonical");
+  const CollRun one = Coll("", args + " --event-order canonical");
+  ASSERT_EQ(one.j["rows"].size(), 1u) << one.j.dump();
+  ASSERT_EQ(plain.j["rows"].size(), 1u) << plain.j.dump();
+  EXPECT_GT(one.j["rows"][0]["out_of_place"]["time_us"].get<double>(),
+            plain.j["rows"][0]["out_of_place"]["time_us"].get<double>() + 19.0)
+      << one.j.dump() << "\n"
+      << plain.j.dump();
+}
+
+// swallow_error from a scenario's verbs_faults (CASES.md 20): rank 5's
+// IBV_WC_RETRY_EXC_ERR never surfaces, the ring hangs, and the watchdog's
+// verdict (every process's stuck ranks) names the swallowed completion.
+TEST(MpiVerbsFaultTest, SwallowedErrorSameWatchdogVerdictForOneToFourProcesses) {
+  const std::string args = "allreduce --backend sim --scenario " + kScenarios +
+                           "coll_swallow.yaml --server none --fabric lossy -b 64K -e 64K -n 1 "
+                           "-w 0 --timeout 0.01";
+  ExpectSameCollForOneToFour(args, 1);
+  const CollRun one = Coll("", args + " --event-order canonical");
+  const std::string report = one.j["report"].get<std::string>();
+  EXPECT_NE(report.find("watchdog: no progress on any rank"), std::string::npos) << report;
+  EXPECT_NE(report.find("8 of 8 ranks stuck"), std::string::npos) << report;
+  EXPECT_NE(report.find("verbs fault swallow_error:rank=5: acted"), std::string::npos) << report;
+  EXPECT_NE(report.find("swallowed IBV_WC_RETRY_EXC_ERR of rank 5"), std::string::npos) << report;
+  EXPECT_EQ(one.j["error_counters"]["retry_exceeded_err"], 1) << one.j.dump();
+}
+
 // A re-route in a collective world: every process applies it, its owner
 // counts it in the digest (LocalDigestSum). Without reroute_via the ring
 // does not finish; with it, the same rows and digest for 1 to 4 processes.

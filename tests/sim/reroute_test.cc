@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fabric/scenario/scenario.h"
 #include "fabric/sim/network.h"
 #include "tests/sim/sim_test_util.h"
 #include "topologies/builders.h"
@@ -73,6 +74,71 @@ TEST(RerouteTest, ARouteIntoAFailedDownlinkBouncesThroughTheNeighbour) {
   EXPECT_TRUE(down.empty());
   i = 0;
   net.nic(0).ForEachFlow([&](QpFlow& f) { EXPECT_EQ(Names(t, f.path), before[i++]); });
+}
+
+// A failure above tier 1 in a 3-tier fat-tree (k=4): core0's link down to
+// agg3.0. The flows from pod 0 to pod 3 over core0 bounce through agg2.0
+// and up to core1: 8 links, one more than a route holds (kPathMax). The
+// route holds the first 7, to the destination's edge switch, whose table
+// gives the host link.
+TEST(RerouteTest, AFailureAboveTierOneBouncesOverEightLinks) {
+  topo::FatTreeOptions o;
+  o.k = 4;
+  o.gpus_per_server = 1;
+  auto built = topo::BuildFatTree(o);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  const topo::Topology t = std::move(built).value();
+  Engine engine(1);
+  Network net(&engine, &t, NetworkConfig{});
+  QpAttr attr;
+  const int32_t h0 = t.HostRank(t.FindNode("h0").value());
+  const int32_t h12 = t.HostRank(t.FindNode("h12").value());
+  for (int i = 0; i < 16; ++i) testing::Connect(net, h0, h12, attr);
+  const int32_t core0 = t.FindNode("core0").value();
+  const int32_t agg3 = t.FindNode("agg3.0").value();
+  Port* failed = nullptr;
+  for (int32_t i = 0; i < t.PortCount(core0); ++i) {
+    if (t.Peer(core0, i).node == agg3) failed = &net.port(core0, i);
+  }
+  ASSERT_NE(failed, nullptr);
+  int via_core0 = 0;
+  net.nic(h0).ForEachFlow([&](QpFlow& f) {
+    for (Port* p : f.path) via_core0 += p == failed;
+  });
+  ASSERT_GT(via_core0, 0) << "no QP hashed onto core0: pick other QPs";
+  std::vector<Port*> down;
+  Reroute r(&net, {failed}, t.FindNode("agg2.0").value(), &down);
+  r.Apply();
+  EXPECT_EQ(r.rerouted(), via_core0);
+  EXPECT_EQ(r.unrouted(), 0);
+  int bounced = 0;
+  net.nic(h0).ForEachFlow([&](QpFlow& f) {
+    const std::vector<std::string> now = Names(t, f.path);
+    for (Port* p : f.path) EXPECT_NE(p, failed);
+    if (now.size() < 4 || now[3] != "core0>agg2.0") return;
+    ++bounced;
+    ASSERT_EQ(now.size(), size_t{kPathMax});
+    EXPECT_EQ(now[4], "agg2.0>core1");
+    EXPECT_EQ(now[5], "core1>agg3.0");
+    // The last switch reached by the route is h12's: its table's one hop.
+    const int32_t last = f.path[kPathMax - 1]->peer()->config().node;
+    EXPECT_EQ(t.Peer(last, t.NextHops(last, t.hosts()[static_cast<size_t>(h12)])[0]).node,
+              t.hosts()[static_cast<size_t>(h12)]);
+  });
+  EXPECT_EQ(bounced, via_core0);
+}
+
+// The same failure in a run (tests/parallel/scenarios/reroute_core.yaml):
+// the re-routed flows' packets cross the 8 links and every flow completes.
+TEST(RerouteTest, ATierTwoFailureReroutesAndDelivers) {
+  auto sc =
+      LoadScenario(std::string(FATHOM_SOURCE_DIR) + "/tests/parallel/scenarios/reroute_core.yaml");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  auto r = RunScenario(*sc, RunOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->flows_completed, 6);
+  EXPECT_EQ(r->flows_failed, 0);
+  EXPECT_TRUE(CheckExpectations(sc->spec, *r).empty());
 }
 
 }  // namespace

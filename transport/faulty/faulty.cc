@@ -217,7 +217,7 @@ class FaultyCq final : public CompletionQueue {
     pending_.push_back({c, ready});
     if (ready > now && inj->env().wake_at) {
       std::weak_ptr<bool> alive = alive_;
-      inj->env().wake_at(ready, [this, alive] {
+      inj->env().wake_at(device_->rank(), ready, [this, alive] {
         if (auto a = alive.lock(); a && *a && notify_) notify_();
       });
     }
@@ -308,8 +308,9 @@ void FaultyDevice::ScheduleTimed() {
 
 void FaultyDevice::ScheduleOne(size_t i) {
   const FaultEnv& env = injector_->env_;
+  if (!injector_->IsLocal(rank_)) return;  // another process runs this rank
   std::weak_ptr<bool> alive = alive_;
-  env.wake_at(env.origin + fault(i).at, [this, alive] {
+  env.wake_at(rank_, env.origin + fault(i).at, [this, alive] {
     if (auto a = alive.lock(); a && *a) CheckTriggers();
   });
 }
@@ -401,12 +402,56 @@ void FaultInjector::Acted(size_t i, const std::string& detail) {
   }
 }
 
-std::string FaultInjector::Report() const {
+std::string FaultInjector::Report() const { return ReportOf(plan_, stats_); }
+
+std::string FaultInjector::EncodeLocalStats() const {
+  // index, seen, acted, first (ps), detail (Acted's text: no tab or newline)
+  std::string out;
+  for (size_t i = 0; i < plan_.size(); ++i) {
+    if (!IsLocal(plan_[i].rank)) continue;
+    const Stats& s = stats_[i];
+    out += std::to_string(i) + "\t" + std::to_string(s.seen) + "\t" + std::to_string(s.acted) +
+           "\t" + std::to_string(s.first.ps()) + "\t" + s.first_detail + "\n";
+  }
+  return out;
+}
+
+std::string FaultInjector::MergedReport(const std::vector<std::string>& parts) const {
+  // A rank is local to exactly one process, which alone ran its faults
+  // after setup (setup ran everywhere, alike): its stats are the fault's.
+  std::vector<Stats> merged = stats_;
+  for (const std::string& part : parts) {
+    size_t at = 0;
+    while (at < part.size()) {
+      const size_t end = part.find('\n', at);
+      const std::string line = part.substr(at, end - at);
+      at = end == std::string::npos ? part.size() : end + 1;
+      size_t tabs[4];
+      size_t from = 0;
+      for (size_t& t : tabs) {
+        t = line.find('\t', from);
+        if (t == std::string::npos) return ReportOf(plan_, stats_);  // not ours: as is
+        from = t + 1;
+      }
+      const size_t i = std::stoull(line.substr(0, tabs[0]));
+      if (i >= merged.size()) continue;
+      Stats& s = merged[i];
+      s.seen = std::stoull(line.substr(tabs[0] + 1, tabs[1] - tabs[0] - 1));
+      s.acted = std::stoull(line.substr(tabs[1] + 1, tabs[2] - tabs[1] - 1));
+      s.first = Picoseconds(std::stoll(line.substr(tabs[2] + 1, tabs[3] - tabs[2] - 1)));
+      s.first_detail = line.substr(tabs[3] + 1);
+    }
+  }
+  return ReportOf(plan_, merged);
+}
+
+std::string FaultInjector::ReportOf(const std::vector<VerbsFault>& plan,
+                                    const std::vector<Stats>& stats) {
   std::string r;
   char buf[160];
-  for (size_t i = 0; i < plan_.size(); ++i) {
-    const Stats& s = stats_[i];
-    r += "verbs fault " + Describe(plan_[i]) + ": ";
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const Stats& s = stats[i];
+    r += "verbs fault " + Describe(plan[i]) + ": ";
     if (s.acted == 0) {
       r += "never acted (" + std::to_string(s.seen) + " matching operations)\n";
       continue;

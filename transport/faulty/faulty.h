@@ -31,10 +31,12 @@ namespace fathom::transport::faulty {
 struct FaultEnv {
   Clock* clock = nullptr;  // Now(): virtual on sim, wall on verbs
   Picoseconds origin;      // `at` counts from here (sim 0; verbs: when opened)
-  // Runs `fn` at time `at` and returns control to the driver (the sim: an
-  // engine event that then stops Run(), as a completion does). Null (verbs):
-  // the driver polls every CQ each turn, and Poll() releases what is due.
-  std::function<void(Picoseconds at, std::function<void()> fn)> wake_at;
+  // Runs `fn` at time `at` for rank `rank`'s device and returns control to
+  // the driver (the sim: an engine event that then stops Run(), as a
+  // completion does; the rank says which process runs it when the fabric
+  // is split across processes). Null (verbs): the driver polls every CQ
+  // each turn, and Poll() releases what is due.
+  std::function<void(int rank, Picoseconds at, std::function<void()> fn)> wake_at;
 };
 
 class FaultyDevice;
@@ -69,6 +71,19 @@ class FaultInjector {
   // comes, to act from `at` (since origin) on.
   void Arm(size_t i, Picoseconds at);
   const std::vector<VerbsFault>& plan() const { return plan_; }
+
+  // A fabric split across processes (transport/worlds/dist_backend.h): only
+  // the ranks `local` accepts run here, so only their faults are woken
+  // here (the caller drops wake-ups already scheduled for the others). Null:
+  // every rank is local.
+  void set_local(std::function<bool(int rank)> local) { local_ = std::move(local); }
+  // What this process's faults did (those on its local ranks), for the
+  // process that reports: one line per fault, tab-separated.
+  std::string EncodeLocalStats() const;
+  // Report() with each fault's stats from the process that ran its rank:
+  // `parts` are every process's EncodeLocalStats(). The same text as one
+  // process's Report().
+  std::string MergedReport(const std::vector<std::string>& parts) const;
   const FaultEnv& env() const { return env_; }
 
  private:
@@ -77,10 +92,13 @@ class FaultInjector {
   friend class FaultyQp;
   // Notes that fault `i` acted now; `detail` says on what.
   void Acted(size_t i, const std::string& detail);
+  bool IsLocal(int rank) const { return !local_ || local_(rank); }
+  static std::string ReportOf(const std::vector<VerbsFault>& plan, const std::vector<Stats>& stats);
 
   std::vector<VerbsFault> plan_;
   FaultEnv env_;
   std::vector<Stats> stats_;
+  std::function<bool(int rank)> local_;
   // The wrapped devices (and whether each is alive), for Arm's wake-ups.
   std::vector<std::pair<std::weak_ptr<bool>, FaultyDevice*>> devices_;
 };

@@ -37,10 +37,9 @@ namespace fathom::transport::worlds {
 
 class DistSimBackend final : public Backend {
  public:
-  // `world` must be built with SimWorldOptions::canonical_order. Across
-  // processes (comm->size() > 1) refuses with INVALID_ARGUMENT what does
-  // not split yet: verbs faults. A server tier's servers stay whole, each
-  // in one process (the partition keeps a server's NICs together).
+  // `world` must be built with SimWorldOptions::canonical_order. A server
+  // tier's servers stay whole, each in one process (the partition keeps a
+  // server's NICs together); verbs faults act where their rank's NIC is.
   static StatusOr<std::unique_ptr<DistSimBackend>> Create(SimWorld* world, parallel::Comm* comm);
 
   const char* name() const override { return "sim"; }

@@ -223,18 +223,32 @@ AlphaBeta ServerAlphaBeta(const topo::Topology& t, const topo::ServerTier& tier,
 class SimWorld::Waker {
  public:
   explicit Waker(emulated::EmulatedFabric* fabric) : fabric_(fabric) {}
-  void At(Picoseconds at, std::function<void()> fn) {
+  void At(int rank, Picoseconds at, std::function<void()> fn) {
     const uint64_t id = next_++;
-    fns_.emplace(id, std::move(fn));
+    fns_.emplace(id, Pending{rank, std::move(fn)});
     fabric_->engine().Schedule<&Waker::Fire>(at, sim::EventKind::kUser, 0, this, id);
+  }
+  // Drops the pending wake-ups of the ranks `local` rejects, events and all
+  // (a split fabric: their process runs them; each counts in the digest once).
+  void KeepOnly(const std::function<bool(int rank)>& local) {
+    fabric_->engine().RetainEvents([&](const sim::Event& e) {
+      if (e.handler != sim::kHandlerOf<&Waker::Fire> || e.obj != this) return true;
+      auto it = fns_.find(e.arg);
+      return it == fns_.end() || local(it->second.rank);
+    });
+    std::erase_if(fns_, [&](const auto& kv) { return !local(kv.second.rank); });
   }
 
  private:
+  struct Pending {
+    int rank;
+    std::function<void()> fn;
+  };
   static void Fire(void* obj, uint64_t id) {
     auto* w = static_cast<Waker*>(obj);
     auto it = w->fns_.find(id);
     if (it == w->fns_.end()) return;
-    std::function<void()> fn = std::move(it->second);
+    std::function<void()> fn = std::move(it->second.fn);
     w->fns_.erase(it);
     fn();
     w->fabric_->OnCompletion();
@@ -242,7 +256,7 @@ class SimWorld::Waker {
 
   emulated::EmulatedFabric* fabric_;
   uint64_t next_ = 0;
-  std::map<uint64_t, std::function<void()>> fns_;
+  std::map<uint64_t, Pending> fns_;
 };
 
 StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
@@ -304,8 +318,8 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
     faulty::FaultEnv env;
     env.clock = &w->fabric_->clock();
     Waker* waker = w->waker_.get();
-    env.wake_at = [waker](Picoseconds at, std::function<void()> fn) {
-      waker->At(at, std::move(fn));
+    env.wake_at = [waker](int rank, Picoseconds at, std::function<void()> fn) {
+      waker->At(rank, at, std::move(fn));
     };
     w->injector_ = std::make_unique<faulty::FaultInjector>(std::move(plan), std::move(env));
   }
@@ -443,6 +457,12 @@ SimWorld::~SimWorld() {
   comms_.clear();
   devices_.clear();
   injector_.reset();
+}
+
+void SimWorld::SplitVerbsFaults(std::function<bool(int rank)> local) {
+  if (injector_ == nullptr) return;
+  waker_->KeepOnly(local);
+  injector_->set_local(std::move(local));
 }
 
 Status SimWorld::ArmScenarioFault(bool verbs, int index, Picoseconds at) {

@@ -143,6 +143,10 @@ class SimWorld {
   const intranode::ServerFabric* server() const { return server_.get(); }
   // The verbs-level fault injector (null without verbs faults).
   const faulty::FaultInjector* verbs_faults() const { return injector_.get(); }
+  // A fabric split across processes (dist_backend.h): the verbs faults of
+  // the ranks `local` accepts act here, the others' wake-ups are dropped
+  // (their process runs them). No-op without verbs faults.
+  void SplitVerbsFaults(std::function<bool(int rank)> local);
   // Arms the scenario's faults[index] (verbs: verbs_faults[index]) placed
   // at an iteration (training.h) to act from `at` (virtual time, >= now).
   Status ArmScenarioFault(bool verbs, int index, Picoseconds at);
