@@ -637,8 +637,9 @@ class Port {
   // The Network's arena holds each port and then its first ring (16
   // entries, 4 lines), so the ports' line 1 lie one stride apart; a stride
   // of a power of two lines (768 + 256 bytes) would put them all in 1/16
-  // of the sets of the L2 (8-way, 1 MiB; callgrind --LL=1048576,8,64: +6%
-  // L2 misses at k=16), an odd one spreads them over every set.
+  // of the sets of the L2 (8-way, 1 MiB; callgrind --LL=1048576,8,64,
+  // lossless k=16: 11.3 L2 misses per hop, 9.9 padded), an odd one spreads
+  // them over every set.
   std::array<uint64_t, 8> stride_pad_{};
 };
 
