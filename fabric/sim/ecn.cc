@@ -15,25 +15,26 @@ double EcnMarkProbability(const EcnClassConfig& c, int64_t queued_bytes) {
 
 bool EcnMarker::Mark(uint8_t tc, bool ect, int64_t queued_bytes) {
   if (!ect) return false;
-  const double p = EcnMarkProbability(config_.classes[tc & 7], queued_bytes);
+  Class& c = classes_[tc & 7];
+  const double p = EcnMarkProbability(c.config, queued_bytes);
   if (p <= 0) return false;
   // 53 random bits as a uniform double in [0, 1): marked with probability p.
   if (p < 1 && static_cast<double>(rng_.Next() >> 11) * 0x1.0p-53 >= p) return false;
-  ++marked_[tc & 7];
+  ++c.marked;
   return true;
 }
 
 int32_t EcnMarker::min_kmin() const {
   int64_t k = INT32_MAX;
-  for (const EcnClassConfig& c : config_.classes) {
-    if (c.enabled) k = std::min(k, std::max<int64_t>(c.kmin_bytes, INT32_MIN));
+  for (const Class& c : classes_) {
+    if (c.config.enabled) k = std::min(k, std::max<int64_t>(c.config.kmin_bytes, INT32_MIN));
   }
   return static_cast<int32_t>(k);
 }
 
 uint64_t EcnMarker::marked_packets() const {
   uint64_t n = 0;
-  for (uint64_t m : marked_) n += m;
+  for (const Class& c : classes_) n += c.marked;
   return n;
 }
 

@@ -44,7 +44,9 @@ double EcnMarkProbability(const EcnClassConfig& c, int64_t queued_bytes);
 // marked.
 class EcnMarker {
  public:
-  EcnMarker(const EcnConfig& config, Rng rng) : config_(config), rng_(rng) {}
+  EcnMarker(const EcnConfig& config, Rng rng) : rng_(rng) {
+    for (size_t c = 0; c < classes_.size(); ++c) classes_[c].config = config.classes[c];
+  }
 
   // Whether a packet of class `tc` (ECN-capable: `ect`) that finds
   // `queued_bytes` of its class in the queue is marked CE. Draws only when
@@ -57,12 +59,18 @@ class EcnMarker {
 
   // Packets marked CE, in all and by traffic class.
   uint64_t marked_packets() const;
-  uint64_t marked_packets(int tc) const { return marked_[static_cast<size_t>(tc & 7)]; }
+  uint64_t marked_packets(int tc) const { return classes_[static_cast<size_t>(tc & 7)].marked; }
 
  private:
-  EcnConfig config_;
-  Rng rng_;
-  std::array<uint64_t, 8> marked_{};
+  // Two lines per Mark (one marker per switch egress port: at k=16 each
+  // is cold at most hops): the stream's, and the class's thresholds with
+  // its count.
+  alignas(64) Rng rng_;
+  struct alignas(64) Class {
+    EcnClassConfig config;
+    uint64_t marked = 0;
+  };
+  std::array<Class, 8> classes_{};
 };
 
 }  // namespace fathom::sim

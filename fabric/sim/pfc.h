@@ -15,7 +15,7 @@
 // Model, in one paragraph. A switch accounts, per (ingress port, priority),
 // the bytes it received on that port and still holds (not yet fully
 // serialized out of its egress port). The account lives in the UPSTREAM
-// sending port, whose far end the switch is (PortPfc::held); a packet's
+// sending port, whose far end the switch is (Port::Account::held); a packet's
 // route (QpFlow::path and its hop count) names that port when the packet
 // is admitted at the switch's egress and again when it is released, so the
 // account needs no per-packet state. Crossing XOFF (static xoff_bytes, or
@@ -170,28 +170,21 @@ class PfcSwitch;
 // One port's PFC state; owned by its Port (Port::pfc()), made when PFC is
 // configured or a PAUSE is first sent or received.
 struct PortPfc {
-  // Line 0: what every lossless frame's admission and release read (the
-  // far-end switch, XOFF by account, and the account of classes 0 to 5), so
-  // that each reads one line here.
-  // The far-end switch (null: the far end is a NIC).
-  alignas(64) PfcSwitch* far_switch = nullptr;
-  // Classes the far-end switch asserts XOFF for by this account (a mirror
-  // of the far end's port's by_account, here where admission reads it).
+  // The ingress account itself (the bytes held, XOFF by account, the
+  // static XOFF level and the pending XON check) is on the Port's own line
+  // 4 (Port::Account), not here: admission and release then reach it in
+  // one line through the route, not through this object. What stays here
+  // is read when XOFF is decided or on PAUSE frames.
+  // The far-end switch (null: the far end is a NIC); Port::Account has
+  // the same.
+  PfcSwitch* far_switch = nullptr;
+  // Classes the far-end switch asserts XOFF for by this account: a mirror
+  // of Port::Account::xoff, for reports and tests.
   uint8_t account_xoff = 0;
-  bool xon_pending = false;  // an XON check is scheduled (Port::OnXonCheck)
   // Egress side: what the far end asked of this port (the Port mirrors it
   // and watchdog_drop on its own line 3, where its sends read them).
-  uint8_t paused = 0;         // classes paused now
-  uint8_t watchdog_drop = 0;  // classes dropped on send (Port::WatchdogDrop)
-  // The far-end switch's XOFF level when it is static and the same for
-  // every lossless class (QosConfig: no dynamic_alpha; the usual one
-  // lossless class), here so that admission reads no line of the switch
-  // or of the QosConfig, and the switch's shared count (PfcSwitch::used,
-  // which only dynamic thresholds read) is not kept. -1: ask the switch.
-  int32_t static_xoff = -1;
-  // Ingress account (this port's deliveries the far-end switch still
-  // holds), per class.
-  std::array<int64_t, kPriorities> held{};
+  uint8_t paused = 0;                             // classes paused now
+  uint8_t watchdog_drop = 0;                      // classes dropped on send (Port::WatchdogDrop)
   std::array<int64_t, kPriorities> xoff_level{};  // the account when XOFF was sent
   std::array<int64_t, kPriorities> paused_since_ps{};
   std::array<int64_t, kPriorities> paused_until_ps{};  // quanta expiry
@@ -217,7 +210,7 @@ struct PortPfc {
 // and its egress ports. XON needs no polling: an account is released when
 // its entry leaves the egress buffer, lazily (Port::Drain) but at the latest
 // when the frame reaches the far end, so an XON goes out at most one cable
-// delay after the account fell to XON (PortPfc::xon_pending defers it to an
+// delay after the account fell to XON (Port::Account::xon_pending defers it to an
 // event of its own: a release happens inside another port's send).
 class PfcSwitch {
  public:
@@ -227,7 +220,7 @@ class PfcSwitch {
   int64_t XoffLevel(int c) const;
   int64_t XonLevel(int c, int64_t xoff_level) const;
   // Bytes held on all its lossless accounts, kept only under dynamic
-  // thresholds or per-class static ones (PortPfc::static_xoff -1).
+  // thresholds or per-class static ones (Port::Account::static_xoff -1).
   int64_t used() const { return used_; }
   void Add(int64_t bytes) { used_ += bytes; }
   // The switch's egress ports holding bytes of class `c` from `upstream`.

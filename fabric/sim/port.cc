@@ -35,8 +35,14 @@ Port::Port(Engine* engine, PacketPool* pool, HugePageArena* arena, DropStats* dr
   // The line plan of port.h: a send reads lines 1 and 2, an arrival line 1
   // (and 2 when it settles the buffer).
   static_assert(offsetof(Port, busy_until_ps_) == 64 && offsetof(Port, occupancy_) == 120 &&
-                offsetof(Port, pfc_) < 192 && offsetof(Port, ecn_kmin_) + sizeof(int32_t) <= 192);
+                offsetof(Port, pfc_) < 192 && offsetof(Port, ecn_kmin_) + sizeof(int32_t) <= 192 &&
+                offsetof(Port, account_) == 192 &&
+                offsetof(Account, held) + 6 * sizeof(int64_t) <= 64);
   constexpr uint32_t kFirstRing = 16;
+  // Port and first ring alternate in the arena: an odd stride of lines
+  // (stride_pad_).
+  static_assert(sizeof(Port) % 64 == 0 && sizeof(Port) / 64 % 2 == 1 &&
+                kFirstRing * sizeof(Held) % 128 == 0);
   ring_ = static_cast<Held*>(arena_->Allocate(kFirstRing * sizeof(Held), alignof(Held)));
   ring_mask_ = kFirstRing - 1;
   engine_->set_prefetcher(EventKind::kArrival, &Port::PrefetchArrival);
@@ -405,7 +411,12 @@ void Port::PrefetchArrival(const void* obj, uint64_t arg) {
     const QpFlow& flow = *reinterpret_cast<const QpFlow*>(arg & ~uint64_t{alignof(QpFlow) - 1});
     if (port->rx_forwards_) {
       const Port* out = NextHop(flow, static_cast<uint32_t>(arg & kHopsMax));
-      if (out != nullptr) out->PrefetchSendLines();
+      if (out != nullptr) {
+        out->PrefetchSendLines();
+        // A lossless frame's admission there (SendPolicy) reads the
+        // egress's line 3 and this port's account.
+        if (port->rx_forwards_ & kAccounted) out->PrefetchPolicyLines(port);
+      }
       return;
     }
     // The receiver takes the entry as it is (rx_full_size_fn_) or as a pool
@@ -423,6 +434,7 @@ void Port::PrefetchArrival(const void* obj, uint64_t arg) {
     const Port* out = p->next_out;
     if (out != nullptr) {
       out->PrefetchSendLines();
+      if (port->rx_forwards_ & kAccounted) out->PrefetchPolicyLines(port);
       __builtin_prefetch(p->flow->path);
     }
     return;

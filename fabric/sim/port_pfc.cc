@@ -58,7 +58,7 @@ int64_t PfcSwitch::XoffLevel(int c) const {
 }
 
 namespace {
-// PortPfc::static_xoff for a switch with this configuration.
+// Port::Account::static_xoff for a switch with this configuration.
 int32_t StaticXoff(const QosConfig& qos) {
   if (qos.dynamic_alpha > 0) return -1;
   int64_t level = -1;
@@ -94,7 +94,10 @@ PortPfc& Port::EnablePfc(uint8_t lossless, PfcSwitch* far_switch, const QosConfi
                          int64_t headroom_bytes) {
   PortPfc& pfc = EnsurePfc();
   pfc.far_switch = far_switch;
-  pfc.static_xoff = far_switch != nullptr ? StaticXoff(*qos) : -1;
+  account_.far_switch = far_switch;
+  account_.static_xoff = far_switch != nullptr ? StaticXoff(*qos) : -1;
+  rx_forwards_ =
+      static_cast<uint8_t>((rx_forwards_ & kForwards) | (far_switch != nullptr ? kAccounted : 0));
   qos_ = qos;
   headroom_bytes_ = headroom_bytes;
   lossless_mask_ = lossless;
@@ -162,13 +165,13 @@ bool Port::SendPolicy(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc) {
     uint32_t hops;
     FlowAndHops(w0, w1, pooled, &flow, &hops, kHopsShift, kHopsMax, Held::kTags);
     Port* up = hops >= 1 ? NextHop(*flow, hops - 1) : nullptr;
-    if (up != nullptr && up->pfc_ && up->pfc_->far_switch != nullptr) {
-      PortPfc& u = *up->pfc_;
+    if (up != nullptr && up->account_.far_switch != nullptr) {
+      Account& u = up->account_;
       PfcSwitch& sw = *u.far_switch;
-      const bool xoff = ((u.account_xoff >> tc) & 1) != 0;
+      const bool xoff = ((u.xoff >> tc) & 1) != 0;
       // Past XOFF the headroom takes what the upstream sends for a round
       // trip; an account not yet XOFF takes the frame and goes XOFF.
-      if (xoff && u.held[tc] + bytes > u.xoff_level[tc] + up->headroom_bytes_) {
+      if (xoff && u.held[tc] + bytes > u.limit[tc]) {
         // Past the headroom: what PFC exists to prevent, counted.
         ++pfc_->counters.headroom_drops[tc];
         if (pooled) {
@@ -186,8 +189,12 @@ bool Port::SendPolicy(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc) {
         // What it holds now (past the threshold by this frame at most, or
         // by more when a dynamic threshold fell under it): the headroom
         // counts from here.
-        u.xoff_level[tc] = u.held[tc];
-        u.account_xoff |= static_cast<uint8_t>(1u << tc);
+        PortPfc& upfc = *up->pfc_;
+        upfc.xoff_level[tc] = u.held[tc];
+        u.limit[tc] = u.held[tc] + up->headroom_bytes_;
+        u.xon[tc] = sw.XonLevel(tc, u.held[tc]);
+        u.xoff |= static_cast<uint8_t>(1u << tc);
+        upfc.account_xoff = u.xoff;
         Port* emitter = up->peer_;
         emitter->EnsurePfc().by_account |= static_cast<uint8_t>(1u << tc);
         emitter->UpdateEmit();
@@ -217,16 +224,15 @@ void Port::ReleaseLossless(const Held& h, uint32_t bytes, uint8_t tc) {
   FlowAndHops(h.w0, h.w1, h.pooled(), &flow, &hops, kHopsShift, kHopsMax, Held::kTags);
   // Held entries have crossed this link too: the upstream is two back.
   Port* up = hops >= 2 ? NextHop(*flow, hops - 2) : nullptr;
-  if (up == nullptr || !up->pfc_ || up->pfc_->far_switch == nullptr) return;
+  if (up == nullptr || up->account_.far_switch == nullptr) return;
   ReleaseAccount(up, tc, bytes);
 }
 
 void Port::ReleaseAccount(Port* up, uint8_t tc, uint32_t bytes) {
-  PortPfc& u = *up->pfc_;
+  Account& u = up->account_;
   u.held[tc] -= bytes;
   if (u.static_xoff < 0) u.far_switch->Add(-static_cast<int64_t>(bytes));
-  if (!u.xon_pending && ((u.account_xoff >> tc) & 1) &&
-      u.held[tc] <= u.far_switch->XonLevel(tc, u.xoff_level[tc])) {
+  if (!u.xon_pending && ((u.xoff >> tc) & 1) && u.held[tc] <= u.xon[tc]) {
     // XON, from an event of its own: this runs inside a send or an arrival
     // of another port (or the watchdog's poll), which a PAUSE frame's send
     // must not cut into.
@@ -237,7 +243,7 @@ void Port::ReleaseAccount(Port* up, uint8_t tc, uint32_t bytes) {
 
 void Port::OnXonCheck(void* obj, uint64_t /*arg*/) {
   Port* up = static_cast<Port*>(obj);
-  up->pfc_->xon_pending = false;
+  up->account_.xon_pending = false;
   up->CheckXon();
 }
 
@@ -272,14 +278,15 @@ bool Port::CheckXon() {
   PfcSwitch& sw = *pfc_->far_switch;
   uint8_t off = 0;
   for (int c = 0; c < kPriorities; ++c) {
-    if (((e.by_account >> c) & 1) && pfc_->held[static_cast<size_t>(c)] <=
+    if (((e.by_account >> c) & 1) && account_.held[static_cast<size_t>(c)] <=
                                          sw.XonLevel(c, pfc_->xoff_level[static_cast<size_t>(c)])) {
       off |= static_cast<uint8_t>(1u << c);
     }
   }
   if (off != 0) {
     e.by_account &= static_cast<uint8_t>(~off);
-    pfc_->account_xoff &= static_cast<uint8_t>(~off);
+    account_.xoff &= static_cast<uint8_t>(~off);
+    pfc_->account_xoff = account_.xoff;
     peer_->UpdateEmit();
   }
   return e.by_account != 0;
@@ -520,7 +527,7 @@ void Port::DropWaiting(int c) {
       // Released as a frame that left: the account may fall to XON, and
       // the upstream's pause must then end (else it waits for good on
       // frames that are gone).
-      if (up != nullptr && up->pfc_ && up->pfc_->far_switch != nullptr) {
+      if (up != nullptr && up->account_.far_switch != nullptr) {
         ReleaseAccount(up, tc, bytes);
       }
     }
