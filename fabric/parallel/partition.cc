@@ -4,6 +4,41 @@
 #include <limits>
 
 namespace fathom::parallel {
+namespace {
+
+// Cuts `items` (units, in order) into contiguous runs for processes
+// 0..need.size()-1 of about equal `weight` (by unit): process r takes items
+// until its share is reached. A process with need[r] gets at least one
+// item (the caller leaves enough); one without may get none.
+void CutRuns(const std::vector<int32_t>& items, const std::vector<int64_t>& weight,
+             const std::vector<char>& need, std::vector<int32_t>& process_of) {
+  const int32_t processes = static_cast<int32_t>(need.size());
+  std::vector<size_t> needy_after(need.size(), 0);
+  for (int32_t r = processes - 2; r >= 0; --r) {
+    needy_after[static_cast<size_t>(r)] =
+        needy_after[static_cast<size_t>(r) + 1] + (need[static_cast<size_t>(r) + 1] ? 1 : 0);
+  }
+  int64_t total = 0;
+  for (const int32_t u : items) total += weight[static_cast<size_t>(u)];
+  int32_t r = 0;
+  int64_t sum = 0;
+  bool took = false;
+  for (size_t i = 0; i < items.size(); ++i) {
+    // Move on when this process has its share (or needs nothing), or when
+    // the items left are only enough for one each of the needy after it.
+    const size_t left = items.size() - i;
+    while (r + 1 < processes && (took || !need[static_cast<size_t>(r)]) &&
+           (left <= needy_after[static_cast<size_t>(r)] || sum * processes >= total * (r + 1))) {
+      ++r;
+      took = false;
+    }
+    process_of[static_cast<size_t>(items[i])] = r;
+    took = true;
+    sum += weight[static_cast<size_t>(items[i])];
+  }
+}
+
+}  // namespace
 
 StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t processes,
                                     const std::vector<std::vector<int32_t>>& together) {
@@ -41,6 +76,7 @@ StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t proc
   // processes like any other, with their latency as lookahead. Any other
   // group merges the units it touches (the lowest names the merged one).
   // Either way the units stay in node-id order.
+  std::vector<char> server_unit(nodes.size(), 0);  // by unit: a server of its own
   if (!together.empty()) {
     std::vector<int32_t> root(nodes.size());
     for (size_t n = 0; n < nodes.size(); ++n) root[n] = static_cast<int32_t>(n);
@@ -67,6 +103,7 @@ StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t proc
       if (hosts && several) {
         const int32_t own = *std::min_element(group.begin(), group.end());
         for (const int32_t node : group) detached[static_cast<size_t>(node)] = own;
+        server_unit[static_cast<size_t>(own)] = 1;
         continue;
       }
       for (const int32_t node : group) {
@@ -87,10 +124,12 @@ StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t proc
       }
     }
   }
-  std::vector<int64_t> unit_weight(nodes.size(), 0);
+  std::vector<int64_t> unit_weight(nodes.size(), 0);  // ports
+  std::vector<int64_t> unit_hosts(nodes.size(), 0);
   std::vector<int32_t> units;
   for (size_t n = 0; n < nodes.size(); ++n) {
     unit_weight[static_cast<size_t>(unit[n])] += topology.PortCount(static_cast<int32_t>(n));
+    if (nodes[n].kind == topo::NodeKind::kHost) ++unit_hosts[static_cast<size_t>(unit[n])];
     if (unit[n] == static_cast<int32_t>(n)) units.push_back(static_cast<int32_t>(n));
   }
   Partition part;
@@ -105,28 +144,22 @@ StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t proc
                                         "whose NICs reach several, each whole")) +
         ") in topology " + topology.name());
   }
-  int64_t total = 0;
-  for (int32_t u : units) total += unit_weight[static_cast<size_t>(u)];
-  // Contiguous runs: process r takes units until its share of the ports
-  // is reached, leaving at least one unit for each process after it.
+  // Server units first, by hosts; then the others, by ports. Without
+  // server units every process needs a unit and the cut is by ports alone.
+  std::vector<int32_t> servers, others;
+  for (const int32_t u : units)
+    (server_unit[static_cast<size_t>(u)] ? servers : others).push_back(u);
   std::vector<int32_t> process_of_unit(nodes.size(), 0);
-  part.weight.assign(static_cast<size_t>(processes), 0);
-  std::vector<int32_t> count(static_cast<size_t>(processes), 0);
-  int32_t r = 0;
-  int64_t sum = 0;
-  for (size_t i = 0; i < units.size(); ++i) {
-    // Move on when this process has its share, or when the units left are
-    // only enough for one each of the processes after it.
-    if (r + 1 < processes && count[static_cast<size_t>(r)] > 0) {
-      const size_t left_units = units.size() - i;
-      const size_t procs_after = static_cast<size_t>(processes - r - 1);
-      if (left_units <= procs_after || sum * processes >= total * (r + 1)) ++r;
-    }
-    const int64_t w = unit_weight[static_cast<size_t>(units[i])];
-    process_of_unit[static_cast<size_t>(units[i])] = r;
-    part.weight[static_cast<size_t>(r)] += w;
-    ++count[static_cast<size_t>(r)];
-    sum += w;
+  const size_t np = static_cast<size_t>(processes);
+  std::vector<char> need(np, 0);
+  for (size_t r = 0; r < np && r < servers.size(); ++r) need[r] = 1;
+  CutRuns(servers, unit_hosts, need, process_of_unit);
+  for (size_t r = 0; r < np; ++r) need[r] = r >= servers.size();
+  CutRuns(others, unit_weight, need, process_of_unit);
+  part.weight.assign(np, 0);
+  for (const int32_t u : units) {
+    part.weight[static_cast<size_t>(process_of_unit[static_cast<size_t>(u)])] +=
+        unit_weight[static_cast<size_t>(u)];
   }
   part.owner.resize(nodes.size());
   for (size_t n = 0; n < nodes.size(); ++n) {

@@ -1,6 +1,6 @@
 // How a distributed run splits a fabric between processes: which process
 // owns each node (a switch with the hosts cabled to it is one unit, never
-// split), balanced by ports, and the lookahead that conservative
+// split), balanced by hosts and ports, and the lookahead that conservative
 // synchronization gets from the links that cross between processes.
 //
 // Pure functions of the topology and the process count, so every process
@@ -35,8 +35,10 @@ struct Partition {
 // hosts that reaches several units (rail wiring: a server's NICs on
 // different leaves) becomes its own unit, numbered by its lowest node, and
 // its cables cross like any other; any other group merges the units it
-// touches. InvalidArgument when there are more processes than units
-// (naming both), or none.
+// touches. Such server units are cut first, into runs of about equal hosts
+// (the ranks), then the other units into runs of about equal ports; without
+// them (plain wiring) the cut is by ports alone. InvalidArgument when there
+// are more processes than units (naming both), or none.
 StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t processes,
                                     const std::vector<std::vector<int32_t>>& together = {});
 

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iostream>
+#include <string>
+
 #include "topologies/builders.h"
 #include "topologies/server.h"
 
@@ -138,6 +142,61 @@ TEST(PartitionTest, ServersStayWhole) {
   auto t = topo::BuildPreset("medium");
   ASSERT_TRUE(t.ok());
   EXPECT_FALSE(PartitionFabric(*t, 2, {{0, 100000}}).ok());
+}
+
+// Hosts and switches per process, e.g. "64 hosts + 5 switches | ...".
+std::string Layout(const topo::Topology& t, const Partition& p) {
+  std::vector<int32_t> hosts(static_cast<size_t>(p.processes), 0);
+  std::vector<int32_t> switches(static_cast<size_t>(p.processes), 0);
+  for (const topo::Node& node : t.nodes()) {
+    auto& count = node.kind == topo::NodeKind::kHost ? hosts : switches;
+    ++count[static_cast<size_t>(p.owner[static_cast<size_t>(node.id)])];
+  }
+  std::string s;
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    s += (r ? " | " : "") + std::to_string(hosts[r]) + " hosts + " + std::to_string(switches[r]) +
+         " switches";
+  }
+  return s;
+}
+
+// Rail wiring: the server units (every rank) spread evenly by hosts, the
+// switches by ports; plain wiring keeps its port-balanced cut.
+TEST(PartitionTest, ServersSpreadByHosts) {
+  auto rail = topo::BuildPreset("medium:rail");
+  ASSERT_TRUE(rail.ok()) << rail.status().message();
+  const auto groups = Servers(*rail);
+  std::string layout[5];
+  for (int32_t n = 1; n <= 28; ++n) {
+    auto p = PartitionFabric(*rail, n, groups);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    if (n <= 4) {
+      layout[n] = Layout(*rail, *p);
+      std::cout << "medium:rail, " << n << " processes: " << layout[n] << "\n";
+    }
+    // Every process simulates something; servers differ by at most one.
+    std::vector<int32_t> nodes(static_cast<size_t>(n), 0), servers(static_cast<size_t>(n), 0);
+    for (const topo::Node& node : rail->nodes())
+      ++nodes[static_cast<size_t>(p->owner[static_cast<size_t>(node.id)])];
+    for (const auto& g : groups)
+      ++servers[static_cast<size_t>(p->owner[static_cast<size_t>(g[0])])];
+    const auto [lo, hi] = std::minmax_element(servers.begin(), servers.end());
+    EXPECT_LE(*hi - *lo, 1) << n << " processes";
+    for (int32_t r = 0; r < n; ++r)
+      EXPECT_GT(nodes[static_cast<size_t>(r)], 0) << n << " processes";
+  }
+  EXPECT_EQ(layout[2], "64 hosts + 6 switches | 64 hosts + 6 switches");
+  EXPECT_EQ(layout[4],
+            "32 hosts + 3 switches | 32 hosts + 3 switches | 32 hosts + 3 switches | 32 hosts + 3 "
+            "switches");
+  // Plain wiring, as before: leaves with their hosts, cut by ports.
+  auto plain = topo::BuildPreset("medium");
+  ASSERT_TRUE(plain.ok());
+  auto p = PartitionFabric(*plain, 4, Servers(*plain));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(Layout(*plain, *p),
+            "48 hosts + 3 switches | 48 hosts + 3 switches | 32 hosts + 2 switches | 0 hosts + 4 "
+            "switches");
 }
 
 }  // namespace
