@@ -54,10 +54,12 @@ void FlowFabric::OnArrive(void* fabric, uint64_t index) {
   FlowFabric* self = static_cast<FlowFabric*>(fabric);
   const Message& m = self->messages_pool_[index];
   const uint64_t key = (uint64_t{static_cast<uint32_t>(m.dst->host())} << 32) | m.dst_qpn;
-  auto it = self->blocked_.find(key);
-  if (it != self->blocked_.end()) {
-    it->second.push_back(static_cast<uint32_t>(index));  // behind a waiting message
-    return;
+  if (!self->blocked_.empty()) {  // nearly always empty: no RNR wait anywhere
+    auto it = self->blocked_.find(key);
+    if (it != self->blocked_.end()) {
+      it->second.push_back(static_cast<uint32_t>(index));  // behind a waiting message
+      return;
+    }
   }
   self->TryReceive(static_cast<uint32_t>(index), key);
 }

@@ -54,7 +54,29 @@ int32_t FlowModel::Start(std::span<const int32_t> links, uint64_t bytes, DoneFn 
                                             (uint64_t{static_cast<uint32_t>(id)} << 32) | f.gen);
     return id;
   }
-  for (int32_t l : links) links_[static_cast<size_t>(l)].flows.push_back(id);
+  // Alone on its links (the common case: a ring's flows rarely share), it
+  // runs at its slowest link's rate and touches no other flow: what
+  // progressive filling over its own component gives, without the walk.
+  bool alone = true;
+  double slowest = 0;
+  for (int32_t l : links) {
+    Link& link = links_[static_cast<size_t>(l)];
+    if (!link.flows.empty()) alone = false;
+    if (slowest == 0 || link.capacity < slowest) slowest = link.capacity;
+    link.flows.push_back(id);
+  }
+  if (alone) {
+    ++stats_.recomputes;
+    ++stats_.component_flows;
+    stats_.largest_component = std::max<uint64_t>(stats_.largest_component, 1);
+    f.rate = slowest;
+    ++f.gen;
+    const double ps = std::ceil(f.remaining / f.rate);
+    engine_->Schedule<&FlowModel::OnFinish>(Picoseconds(f.last_ps + static_cast<int64_t>(ps)),
+                                            EventKind::kUser, static_cast<uint32_t>(id), this,
+                                            (uint64_t{static_cast<uint32_t>(id)} << 32) | f.gen);
+    return id;
+  }
   Recompute(links);
   return id;
 }
@@ -74,18 +96,20 @@ void FlowModel::OnFinish(void* model, uint64_t arg) {
   --self->running_;
   int32_t links[kMaxLinks];
   const size_t n = f.nlinks;
+  bool shared = false;  // another flow is on one of its links
   for (size_t i = 0; i < n; ++i) {
     links[i] = f.links[i];
     std::vector<int32_t>& on = self->links_[static_cast<size_t>(links[i])].flows;
     on.erase(std::find(on.begin(), on.end(), id));
+    shared = shared || !on.empty();
   }
   const DoneFn done = f.done;
   void* ctx = f.ctx;
   const uint64_t tag = f.tag;
   self->free_.push_back(id);
   // The flows that shared a link with it speed up now, before the callback
-  // starts anything new.
-  if (n > 0) self->Recompute(std::span<const int32_t>(links, n));
+  // starts anything new. Alone, it leaves nobody to speed up.
+  if (shared) self->Recompute(std::span<const int32_t>(links, n));
   done(ctx, tag);
 }
 
@@ -140,10 +164,48 @@ void FlowModel::Recompute(std::span<const int32_t> seeds) {
   // min-heap by (share, place in the component); an entry whose link's
   // share has changed since is stale and skipped (the change pushed a new
   // one), so each step costs a log, not a scan of the component.
+  auto share_of = [](const Link& link) { return std::max(0.0, link.left) / link.unfixed; };
+  // A small component (nearly all: a ring's flows meet one or two others)
+  // scans its links for the least (share, place) instead: the heap's
+  // order exactly (every link's latest entry is its current share), with
+  // none of its pushes.
+  if (comp_links_.size() <= kScanLinks) {
+    while (true) {
+      double share = 0;
+      Link* best = nullptr;
+      for (int32_t l : comp_links_) {
+        Link& link = links_[static_cast<size_t>(l)];
+        if (link.unfixed == 0) continue;
+        const double s = share_of(link);
+        if (best == nullptr || s < share) {
+          share = s;
+          best = &link;
+        }
+      }
+      if (best == nullptr) break;
+      for (int32_t id : best->flows) {
+        Flow& f = flows_[static_cast<size_t>(id)];
+        if (f.fixed) continue;
+        f.fixed = true;
+        f.fixed_rate = share;
+        for (size_t k = 0; k < f.nlinks; ++k) {
+          Link& link = links_[static_cast<size_t>(f.links[k])];
+          link.left -= share;
+          --link.unfixed;
+        }
+      }
+    }
+  } else {
+    FillByHeap();
+  }
+  Reschedule(now);
+}
+
+void FlowModel::FillByHeap() {
+  auto share_of = [](const Link& link) { return std::max(0.0, link.left) / link.unfixed; };
   using Entry = std::pair<double, uint32_t>;  // share, index into comp_links_
   std::vector<Entry>& heap = heap_;
   heap.clear();
-  auto share_of = [](const Link& link) { return std::max(0.0, link.left) / link.unfixed; };
   for (uint32_t i = 0; i < comp_links_.size(); ++i) {
     const Link& link = links_[static_cast<size_t>(comp_links_[i])];
     if (link.unfixed > 0) heap.emplace_back(share_of(link), i);
@@ -182,6 +244,9 @@ void FlowModel::Recompute(std::span<const int32_t> seeds) {
       }
     }
   }
+}
+
+void FlowModel::Reschedule(int64_t now) {
   for (int32_t id : comp_flows_) {
     Flow& f = flows_[static_cast<size_t>(id)];
     if (f.fixed_rate == f.rate) continue;  // its finish event stands

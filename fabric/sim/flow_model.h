@@ -89,6 +89,13 @@ class FlowModel {
   // Re-fills the component reachable from `seeds` and re-schedules the
   // finish of every flow in it whose rate changed.
   void Recompute(std::span<const int32_t> seeds);
+  // Progressive filling of the component in comp_links_/comp_flows_ with a
+  // heap of the links by share (large components).
+  void FillByHeap();
+  // Re-schedules the finish of each component flow whose rate changed.
+  void Reschedule(int64_t now);
+  // Components of at most this many links are filled by scanning.
+  static constexpr size_t kScanLinks = 24;
 
   Engine* engine_;
   std::vector<Link> links_;

@@ -283,6 +283,7 @@ Status Nic::ModifyToRtr(uint32_t qpn, int32_t remote_host, uint32_t remote_qpn, 
     path_fn_(path_ctx_, host_, remote_host, FlowHash(host_, remote_host, qp->flow.udp_sport),
              qp->flow.path);
   }
+  qp->flow_route = {};
   qp->state = QpState::kRtr;
   return Status::Ok();
 }

@@ -251,6 +251,18 @@ class Nic {
     // What the QP's packets point at (their addressing and route): only
     // its address is read to send, by the NIC; hops read its route.
     QpFlow flow;
+    // The flow model's copy of the route (nic_flow.cc; reset when the route
+    // is set, ModifyToRtr): the model's link per hop, and the forward and
+    // back latencies last computed (a collective's messages repeat a size).
+    struct FlowRoute {
+      int32_t links[kPathMax];
+      uint8_t nlinks = 0;
+      bool known = false;
+      uint32_t fwd_wire = 0;  // the last packet's wire bytes `fwd` is for (0: none)
+      Picoseconds fwd;
+      const void* back_peer = nullptr;  // the peer QP `back` is for
+      Picoseconds back;
+    } flow_route;
     QpCounters Counters() const {
       QpCounters c = counters;
       c.sent_pkts = sent_pkts;

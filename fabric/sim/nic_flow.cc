@@ -53,12 +53,16 @@ void Nic::FlowActivate(Qp& qp) {
     return;
   }
   // The route: the QP's fixed route (QpFlow::path, from the NIC's own port
-  // on).
-  int32_t links[FlowModel::kMaxLinks];
-  size_t n = 0;
-  for (size_t i = 0; i < kPathMax && qp.flow.path[i] != nullptr; ++i) {
-    links[n++] = flow_->LinkOf(qp.flow.path[i]);
+  // on), as the model's links, looked up once per route.
+  Qp::FlowRoute& route = qp.flow_route;
+  if (!route.known) {
+    route.known = true;
+    route.nlinks = 0;
+    for (size_t i = 0; i < kPathMax && qp.flow.path[i] != nullptr; ++i) {
+      route.links[route.nlinks++] = flow_->LinkOf(qp.flow.path[i]);
+    }
   }
+  const size_t n = route.nlinks;
   if (n == 0) {
     // No route (a disconnected pair): the packets would be dropped until the
     // retries ran out.
@@ -69,7 +73,8 @@ void Nic::FlowActivate(Qp& qp) {
   const uint64_t bytes = MessageWireBytes(
       w.wr, w.npkts, static_cast<uint32_t>(qp.attr.path_mtu_bytes), ipv6_, &last_wire);
   qp.flow_busy = true;
-  flow_->model().Start(std::span<const int32_t>(links, n), bytes, &Nic::OnFlowSent, this, qp.qpn);
+  flow_->model().Start(std::span<const int32_t>(route.links, n), bytes, &Nic::OnFlowSent, this,
+                       qp.qpn);
 }
 
 void Nic::OnFlowSent(void* nic, uint64_t qpn) {
@@ -92,20 +97,30 @@ void Nic::OnFlowSent(void* nic, uint64_t qpn) {
   // Forward: the last packet crosses every link's propagation delay, and is
   // stored and forwarded (serialized again) at every hop after the first
   // (its first serialization ends the flow), as Port does.
-  Picoseconds forward;
-  for (size_t i = 0; i < kPathMax && qp->flow.path[i] != nullptr; ++i) {
-    const PortConfig& c = qp->flow.path[i]->config();
-    forward += c.latency + (i > 0 ? c.rate.SerializationTime(last_wire) : Picoseconds());
+  // Both are kept per QP: its messages mostly repeat one size.
+  Qp::FlowRoute& route = qp->flow_route;
+  if (route.fwd_wire != last_wire) {
+    Picoseconds forward;
+    for (size_t i = 0; i < kPathMax && qp->flow.path[i] != nullptr; ++i) {
+      const PortConfig& c = qp->flow.path[i]->config();
+      forward += c.latency + (i > 0 ? c.rate.SerializationTime(last_wire) : Picoseconds());
+    }
+    route.fwd_wire = last_wire;
+    route.fwd = forward;
   }
+  const Picoseconds forward = route.fwd;
   // Back: the ACK (no payload) on the peer QP's own route.
-  Picoseconds back;
-  if (peer != nullptr) {
+  if (peer != nullptr && route.back_peer != peer) {
+    Picoseconds back;
     const uint32_t ack_wire = FrameWireBytes(Opcode::kAcknowledge, 0, self->ipv6_);
     for (size_t i = 0; i < kPathMax && peer->flow.path[i] != nullptr; ++i) {
       const PortConfig& c = peer->flow.path[i]->config();
       back += c.latency + c.rate.SerializationTime(ack_wire);
     }
+    route.back_peer = peer;
+    route.back = back;
   }
+  const Picoseconds back = peer != nullptr ? route.back : Picoseconds();
   if (dst != nullptr) {
     const int rnr_retry = qp->attr.rnr_retry;
     const int64_t rnr_wait = RnrTimerPs(peer != nullptr ? peer->attr.min_rnr_timer : 0);
