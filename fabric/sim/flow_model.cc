@@ -183,22 +183,29 @@ void FlowModel::Recompute(std::span<const int32_t> seeds) {
         }
       }
       if (best == nullptr) break;
-      for (int32_t id : best->flows) {
-        Flow& f = flows_[static_cast<size_t>(id)];
-        if (f.fixed) continue;
-        f.fixed = true;
-        f.fixed_rate = share;
-        for (size_t k = 0; k < f.nlinks; ++k) {
-          Link& link = links_[static_cast<size_t>(f.links[k])];
-          link.left -= share;
-          --link.unfixed;
-        }
-      }
+      FixFlowsOf(*best, share);
     }
   } else {
     FillByHeap();
   }
   Reschedule(now);
+}
+
+// Progressive filling's step: every unfixed flow on `bottleneck` gets
+// `share`, and the links it crosses lose it (marked dirty for the heap).
+void FlowModel::FixFlowsOf(const Link& bottleneck, double share) {
+  for (int32_t id : bottleneck.flows) {
+    Flow& f = flows_[static_cast<size_t>(id)];
+    if (f.fixed) continue;
+    f.fixed = true;
+    f.fixed_rate = share;
+    for (size_t k = 0; k < f.nlinks; ++k) {
+      Link& link = links_[static_cast<size_t>(f.links[k])];
+      link.left -= share;
+      --link.unfixed;
+      link.dirty = true;
+    }
+  }
 }
 
 void FlowModel::FillByHeap() {
@@ -218,18 +225,7 @@ void FlowModel::FillByHeap() {
     Link& best = links_[static_cast<size_t>(comp_links_[top.second])];
     if (best.unfixed == 0 || share_of(best) != top.first) continue;  // stale
     const double share = top.first;
-    for (int32_t id : best.flows) {
-      Flow& f = flows_[static_cast<size_t>(id)];
-      if (f.fixed) continue;
-      f.fixed = true;
-      f.fixed_rate = share;
-      for (size_t k = 0; k < f.nlinks; ++k) {
-        Link& link = links_[static_cast<size_t>(f.links[k])];
-        link.left -= share;
-        --link.unfixed;
-        link.dirty = true;
-      }
-    }
+    FixFlowsOf(best, share);
     // The links those flows crossed have new shares.
     for (int32_t id : best.flows) {
       const Flow& f = flows_[static_cast<size_t>(id)];

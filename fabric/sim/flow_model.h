@@ -92,6 +92,7 @@ class FlowModel {
   // Progressive filling of the component in comp_links_/comp_flows_ with a
   // heap of the links by share (large components).
   void FillByHeap();
+  void FixFlowsOf(const Link& bottleneck, double share);
   // Re-schedules the finish of each component flow whose rate changed.
   void Reschedule(int64_t now);
   // Components of at most this many links are filled by scanning.
