@@ -144,13 +144,13 @@ void PfcField::Note(Picoseconds now) {
       }
     }
     const PortPfc* far = u->peer()->pfc();
-    if (pfc->far_switch == nullptr || far == nullptr ||
+    if (u->account().far_switch == nullptr || far == nullptr ||
         !split_with_.owns(u->peer()->config().node)) {
       continue;
     }
     for (int c = 0; c < kPriorities; ++c) {
       if (((far->by_account & lossless_) >> c & 1) == 0) continue;
-      const std::vector<Port*> holders = pfc->far_switch->EgressHolding(u, c);
+      const std::vector<Port*> holders = u->account().far_switch->EgressHolding(u, c);
       PutPort(&holding, u);
       Put(&holding, c);
       Put(&holding, static_cast<uint32_t>(holders.size()));
@@ -353,8 +353,8 @@ std::vector<PfcWait> PfcField::Snapshot() const {
       // Paused by a switch's ingress account (not a NIC's own PAUSE): the
       // bytes it waits on sit in that switch's egress ports.
       const PortPfc* far = u->peer()->pfc();
-      if (pfc->far_switch != nullptr && far != nullptr && ((far->by_account >> c) & 1)) {
-        w.holders = pfc->far_switch->EgressHolding(u, c);
+      if (u->account().far_switch != nullptr && far != nullptr && ((far->by_account >> c) & 1)) {
+        w.holders = u->account().far_switch->EgressHolding(u, c);
       }
       waits.push_back(std::move(w));
     }

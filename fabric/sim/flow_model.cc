@@ -48,10 +48,7 @@ int32_t FlowModel::Start(std::span<const int32_t> links, uint64_t bytes, DoneFn 
   ++running_;
   ++stats_.flows;
   if (links.empty()) {
-    ++f.gen;
-    engine_->Schedule<&FlowModel::OnFinish>(engine_->Now(), EventKind::kUser,
-                                            static_cast<uint32_t>(id), this,
-                                            (uint64_t{static_cast<uint32_t>(id)} << 32) | f.gen);
+    ScheduleFinish(id, f.last_ps);
     return id;
   }
   // Alone on its links (the common case: a ring's flows rarely share), it
@@ -70,11 +67,7 @@ int32_t FlowModel::Start(std::span<const int32_t> links, uint64_t bytes, DoneFn 
     ++stats_.component_flows;
     stats_.largest_component = std::max<uint64_t>(stats_.largest_component, 1);
     f.rate = slowest;
-    ++f.gen;
-    const double ps = std::ceil(f.remaining / f.rate);
-    engine_->Schedule<&FlowModel::OnFinish>(Picoseconds(f.last_ps + static_cast<int64_t>(ps)),
-                                            EventKind::kUser, static_cast<uint32_t>(id), this,
-                                            (uint64_t{static_cast<uint32_t>(id)} << 32) | f.gen);
+    ScheduleFinish(id, f.last_ps + static_cast<int64_t>(std::ceil(f.remaining / f.rate)));
     return id;
   }
   Recompute(links);
@@ -247,12 +240,19 @@ void FlowModel::Reschedule(int64_t now) {
     Flow& f = flows_[static_cast<size_t>(id)];
     if (f.fixed_rate == f.rate) continue;  // its finish event stands
     f.rate = f.fixed_rate;
-    ++f.gen;
     const double ps = f.rate > 0 ? std::ceil(f.remaining / f.rate) : 0;
-    engine_->Schedule<&FlowModel::OnFinish>(Picoseconds(now + static_cast<int64_t>(ps)),
-                                            EventKind::kUser, static_cast<uint32_t>(id), this,
-                                            (uint64_t{static_cast<uint32_t>(id)} << 32) | f.gen);
+    ScheduleFinish(id, now + static_cast<int64_t>(ps));
   }
+}
+
+// A new finish event for flow `id` at `at_ps`; the generation makes any
+// earlier one stale (OnFinish ignores it).
+void FlowModel::ScheduleFinish(int32_t id, int64_t at_ps) {
+  Flow& f = flows_[static_cast<size_t>(id)];
+  ++f.gen;
+  engine_->Schedule<&FlowModel::OnFinish>(Picoseconds(at_ps), EventKind::kUser,
+                                          static_cast<uint32_t>(id), this,
+                                          (uint64_t{static_cast<uint32_t>(id)} << 32) | f.gen);
 }
 
 }  // namespace fathom::sim

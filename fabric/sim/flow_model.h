@@ -95,6 +95,7 @@ class FlowModel {
   void FixFlowsOf(const Link& bottleneck, double share);
   // Re-schedules the finish of each component flow whose rate changed.
   void Reschedule(int64_t now);
+  void ScheduleFinish(int32_t id, int64_t at_ps);
   // Components of at most this many links are filled by scanning.
   static constexpr size_t kScanLinks = 24;
 

@@ -260,8 +260,8 @@ class Nic {
       bool known = false;
       uint32_t fwd_wire = 0;  // the last packet's wire bytes `fwd` is for (0: none)
       Picoseconds fwd;
-      const void* back_peer = nullptr;  // the peer QP `back` is for
-      Picoseconds back;
+      bool ack_known = false;  // `ack`: an ACK's latency on this QP's route
+      Picoseconds ack;
     } flow_route;
     QpCounters Counters() const {
       QpCounters c = counters;

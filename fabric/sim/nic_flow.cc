@@ -90,14 +90,14 @@ void Nic::OnFlowSent(void* nic, uint64_t qpn) {
   qp->sent_pkts += w.npkts;
   if (IsWriteWr(w.wr.opcode)) ++qp->counters.rdma_sends;
   Nic* dst = self->flow_->NicOfHost(qp->flow.dst_host);
-  const Qp* peer = dst != nullptr ? dst->FindQp(qp->remote_qpn) : nullptr;
+  Qp* peer = dst != nullptr ? dst->FindQp(qp->remote_qpn) : nullptr;
   uint32_t last_wire = 0;
   MessageWireBytes(w.wr, w.npkts, static_cast<uint32_t>(qp->attr.path_mtu_bytes), self->ipv6_,
                    &last_wire);
   // Forward: the last packet crosses every link's propagation delay, and is
   // stored and forwarded (serialized again) at every hop after the first
   // (its first serialization ends the flow), as Port does.
-  // Both are kept per QP: its messages mostly repeat one size.
+  // Kept per QP with its route: its messages mostly repeat one size.
   Qp::FlowRoute& route = qp->flow_route;
   if (route.fwd_wire != last_wire) {
     Picoseconds forward;
@@ -109,18 +109,23 @@ void Nic::OnFlowSent(void* nic, uint64_t qpn) {
     route.fwd = forward;
   }
   const Picoseconds forward = route.fwd;
-  // Back: the ACK (no payload) on the peer QP's own route.
-  if (peer != nullptr && route.back_peer != peer) {
-    Picoseconds back;
-    const uint32_t ack_wire = FrameWireBytes(Opcode::kAcknowledge, 0, self->ipv6_);
-    for (size_t i = 0; i < kPathMax && peer->flow.path[i] != nullptr; ++i) {
-      const PortConfig& c = peer->flow.path[i]->config();
-      back += c.latency + c.rate.SerializationTime(ack_wire);
+  // Back: the ACK (no payload) on the peer QP's own route, kept with that
+  // route (reset when the peer's route is set).
+  Picoseconds back;
+  if (peer != nullptr) {
+    Qp::FlowRoute& peer_route = peer->flow_route;
+    if (!peer_route.ack_known) {
+      const uint32_t ack_wire = FrameWireBytes(Opcode::kAcknowledge, 0, self->ipv6_);
+      Picoseconds ack;
+      for (size_t i = 0; i < kPathMax && peer->flow.path[i] != nullptr; ++i) {
+        const PortConfig& c = peer->flow.path[i]->config();
+        ack += c.latency + c.rate.SerializationTime(ack_wire);
+      }
+      peer_route.ack_known = true;
+      peer_route.ack = ack;
     }
-    route.back_peer = peer;
-    route.back = back;
+    back = peer_route.ack;
   }
-  const Picoseconds back = peer != nullptr ? route.back : Picoseconds();
   if (dst != nullptr) {
     const int rnr_retry = qp->attr.rnr_retry;
     const int64_t rnr_wait = RnrTimerPs(peer != nullptr ? peer->attr.min_rnr_timer : 0);

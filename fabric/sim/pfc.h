@@ -50,8 +50,8 @@
 //     them despite the pause, Port::IgnorePause(c, until) ends a pause in
 //     force and counts but ignores PAUSE frames for c until `until`.
 // (d) Cycles: a port U whose far end is a switch is paused by the switch's
-//     account on class c iff U->pfc()->account_xoff has bit c (the switch's
-//     port U->peer() then has it in by_account/emitting); U->pfc()->held[c]
+//     account on class c iff U->account().xoff has bit c (the switch's
+//     port U->peer() then has it in by_account/emitting); U->account().held[c]
 //     are the bytes of c U delivered that the switch still holds, and
 //     Network::pfc_switch(node)->EgressHolding(U, c) lists the switch's
 //     egress ports holding them (queued or waiting).
@@ -175,12 +175,6 @@ struct PortPfc {
   // 4 (Port::Account), not here: admission and release then reach it in
   // one line through the route, not through this object. What stays here
   // is read when XOFF is decided or on PAUSE frames.
-  // The far-end switch (null: the far end is a NIC); Port::Account has
-  // the same.
-  PfcSwitch* far_switch = nullptr;
-  // Classes the far-end switch asserts XOFF for by this account: a mirror
-  // of Port::Account::xoff, for reports and tests.
-  uint8_t account_xoff = 0;
   // Egress side: what the far end asked of this port (the Port mirrors it
   // and watchdog_drop on its own line 3, where its sends read them).
   uint8_t paused = 0;                             // classes paused now

@@ -93,7 +93,6 @@ PortPfc& Port::EnsurePfc() {
 PortPfc& Port::EnablePfc(uint8_t lossless, PfcSwitch* far_switch, const QosConfig* qos,
                          int64_t headroom_bytes) {
   PortPfc& pfc = EnsurePfc();
-  pfc.far_switch = far_switch;
   account_.far_switch = far_switch;
   account_.static_xoff = far_switch != nullptr ? StaticXoff(*qos) : -1;
   rx_forwards_ =
@@ -194,7 +193,6 @@ bool Port::SendPolicy(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc) {
         u.limit[tc] = u.held[tc] + up->headroom_bytes_;
         u.xon[tc] = sw.XonLevel(tc, u.held[tc]);
         u.xoff |= static_cast<uint8_t>(1u << tc);
-        upfc.account_xoff = u.xoff;
         Port* emitter = up->peer_;
         emitter->EnsurePfc().by_account |= static_cast<uint8_t>(1u << tc);
         emitter->UpdateEmit();
@@ -275,7 +273,7 @@ bool Port::CheckXon() {
   // This port's far end is a switch asserting XOFF toward it (by account).
   if (!pfc_ || peer_ == nullptr || !peer_->pfc_) return false;
   PortPfc& e = *peer_->pfc_;
-  PfcSwitch& sw = *pfc_->far_switch;
+  PfcSwitch& sw = *account_.far_switch;
   uint8_t off = 0;
   for (int c = 0; c < kPriorities; ++c) {
     if (((e.by_account >> c) & 1) && account_.held[static_cast<size_t>(c)] <=
@@ -286,7 +284,6 @@ bool Port::CheckXon() {
   if (off != 0) {
     e.by_account &= static_cast<uint8_t>(~off);
     account_.xoff &= static_cast<uint8_t>(~off);
-    pfc_->account_xoff = account_.xoff;
     peer_->UpdateEmit();
   }
   return e.by_account != 0;

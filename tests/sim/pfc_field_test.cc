@@ -159,7 +159,7 @@ TEST(PfcWatchdogDropTest, DroppingTheWaitingFramesReleasesThePauseUpstream) {
   for (Port* p : run.net->ports()) {
     const PortPfc* pfc = p->pfc();
     if (pfc == nullptr) continue;
-    EXPECT_EQ(pfc->account_xoff & (1u << 3), 0)
+    EXPECT_EQ(p->account().xoff & (1u << 3), 0)
         << run.topo.node(p->config().node).name << ":" << p->config().index;
   }
 }

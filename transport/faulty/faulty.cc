@@ -6,6 +6,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <nlohmann/json.hpp>
 
 namespace fathom::transport::faulty {
 
@@ -405,15 +406,17 @@ void FaultInjector::Acted(size_t i, const std::string& detail) {
 std::string FaultInjector::Report() const { return ReportOf(plan_, stats_); }
 
 std::string FaultInjector::EncodeLocalStats() const {
-  // index, seen, acted, first (ps), detail (Acted's text: no tab or newline)
-  std::string out;
+  nlohmann::json out = nlohmann::json::array();
   for (size_t i = 0; i < plan_.size(); ++i) {
     if (!IsLocal(plan_[i].rank)) continue;
     const Stats& s = stats_[i];
-    out += std::to_string(i) + "\t" + std::to_string(s.seen) + "\t" + std::to_string(s.acted) +
-           "\t" + std::to_string(s.first.ps()) + "\t" + s.first_detail + "\n";
+    out.push_back({{"index", i},
+                   {"seen", s.seen},
+                   {"acted", s.acted},
+                   {"first_ps", s.first.ps()},
+                   {"detail", s.first_detail}});
   }
-  return out;
+  return out.dump();
 }
 
 std::string FaultInjector::MergedReport(const std::vector<std::string>& parts) const {
@@ -421,25 +424,16 @@ std::string FaultInjector::MergedReport(const std::vector<std::string>& parts) c
   // after setup (setup ran everywhere, alike): its stats are the fault's.
   std::vector<Stats> merged = stats_;
   for (const std::string& part : parts) {
-    size_t at = 0;
-    while (at < part.size()) {
-      const size_t end = part.find('\n', at);
-      const std::string line = part.substr(at, end - at);
-      at = end == std::string::npos ? part.size() : end + 1;
-      size_t tabs[4];
-      size_t from = 0;
-      for (size_t& t : tabs) {
-        t = line.find('\t', from);
-        if (t == std::string::npos) return ReportOf(plan_, stats_);  // not ours: as is
-        from = t + 1;
-      }
-      const size_t i = std::stoull(line.substr(0, tabs[0]));
+    const nlohmann::json lines = nlohmann::json::parse(part, nullptr, /*allow_exceptions=*/false);
+    if (!lines.is_array()) return ReportOf(plan_, stats_);  // not ours: as is
+    for (const nlohmann::json& l : lines) {
+      const size_t i = l.value("index", merged.size());
       if (i >= merged.size()) continue;
       Stats& s = merged[i];
-      s.seen = std::stoull(line.substr(tabs[0] + 1, tabs[1] - tabs[0] - 1));
-      s.acted = std::stoull(line.substr(tabs[1] + 1, tabs[2] - tabs[1] - 1));
-      s.first = Picoseconds(std::stoll(line.substr(tabs[2] + 1, tabs[3] - tabs[2] - 1)));
-      s.first_detail = line.substr(tabs[3] + 1);
+      s.seen = l.value("seen", s.seen);
+      s.acted = l.value("acted", s.acted);
+      s.first = Picoseconds(l.value("first_ps", s.first.ps()));
+      s.first_detail = l.value("detail", s.first_detail);
     }
   }
   return ReportOf(plan_, merged);

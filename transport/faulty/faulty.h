@@ -78,7 +78,7 @@ class FaultInjector {
   // every rank is local.
   void set_local(std::function<bool(int rank)> local) { local_ = std::move(local); }
   // What this process's faults did (those on its local ranks), for the
-  // process that reports: one line per fault, tab-separated.
+  // process that reports: a JSON array, an object per fault.
   std::string EncodeLocalStats() const;
   // Report() with each fault's stats from the process that ran its rank:
   // `parts` are every process's EncodeLocalStats(). The same text as one
