@@ -10,7 +10,12 @@
 # FLOW_BYTES=N sets the flows' size (default 2 MiB): a smaller k=32 run
 #   (8,192 hosts) fits a loaded 2-core machine, e.g.
 #   FLOW_BYTES=65536 bench/parallel_bench.sh build/tools/fathom 32 2
+# MPIRUN_FLAGS replaces the launcher's tuning for a machine with fewer free
+#   cores than processes (default: "--bind-to none --mca mpi_yield_when_idle 1":
+#   a waiting process yields its core and may move to an idle one; see
+#   docs/PARALLEL.md), e.g. MPIRUN_FLAGS= for Open MPI's defaults.
 set -eu
+MPIRUN_FLAGS=${MPIRUN_FLAGS---bind-to none --mca mpi_yield_when_idle 1}
 FLOW_BYTES=${FLOW_BYTES:-2097152}
 FATHOM=${1:-build/tools/fathom}
 K=${2:-16}
@@ -59,7 +64,7 @@ run "1 process, default" $T "$FATHOM" sim "$DIR/bench.yaml" --json
 run "1 process, canonical" $T "$FATHOM" sim "$DIR/bench.yaml" --json --event-order canonical
 base=$(cat "$DIR/wall.1 process, canonical")
 for n in $PROCS; do
-  run "$n processes" mpirun --oversubscribe $ROOT -np "$n" $T "$FATHOM" sim "$DIR/bench.yaml" --json
+  run "$n processes" mpirun --oversubscribe $ROOT $MPIRUN_FLAGS -np "$n" $T "$FATHOM" sim "$DIR/bench.yaml" --json
   w=$(cat "$DIR/wall.$n processes")
   printf '%22s speedup %.2f, efficiency %.0f%% (against 1 process, canonical)\n' "" \
     "$(echo "$base / $w" | bc -l)" "$(echo "100 * $base / $w / $n" | bc -l)"

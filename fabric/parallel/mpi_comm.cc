@@ -20,6 +20,9 @@ bool LaunchedByMpi() {
 #ifdef FATHOM_HAVE_MPI
 namespace {
 
+// Exchange's messages (the only point-to-point ones).
+constexpr int kExchangeTag = 30;
+
 class MpiComm final : public Comm {
  public:
   MpiComm() {
@@ -31,30 +34,34 @@ class MpiComm final : public Comm {
   int32_t size() const override { return size_; }
 
   std::vector<std::string> Exchange(const std::vector<std::string>& out) override {
-    // Counts first, then the bytes in one Alltoallv (the batch of a window).
-    std::vector<int> send_counts(static_cast<size_t>(size_)), recv_counts(send_counts.size());
-    std::vector<int> send_displ(send_counts.size()), recv_displ(send_counts.size());
-    std::string send;
+    // One message to each other process and none of a collective's rounds:
+    // the receiver learns a message's size from MPI_Probe. A distributed
+    // run exchanges once a window, so this is its synchronization cost.
+    // Each pair's messages match in the order sent (MPI's non-overtaking
+    // rule), and every process calls Exchange in the same order, so a
+    // probe by source never takes a later call's message.
+    std::vector<MPI_Request> sends;
+    sends.reserve(static_cast<size_t>(size_));
     for (int r = 0; r < size_; ++r) {
-      send_displ[static_cast<size_t>(r)] = static_cast<int>(send.size());
-      send_counts[static_cast<size_t>(r)] = static_cast<int>(out[static_cast<size_t>(r)].size());
-      send += out[static_cast<size_t>(r)];
+      if (r == rank_) continue;
+      const std::string& b = out[static_cast<size_t>(r)];
+      sends.emplace_back();
+      MPI_Isend(b.data(), static_cast<int>(b.size()), MPI_BYTE, r, kExchangeTag, MPI_COMM_WORLD,
+                &sends.back());
     }
-    MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
-    int total = 0;
-    for (int r = 0; r < size_; ++r) {
-      recv_displ[static_cast<size_t>(r)] = total;
-      total += recv_counts[static_cast<size_t>(r)];
-    }
-    std::string recv(static_cast<size_t>(total), '\0');
-    MPI_Alltoallv(send.data(), send_counts.data(), send_displ.data(), MPI_BYTE, recv.data(),
-                  recv_counts.data(), recv_displ.data(), MPI_BYTE, MPI_COMM_WORLD);
     std::vector<std::string> in(static_cast<size_t>(size_));
+    in[static_cast<size_t>(rank_)] = out[static_cast<size_t>(rank_)];
     for (int r = 0; r < size_; ++r) {
-      in[static_cast<size_t>(r)] =
-          recv.substr(static_cast<size_t>(recv_displ[static_cast<size_t>(r)]),
-                      static_cast<size_t>(recv_counts[static_cast<size_t>(r)]));
+      if (r == rank_) continue;
+      MPI_Status st;
+      MPI_Probe(r, kExchangeTag, MPI_COMM_WORLD, &st);
+      int n = 0;
+      MPI_Get_count(&st, MPI_BYTE, &n);
+      std::string& b = in[static_cast<size_t>(r)];
+      b.resize(static_cast<size_t>(n));
+      MPI_Recv(b.data(), n, MPI_BYTE, r, kExchangeTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
+    MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE);
     return in;
   }
   void AllMin(std::vector<int64_t>* v) override {

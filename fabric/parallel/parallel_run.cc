@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 
 #include "fabric/parallel/pfc_cross.h"
 #include "fabric/scenario/pfc_field.h"
@@ -267,6 +268,7 @@ void DistributedRun::ExchangeWindow(sim::Network& net) {
   for (const std::string& b : outbox_) stats_.shipped_bytes += b.size();
   const std::vector<std::string> in = comm_->Exchange(outbox_);
   for (std::string& b : outbox_) b.clear();
+  shipped_arrival_ = Picoseconds::Max().ps();  // Run's (Sync), not needed here
   for (const std::string& b : in) Deliver(net, b);
   stats_.sync_wall_s +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - exchange_start).count();
@@ -355,6 +357,12 @@ void DistributedRun::Ship(void* ctx, const sim::Port& port, uint64_t w0, uint64_
   if (relative) form |= kRelativeVa;
   const bool next_out = p != nullptr && self->reroutes_;
   if (next_out) form |= kNextOut;
+  // When the entry arrives there (Held's words), for Sync.
+  const int64_t arrive = alone ? static_cast<int64_t>(w0)
+                               : static_cast<int64_t>((w0 & sim::Port::kHeldPooled) != 0
+                                                          ? w0 & ~sim::Port::kHeldPooled
+                                                          : w0 & sim::Port::kHeldTimeMask);
+  self->shipped_arrival_ = std::min(self->shipped_arrival_, arrive);
   Put(&out, port.config().node);
   Put(&out, port.config().index);
   // A PAUSE frame has no QP flow (pfc_cross.h).
@@ -381,7 +389,7 @@ void DistributedRun::Ship(void* ctx, const sim::Port& port, uint64_t w0, uint64_
   ++self->stats_.shipped;
 }
 
-void DistributedRun::Deliver(sim::Network& net, const std::string& batch) {
+void DistributedRun::Deliver(sim::Network& net, std::string_view batch) {
   const char* at = batch.data();
   const char* end = at + batch.size();
   while (at < end) {
@@ -467,16 +475,11 @@ bool DistributedRun::OnlyPeriodicPending(sim::Engine& engine) const {
   return true;
 }
 
-bool DistributedRun::AllDecided(const sim::FlowDriver& driver) {
+bool DistributedRun::AllDecided(const sim::FlowDriver& driver, uint64_t decided_sum) {
   const std::vector<sim::FlowResult>& results = driver.results();
-  if (results.empty()) return false;  // nothing to finish: run to the end
-  uint64_t decided = 0;
-  for (const sim::FlowResult& r : results) decided += r.state != sim::FlowState::kPending;
-  std::vector<uint64_t> sum{decided};
-  comm_->AllSum(&sum);
-  if (sum[0] < results.size()) return false;
+  if (decided_sum < results.size()) return false;
   // Enough decisions in all: are they of every flow (a flow may be decided
-  // on both of its ends)?
+  // on both of its ends)? A collective, in the last windows only.
   std::vector<uint64_t> bits((results.size() + 63) / 64, 0);
   for (size_t i = 0; i < results.size(); ++i) {
     if (results[i].state != sim::FlowState::kPending) bits[i / 64] |= uint64_t{1} << (i % 64);
@@ -485,6 +488,51 @@ bool DistributedRun::AllDecided(const sim::FlowDriver& driver) {
   size_t n = 0;
   for (uint64_t b : bits) n += static_cast<size_t>(__builtin_popcountll(b));
   return n == results.size();
+}
+
+DistributedRun::Agreement DistributedRun::Sync(sim::Network& net, const sim::FlowDriver& driver,
+                                               int64_t last_until) {
+  sim::Engine& engine = net.engine();
+  // This process's word on the next window, ahead of its packets to every
+  // process: what Run decides from is the state after the delivery, which
+  // the senders know. The packets delivered here schedule their arrivals,
+  // and nothing earlier (a port's ring is in arrival order): the earliest
+  // event anywhere is the least of every process's own next event and the
+  // arrivals it shipped (shipped_arrival_). Delivering changes no flow's
+  // state, and any packet shipped makes its receiver busy.
+  Control mine;
+  mine.next = std::min(NextTime(engine), shipped_arrival_);
+  const std::vector<sim::FlowResult>& results = driver.results();
+  for (const sim::FlowResult& r : results) mine.decided += r.state != sim::FlowState::kPending;
+  mine.idle = pfc_field_ != nullptr && shipped_arrival_ == Picoseconds::Max().ps() &&
+              OnlyPeriodicPending(engine);
+  // A port this process does not send on sent in the window (HandedOff):
+  // the window's end (INT64_MAX: none).
+  mine.handoff = reroutes_ && HandedOff() ? last_until : Picoseconds::Max().ps();
+  shipped_arrival_ = Picoseconds::Max().ps();
+  const auto start = std::chrono::steady_clock::now();
+  for (std::string& b : outbox_) {
+    stats_.shipped_bytes += b.size();
+    b.insert(0, reinterpret_cast<const char*>(&mine), sizeof(mine));
+  }
+  const std::vector<std::string> in = comm_->Exchange(outbox_);
+  for (std::string& b : outbox_) b.clear();
+  Agreement all;
+  all.next = Picoseconds::Max().ps();
+  all.handoff = Picoseconds::Max().ps();
+  all.idle = true;
+  for (const std::string& b : in) {
+    Control c;
+    std::memcpy(&c, b.data(), sizeof(c));
+    all.next = std::min(all.next, c.next);
+    all.decided += c.decided;
+    all.idle = all.idle && c.idle != 0;
+    all.handoff = std::min(all.handoff, c.handoff);
+    Deliver(net, std::string_view(b).substr(sizeof(Control)));
+  }
+  stats_.sync_wall_s +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return all;
 }
 
 void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds end) {
@@ -514,27 +562,13 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
     outputs_->Attach(&engine);
   }
   int64_t last_until = -1;  // the end of the last window run
+  // One exchange a window (Sync) carries the packets and the agreement on
+  // the next one; the first has no packets.
+  Agreement agreed = Sync(net, driver, last_until);
   for (;;) {
-    const auto sync_start = Clock::now();
-    // The window of the earliest event anywhere, on the grid of q.
-    std::vector<int64_t> next{NextTime(engine)};
-    // With the PFC field's periodic events (they go on while the run
-    // does): whether every process has nothing else pending.
-    int idle_at = -1, handoff_at = -1;
-    if (pfc_field_ != nullptr) {
-      idle_at = static_cast<int>(next.size());
-      next.push_back(OnlyPeriodicPending(engine) ? 1 : 0);
-    }
-    // With re-routes, whether any process handed a packet over (HandedOff)
-    // in the last window, as the end of that window (INT64_MAX: none).
-    if (reroutes_) {
-      handoff_at = static_cast<int>(next.size());
-      next.push_back(HandedOff() ? last_until : Picoseconds::Max().ps());
-    }
-    comm_->AllMin(&next);
-    if (handoff_at >= 0 && next[handoff_at] != Picoseconds::Max().ps()) {
+    if (agreed.handoff != Picoseconds::Max().ps()) {
       char at[32];
-      std::snprintf(at, sizeof(at), "%.3f", Picoseconds(next[handoff_at] + 1).us());
+      std::snprintf(at, sizeof(at), "%.3f", Picoseconds(agreed.handoff + 1).us());
       handoff_refusal_ = std::string(
                              "faults: reroute_via across processes: a packet in flight when the "
                              "routes changed was handed by a switch to a port of another switch, "
@@ -544,23 +578,34 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
                          "no lookahead); run it in one process";
       break;
     }
-    if (AllDecided(driver)) stopped = true;
-    stats_.sync_wall_s += std::chrono::duration<double>(Clock::now() - sync_start).count();
-    if (stopped || next[0] == Picoseconds::Max().ps() || next[0] > end.ps()) break;
-    if (idle_at >= 0 && next[idle_at] == 1) break;  // idle: as if nothing were pending
-    const int64_t from = next[0] - next[0] % q;
+    // No flows: nothing to finish, run to the end.
+    if (!driver.results().empty()) {
+      const auto decide_start = Clock::now();
+      if (AllDecided(driver, agreed.decided)) stopped = true;
+      stats_.sync_wall_s += std::chrono::duration<double>(Clock::now() - decide_start).count();
+    }
+    if (stopped || agreed.next == Picoseconds::Max().ps() || agreed.next > end.ps()) break;
+    if (agreed.idle) break;  // idle: as if nothing were pending
+    // The window of the earliest event anywhere, on the grid of q.
+    const int64_t from = agreed.next - agreed.next % q;
     const int64_t until = std::min(from + q - 1, end.ps());
     engine.Run(Picoseconds(until));
     last_until = until;
     ShipStarted(net);
-    const auto exchange_start = Clock::now();
-    for (const std::string& b : outbox_) stats_.shipped_bytes += b.size();
-    const std::vector<std::string> in = comm_->Exchange(outbox_);
-    for (std::string& b : outbox_) b.clear();
-    for (const std::string& b : in) Deliver(net, b);
-    stats_.sync_wall_s += std::chrono::duration<double>(Clock::now() - exchange_start).count();
+    agreed = Sync(net, driver, last_until);
     ++stats_.windows;
-    if (pfc_field_ != nullptr) pfc_field_->OnWindow();
+    if (pfc_field_ != nullptr) {
+      // The deferred deadlock checks it decides may schedule events: agree
+      // on the next event and on idleness once more (a watchdog's or a
+      // deadlock check's run only).
+      pfc_field_->OnWindow();
+      const auto again_start = Clock::now();
+      std::vector<int64_t> v{NextTime(engine), OnlyPeriodicPending(engine) ? 1 : 0};
+      comm_->AllMin(&v);
+      agreed.next = v[0];
+      agreed.idle = v[1] == 1;
+      stats_.sync_wall_s += std::chrono::duration<double>(Clock::now() - again_start).count();
+    }
     if (outputs_ != nullptr) outputs_->OnWindow();
   }
   if (outputs_ != nullptr) outputs_->Finish();

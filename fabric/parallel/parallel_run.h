@@ -39,6 +39,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -116,8 +117,31 @@ class DistributedRun final : public sim::RunHooks {
   // Ships what the deferred remote ports started by now (pfc_cross.h).
   void ShipStarted(sim::Network& net);
   void NumberFlows(sim::Network& net);
-  void Deliver(sim::Network& net, const std::string& batch);
-  bool AllDecided(const sim::FlowDriver& driver);
+  void Deliver(sim::Network& net, std::string_view batch);
+  // Whether every flow is decided, given how many decisions every process
+  // counts in all (Agreement::decided).
+  bool AllDecided(const sim::FlowDriver& driver, uint64_t decided_sum);
+  // What each process says of itself after a window, ahead of its packets
+  // to every process (Sync).
+  struct Control {
+    int64_t next = 0;      // its next event, or the least arrival it shipped
+    uint64_t decided = 0;  // flows decided (FlowResult not pending) here
+    int64_t idle = 0;      // 1: only the PFC field's periodic events pending
+    int64_t handoff = 0;   // HandedOff: the window's end (INT64_MAX: none)
+  };
+  // What every process agrees on from all the Controls.
+  struct Agreement {
+    int64_t next = 0;  // the earliest event anywhere
+    uint64_t decided = 0;
+    bool idle = false;  // every process idle
+    int64_t handoff = 0;
+  };
+  // The end of a window of Run (after ShipStarted), and before the first:
+  // ships this window's packets with this process's Control, delivers what the others sent, and
+  // returns the agreement. One Comm::Exchange.
+  Agreement Sync(sim::Network& net, const sim::FlowDriver& driver, int64_t last_until);
+  // The least arrival time among the entries shipped since the last Sync.
+  int64_t shipped_arrival_ = INT64_MAX;
 
   Comm* comm_;
   const topo::Topology* topology_;
