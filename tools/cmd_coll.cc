@@ -147,9 +147,12 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
   } else if (o.event_order == "schedule" && procs > 1) {
     refusal = "--event-order schedule: the schedule order needs one process (" +
               std::to_string(procs) + " were started): use canonical";
-  } else if (p.flow_model && procs > 1) {
-    refusal = "--fabric-model flow: runs in one process (" + std::to_string(procs) +
-              " were started); a flow-level run of 8,192 ranks fits one";
+  } else if (p.flow_model && procs > 1 && !o.modelled) {
+    // Each process replicates the flow model, not the ranks' buffers: a
+    // message's bytes would have to cross with it (docs/FLOW.md).
+    refusal = "--fabric-model flow across " + std::to_string(procs) +
+              " processes moves no data between them: add --modelled (timing only), or run "
+              "with data in one process";
   } else if (procs > 1 && o.op == "train") {
     refusal = "train: training loops are not supported across processes yet (one process)";
   } else if (o.event_order == "canonical" && o.op == "train") {
@@ -313,7 +316,8 @@ int RunSimOn(const CollOptions& o, const CollParsed& p, parallel::Comm* comm) {
   const SweepResult result = RunSweep(sweep, backend, world->comm_options());
   if (dist) {
     parallel::RunStats mine = dist->stats();
-    std::vector<uint64_t> v{mine.windows, mine.shipped, mine.shipped_bytes};
+    std::vector<uint64_t> v{mine.windows, mine.shipped, mine.shipped_bytes,
+                            dist->flow_posts_shipped(), dist->flow_acks_shipped()};
     comm->AllSum(&v);
     if (comm->rank() == 0 && !o.json) {
       std::printf("# trace digest %016llx (canonical event order, %d %s)\n",
@@ -326,6 +330,11 @@ int RunSimOn(const CollOptions& o, const CollParsed& p, parallel::Comm* comm) {
                    comm->size(), dist->window().ns(),
                    static_cast<unsigned long long>(v[0] / static_cast<uint64_t>(comm->size())),
                    static_cast<unsigned long long>(v[1]), static_cast<unsigned long long>(v[2]));
+      if (p.flow_model) {
+        std::fprintf(stderr,
+                     "parallel   flow model: %llu posted WRs and %llu ACKs between processes\n",
+                     static_cast<unsigned long long>(v[3]), static_cast<unsigned long long>(v[4]));
+      }
     }
   }
   if (expect == nullptr || result == SweepResult::kUsage) return ExitCode(result);
@@ -695,8 +704,8 @@ FATHOM_REGISTER_COMMAND(
           sub->add_option("--fabric-model", o->fabric_model,
                           "sim: packet (default: every packet through ports and switches) or "
                           "flow (each message one flow on its QP's route, links shared max-min "
-                          "fairly, lossless; no faults, PFC/ECN/DCQCN dynamics or MPI; for "
-                          "thousands of ranks, docs/FLOW.md)");
+                          "fairly, lossless; no faults or PFC/ECN/DCQCN dynamics; under mpirun "
+                          "timing only, --modelled; for thousands of ranks, docs/FLOW.md)");
           sub->add_flag("--json", o->json, "print one JSON object");
           sub->add_option("--trace", o->trace,
                           "write a Chrome trace / Perfetto JSON of every rank's steps (verbs: "

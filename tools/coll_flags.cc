@@ -204,11 +204,6 @@ StatusOr<CollParsed> ParseCollFlags(const CollOptions& o, std::vector<std::strin
           "--fabric-model flow: faults are not modelled (--verbs-fault); use "
           "--fabric-model packet");
     }
-    if (o.event_order == "canonical") {
-      return InvalidArgument(
-          "--fabric-model flow: runs in one process (canonical event order, "
-          "MPI): not with --event-order canonical");
-    }
   }
   if (o.given.count("--host-mem-gbs") > 0 && !(o.host_mem_gbs >= 0)) {
     return InvalidArgument("--host-mem-gbs " + std::to_string(o.host_mem_gbs) +

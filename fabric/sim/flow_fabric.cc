@@ -2,6 +2,10 @@
 #include "fabric/sim/flow_fabric.h"
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "fabric/wire/psn.h"
 
 namespace fathom::sim {
 
@@ -88,9 +92,114 @@ bool FlowFabric::TryReceive(uint32_t index, uint64_t key) {
   } else if (status != WcStatus::kSuccess) {
     m.rnr_left = -2 - static_cast<int>(status);  // the NAK's status, for OnAck
   }
-  e.Schedule<&FlowFabric::OnAck>(e.Now() + m.back, EventKind::kQpTimer,
-                                 static_cast<uint32_t>(m.src->host()), this, index);
+  SendAck(index, e.Now() + m.back);
   return true;
+}
+
+void FlowFabric::SendAck(uint32_t index, Picoseconds at) {
+  if (!split_) {
+    Engine& e = network_->engine();
+    e.Schedule<&FlowFabric::OnAck>(at, EventKind::kQpTimer,
+                                   static_cast<uint32_t>(messages_pool_[index].src->host()), this,
+                                   index);
+    return;
+  }
+  const Message& m = messages_pool_[index];
+  acks_out_.push_back(AckNote{at.ps(), m.src->host(), m.src_qpn, m.end_psn, m.rnr_left});
+  free_.push_back(index);
+}
+
+void FlowFabric::Split(std::vector<char> local, bool counts_replicas) {
+  split_ = true;
+  local_ = std::move(local);
+  model_.set_uncounted(!counts_replicas);
+}
+
+void FlowFabric::NotePost(const Nic& nic, uint32_t qpn, const SendWr& wr, int64_t at_ps) {
+  if (split_) posts_out_.push_back(PostNote{at_ps, nic.host(), qpn, wr});
+}
+
+namespace {
+
+template <typename T>
+void Append(std::string* out, const T& v) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+}  // namespace
+
+std::vector<std::string> FlowFabric::TakeOutbox(const std::vector<int32_t>& owner, int32_t me,
+                                                int32_t procs) {
+  // Per destination: the post count, the posts, then the ACKs.
+  std::vector<std::string> out(static_cast<size_t>(procs));
+  for (int32_t p = 0; p < procs; ++p) {
+    if (p == me) continue;  // its own posts are in its send queues already
+    std::string& o = out[static_cast<size_t>(p)];
+    Append(&o, static_cast<uint64_t>(posts_out_.size()));
+    for (const PostNote& n : posts_out_) Append(&o, n);
+    posts_shipped_ += posts_out_.size();
+  }
+  if (out[static_cast<size_t>(me)].empty()) Append(&out[static_cast<size_t>(me)], uint64_t{0});
+  for (const AckNote& a : acks_out_) {
+    const int32_t p = owner[static_cast<size_t>(a.src_host)];
+    Append(&out[static_cast<size_t>(p)], a);
+    if (p != me) ++acks_shipped_;
+  }
+  posts_out_.clear();
+  acks_out_.clear();
+  return out;
+}
+
+void FlowFabric::TakeInbox(const std::vector<std::string>& in) {
+  std::vector<AckNote> acks;
+  for (const std::string& batch : in) {
+    if (batch.size() < sizeof(uint64_t)) continue;
+    const char* at = batch.data();
+    uint64_t nposts;
+    std::memcpy(&nposts, at, sizeof(nposts));
+    at += sizeof(nposts);
+    for (uint64_t i = 0; i < nposts; ++i, at += sizeof(PostNote)) {
+      PostNote n;
+      std::memcpy(&n, at, sizeof(n));
+      // The replica's NIC queues it as its own PostSend would have.
+      Nic* nic = NicOfHost(n.host);
+      if (nic == nullptr) continue;
+      nic->delayed_posts_.push_back(Nic::DelayedPost{n.at_ps, n.qpn, n.wr});
+      if (nic->delayed_posts_.size() == 1) nic->ScheduleDelayed(0, n.at_ps);
+    }
+    for (; at < batch.data() + batch.size(); at += sizeof(AckNote)) {
+      AckNote a;
+      std::memcpy(&a, at, sizeof(a));
+      acks.push_back(a);
+    }
+  }
+  // One order for any number of processes (the senders' order is not).
+  std::sort(acks.begin(), acks.end(), [](const AckNote& a, const AckNote& b) {
+    if (a.at_ps != b.at_ps) return a.at_ps < b.at_ps;
+    if (a.src_host != b.src_host) return a.src_host < b.src_host;
+    if (a.src_qpn != b.src_qpn) return a.src_qpn < b.src_qpn;
+    return wire::PsnDiff(a.end_psn, b.end_psn) < 0;
+  });
+  Engine& e = network_->engine();
+  for (const AckNote& a : acks) {
+    uint32_t index;
+    if (!free_.empty()) {
+      index = free_.back();
+      free_.pop_back();
+    } else {
+      index = static_cast<uint32_t>(messages_pool_.size());
+      messages_pool_.emplace_back();
+    }
+    Message& m = messages_pool_[index];
+    m = Message{};
+    m.src = NicOfHost(a.src_host);
+    m.src_qpn = a.src_qpn;
+    m.end_psn = a.end_psn;
+    m.rnr_left = a.rnr_left;
+    e.Schedule<&FlowFabric::OnAck>(Picoseconds(a.at_ps), EventKind::kQpTimer,
+                                   static_cast<uint32_t>(a.src_host), this, index);
+  }
 }
 
 void FlowFabric::OnRnrRetry(void* fabric, uint64_t key) {

@@ -83,6 +83,10 @@ double FlowModel::RateBps(int32_t flow) const {
 void FlowModel::OnFinish(void* model, uint64_t arg) {
   FlowModel* self = static_cast<FlowModel*>(model);
   const int32_t id = static_cast<int32_t>(arg >> 32);
+  if (self->uncounted_) [[unlikely]] {
+    self->uncounted_sum_ += Engine::CanonicalEventDigest(
+        self->engine_->Now().ps(), EventKind::kUser, static_cast<uint32_t>(id));
+  }
   Flow& f = self->flows_[static_cast<size_t>(id)];
   if (!f.running || f.gen != static_cast<uint32_t>(arg)) return;  // superseded
   f.running = false;

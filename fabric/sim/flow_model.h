@@ -58,6 +58,10 @@ class FlowModel {
     uint64_t largest_component = 0;
   };
   const Stats& stats() const { return stats_; }
+  // Split runs (flow_fabric.h): every process runs every finish event, one
+  // counts them; the others take each one's digest out (uncounted_sum).
+  void set_uncounted(bool on) { uncounted_ = on; }
+  uint64_t uncounted_sum() const { return uncounted_sum_; }
 
  private:
   struct Link {
@@ -108,6 +112,8 @@ class FlowModel {
   std::vector<int32_t> comp_links_, comp_flows_;  // scratch
   std::vector<std::pair<double, uint32_t>> heap_;
   Stats stats_;
+  bool uncounted_ = false;
+  uint64_t uncounted_sum_ = 0;
 };
 
 }  // namespace fathom::sim

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <string>
 
+#include "fabric/sim/flow_fabric.h"
 #include "fabric/wire/psn.h"
 
 namespace fathom::sim {
@@ -346,6 +347,10 @@ Status Nic::PostSend(uint32_t qpn, const SendWr& wr) {
     }
     delayed_posts_.push_back(DelayedPost{at, qpn, wr});
     if (delayed_posts_.size() == 1) ScheduleDelayed(0, at);
+    // A split flow model replicates every send queue (flow_fabric.h).
+    if (flow_mode_) [[unlikely]] {
+      flow_->NotePost(*this, qpn, wr, at);
+    }
     return Status::Ok();
   }
   EnqueueSend(*qp, wr);

@@ -1,6 +1,7 @@
 // The NIC profile's host/NIC delays (nic_profile.h): WRs posted and
 // completions generated wait in order in the NIC until their time comes.
 // Only a profile with a delay uses this (Nic::timed_); `ideal` never does.
+#include "fabric/sim/flow_fabric.h"
 #include "fabric/sim/nic.h"
 
 namespace fathom::sim {
@@ -16,6 +17,11 @@ void Nic::ScheduleDelayed(uint64_t which, int64_t at_ps) {
 void Nic::OnDelayed(void* nic, uint64_t which) {
   Nic* self = static_cast<Nic*>(nic);
   const int64_t now = self->engine_->Now().ps();
+  if (self->flow_mode_ && !self->flow_->Local(self->host_)) [[unlikely]] {
+    // A replica's copy of another process's post (flow_fabric.h, Split):
+    // that process counts the event.
+    self->flow_->Uncount(now, EventKind::kNicPump, static_cast<uint32_t>(self->host_));
+  }
   if (which == 0) {
     auto& q = self->delayed_posts_;
     while (!q.empty() && q.front().at_ps <= now) {

@@ -85,10 +85,13 @@ void Nic::OnFlowSent(void* nic, uint64_t qpn) {
   if (self->crashed_ || qp->state != QpState::kRts || qp->send_idx >= qp->sq.size()) return;
   const SendWqe w = qp->sq[qp->send_idx];
   MoveSendCursor(*qp, qp->send_idx + 1, 0);
+  // Split (flow_fabric.h): the requester's process completes the WQE; a
+  // replica keeps only what is still to send.
+  const bool local = self->flow_->Local(self->host_);
   const uint32_t end_psn = wire::PsnAdd(w.first_psn, w.npkts);
   qp->max_sent_psn = end_psn;
   qp->sent_pkts += w.npkts;
-  if (IsWriteWr(w.wr.opcode)) ++qp->counters.rdma_sends;
+  if (IsWriteWr(w.wr.opcode) && local) ++qp->counters.rdma_sends;
   Nic* dst = self->flow_->NicOfHost(qp->flow.dst_host);
   Qp* peer = dst != nullptr ? dst->FindQp(qp->remote_qpn) : nullptr;
   uint32_t last_wire = 0;
@@ -126,12 +129,13 @@ void Nic::OnFlowSent(void* nic, uint64_t qpn) {
     }
     back = peer_route.ack;
   }
-  if (dst != nullptr) {
+  if (dst != nullptr && self->flow_->Local(dst->host())) {
     const int rnr_retry = qp->attr.rnr_retry;
     const int64_t rnr_wait = RnrTimerPs(peer != nullptr ? peer->attr.min_rnr_timer : 0);
     self->flow_->Deliver(self, qp->qpn, dst, qp->remote_qpn, w.wr, w.npkts, end_psn, forward, back,
                          rnr_retry, rnr_wait);
   }
+  if (!local) self->RetireFront(*qp);
   self->FlowActivate(*qp);  // the next message follows at once
 }
 

@@ -45,12 +45,42 @@ StatusOr<std::unique_ptr<DistSimBackend>> DistSimBackend::Create(SimWorld* world
   for (int r = 0; r < world->nranks(); ++r) {
     if (b->run_->partition().Owns(comm->rank(), world->fabric().NodeOf(r))) b->local_.push_back(r);
   }
+  b->window_ps_ = b->run_->window().ps();
+  if (sim::FlowFabric* flow = world->flow(); flow != nullptr) {
+    // Every process keeps the whole flow model; the posts cross, and reach
+    // the wire after the profile's post-to-wire delay: the lookahead
+    // (docs/FLOW.md, "Across processes").
+    const sim::NicProfile& profile = world->network_config().nic;
+    const int64_t lookahead = sim::PostToWireDelay(profile, 0).ps();
+    if (comm->size() > 1 && lookahead <= 0) {
+      return InvalidArgument(
+          "--fabric-model flow across " + std::to_string(comm->size()) +
+          " processes: the NIC profile " + profile.name +
+          " posts with no delay (doorbell + WQE fetch + per-message + DMA read = 0 ps), so a "
+          "post in one process would start a flow in the others at once (no lookahead); use a "
+          "profile with a delay (--profile cx6, the default) or one process");
+    }
+    if (lookahead > 0) b->window_ps_ = std::min(b->window_ps_, lookahead);
+    std::vector<char> local_nodes(world->topology().nodes().size(), 0);
+    for (size_t node = 0; node < local_nodes.size(); ++node) {
+      local_nodes[node] = b->run_->partition().Owns(comm->rank(), static_cast<int32_t>(node));
+    }
+    flow->Split(std::move(local_nodes), comm->rank() == 0);
+  }
   // Verbs faults act where their rank's NIC is (the events they schedule
   // are that process's; sim_world.h).
   std::vector<char> local(static_cast<size_t>(world->nranks()), 0);
   for (int r : b->local_) local[static_cast<size_t>(r)] = 1;
   world->SplitVerbsFaults([local](int r) { return local[static_cast<size_t>(r)] != 0; });
   return b;
+}
+
+uint64_t DistSimBackend::flow_posts_shipped() const {
+  return world_->flow() != nullptr ? world_->flow()->posts_shipped() : 0;
+}
+
+uint64_t DistSimBackend::flow_acks_shipped() const {
+  return world_->flow() != nullptr ? world_->flow()->acks_shipped() : 0;
 }
 
 std::string DistSimBackend::Where() const {
@@ -137,7 +167,14 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
                                Trace* trace) {
   sim::Engine& engine = world_->engine();
   emulated::EmulatedFabric& fabric = world_->fabric();
-  const int64_t q = run_->window().ps();
+  const int64_t q = window_ps_;
+  sim::FlowFabric* flow = world_->flow();
+  // The flow model's posts and ACKs of the window just run (flow_fabric.h).
+  auto exchange_flows = [&] {
+    if (flow == nullptr) return;
+    flow->TakeInbox(
+        comm_->Exchange(flow->TakeOutbox(run_->partition().owner, comm_->rank(), comm_->size())));
+  };
   const int64_t timeout = world_->driver_options().timeout.ps();
   constexpr int64_t kNever = INT64_MAX;
   RunOutcome res;
@@ -247,6 +284,7 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
   int64_t clock_after = res.start.ps();
   for (;;) {
     drain();
+    exchange_flows();
     // What every process agrees on between windows: the earliest event or
     // reduction anywhere, the latest progress, whether every rank is done
     // (and when the last finished), the earliest error.
@@ -340,7 +378,8 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
   // The next collective starts at the next window boundary, the same for
   // every process.
   if (!res.hung) engine.SetClock(Picoseconds(clock_after));
-  std::vector<uint64_t> sum{run_->LocalDigestSum(engine)};
+  std::vector<uint64_t> sum{run_->LocalDigestSum(engine) -
+                            (flow != nullptr ? flow->uncounted_sum() : 0)};
   comm_->AllSum(&sum);
   digest_sum_ = sum[0];
   return res;

@@ -40,6 +40,9 @@ class DistSimBackend final : public Backend {
   // `world` must be built with SimWorldOptions::canonical_order. A server
   // tier's servers stay whole, each in one process (the partition keeps a
   // server's NICs together); verbs faults act where their rank's NIC is.
+  // The flow model (SimWorld::flow) is replicated in every process
+  // (flow_fabric.h, Split); across processes it needs a NIC profile whose
+  // post-to-wire delay is not 0 (InvalidArgument otherwise).
   static StatusOr<std::unique_ptr<DistSimBackend>> Create(SimWorld* world, parallel::Comm* comm);
 
   const char* name() const override { return "sim"; }
@@ -66,7 +69,11 @@ class DistSimBackend final : public Backend {
   // events (the same for any number of processes).
   uint64_t trace_digest() const { return sim::Engine::CanonicalDigest(digest_sum_); }
   const parallel::RunStats& stats() const { return run_->stats(); }
-  Picoseconds window() const { return run_->window(); }
+  Picoseconds window() const { return Picoseconds(window_ps_); }
+  // The flow model's crossings (flow_fabric.h, Split): posts and ACKs this
+  // process sent to others.
+  uint64_t flow_posts_shipped() const;
+  uint64_t flow_acks_shipped() const;
 
  private:
   DistSimBackend(SimWorld* world, parallel::Comm* comm);
@@ -78,6 +85,9 @@ class DistSimBackend final : public Backend {
   std::unique_ptr<parallel::DistributedRun> run_;
   std::vector<int> local_;  // the ranks whose hosts this process owns
   uint64_t digest_sum_ = 0;
+  // The sync window: the least link latency, and with the flow model at
+  // most the NIC profile's post-to-wire delay (the posts' lookahead).
+  int64_t window_ps_ = 0;
 };
 
 }  // namespace fathom::transport::worlds

@@ -288,10 +288,6 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
     if (!options.verbs_faults.empty()) {
       return InvalidArgument("SimWorld: the flow model (fabric model flow) does not model faults");
     }
-    if (options.canonical_order) {
-      return InvalidArgument(
-          "SimWorld: the flow model (fabric model flow) runs in one process only");
-    }
     FATHOM_ASSIGN_OR_RETURN(w->flow_, sim::FlowFabric::Attach(w->network_.get(), options.network));
   }
   emulated::EmulatedOptions eopt = options.emulated;

@@ -141,6 +141,8 @@ class SimWorld {
   const coll::DriverOptions& driver_options() const { return driver_options_; }
   // The server tier and its NVLink fabric (null without one).
   const intranode::ServerFabric* server() const { return server_.get(); }
+  // The flow model (null with the packet model).
+  sim::FlowFabric* flow() { return flow_.get(); }
   // The verbs-level fault injector (null without verbs faults).
   const faulty::FaultInjector* verbs_faults() const { return injector_.get(); }
   // A fabric split across processes (dist_backend.h): the verbs faults of
