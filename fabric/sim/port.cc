@@ -197,7 +197,11 @@ void Port::SendCompactSized(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc
   }
   if ((policy_mask_ >> tc) & 1) [[unlikely]] {
     // Lossless here, or paused (pfc.h): admitted, queued or dropped there.
-    if (!SendPolicy(w0, w1, bytes, tc)) return;
+    if (!AdmitLossless(*FlowOf(w1), static_cast<uint32_t>((w0 >> kHopsShift) & kHopsMax), bytes,
+                       tc) &&
+        !SendPolicy(w0, w1, bytes, tc)) {
+      return;
+    }
   } else if (!Admit(bytes, tc, now)) {
     ++counters_.port_xmit_discards;
     pool_->DropCompact();
@@ -233,7 +237,10 @@ void Port::SendInline(Packet* p) {
   }
   const uint8_t tc = ClassOf(*p);
   if ((policy_mask_ >> tc) & 1) [[unlikely]] {
-    if (!SendPolicy(Held::kPooled, reinterpret_cast<uint64_t>(p), bytes, tc)) return;
+    if (!AdmitLossless(*p->flow, p->hops, bytes, tc) &&
+        !SendPolicy(Held::kPooled, reinterpret_cast<uint64_t>(p), bytes, tc)) {
+      return;
+    }
   } else if (!Admit(bytes, tc, now)) {
     DropOnSend(p, DropReason::kTailDrop);
     return;

@@ -376,6 +376,31 @@ class Port {
   // not paused); false: taken (waiting, or sent, or dropped).
   [[gnu::cold, gnu::noinline]] bool SendPolicy(uint64_t w0, uint64_t w1, uint32_t bytes,
                                                uint8_t tc);
+  // SendPolicy's common case, inline: a frame of a lossless class, neither
+  // paused nor watchdog-dropped here, whose upstream's account has a static
+  // XOFF level and stays within it (or, XOFF already, within its headroom):
+  // the account and the buffer take it, and true. False, having done
+  // nothing: SendPolicy decides (the same way it would have). `hops`: links
+  // the frame crossed before this one.
+  [[gnu::always_inline]] bool AdmitLossless(const QpFlow& flow, uint32_t hops, uint32_t bytes,
+                                            uint8_t tc) {
+    if (((lossless_mask_ & ~(pfc_paused_ | pfc_watchdog_drop_)) >> tc & 1) == 0 || hops == 0) {
+      return false;
+    }
+    Port* up = NextHop(flow, hops - 1);
+    if (up == nullptr) return false;
+    Account& u = up->account_;
+    if (u.far_switch == nullptr || u.static_xoff < 0) return false;
+    const int64_t held = u.held[tc] + bytes;
+    if ((u.xoff >> tc) & 1) {
+      if (held > u.limit[tc]) return false;  // past the headroom: dropped
+    } else if (held > u.static_xoff) {
+      return false;  // goes XOFF
+    }
+    u.held[tc] = held;
+    if (buffered_) occupancy_[tc] += static_cast<int32_t>(bytes);
+    return true;
+  }
   // Serializes and holds an entry already admitted (Held words, not yet
   // left); `seen`: a tap saw it already.
   void Transmit(uint64_t w0, uint64_t w1, uint32_t bytes, bool seen);
@@ -389,11 +414,36 @@ class Port {
   // Re-sends pulled-back entries: paused classes to their FIFO.
   void Requeue(const std::vector<std::array<uint64_t, 2>>& pulled);
   void Resume(int c);
-  void ReleaseLossless(const Held& h, uint32_t bytes, uint8_t tc);
+  // Inline (once per lossless hop): the account's common case is one
+  // subtraction; ReleaseRest does the shared count and the XON check.
+  [[gnu::always_inline]] void ReleaseLossless(const Held& h, uint32_t bytes, uint8_t tc) {
+    // Held entries have crossed this link too: the upstream is two back.
+    uint32_t hops;
+    const QpFlow* flow;
+    if (h.pooled()) {
+      const Packet* p = h.packet();
+      flow = p->flow;
+      hops = p->hops;
+    } else {
+      flow = FlowOf(h.w1);
+      hops = static_cast<uint32_t>((h.w0 >> kHopsShift) & kHopsMax);
+    }
+    Port* up = hops >= 2 ? NextHop(*flow, hops - 2) : nullptr;
+    if (up == nullptr || up->account_.far_switch == nullptr) return;
+    ReleaseAccount(up, tc, bytes);
+  }
   // Takes `bytes` of class `tc` out of the ingress account `up` holds at
   // its far-end switch (a frame left, or was dropped there), and schedules
   // the XON check when the account is XOFF and fell to its XON level.
-  void ReleaseAccount(Port* up, uint8_t tc, uint32_t bytes);
+  [[gnu::always_inline]] void ReleaseAccount(Port* up, uint8_t tc, uint32_t bytes) {
+    Account& u = up->account_;
+    u.held[tc] -= bytes;
+    if (u.static_xoff < 0 || ((u.xoff >> tc) & 1)) [[unlikely]]
+      ReleaseRest(up, tc, bytes);
+  }
+  // ReleaseAccount's rare part: the switch's shared count (kept unless the
+  // XOFF level is static) and, while XOFF, the XON check.
+  [[gnu::cold, gnu::noinline]] void ReleaseRest(Port* up, uint8_t tc, uint32_t bytes);
   static void OnPauseExpiry(void* obj, uint64_t arg);
   static void OnXonCheck(void* obj, uint64_t arg);
   static void OnRefresh(void* obj, uint64_t arg);

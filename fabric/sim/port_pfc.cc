@@ -216,19 +216,8 @@ bool Port::SendPolicy(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc) {
   return true;
 }
 
-void Port::ReleaseLossless(const Held& h, uint32_t bytes, uint8_t tc) {
-  const QpFlow* flow;
-  uint32_t hops;
-  FlowAndHops(h.w0, h.w1, h.pooled(), &flow, &hops, kHopsShift, kHopsMax, Held::kTags);
-  // Held entries have crossed this link too: the upstream is two back.
-  Port* up = hops >= 2 ? NextHop(*flow, hops - 2) : nullptr;
-  if (up == nullptr || up->account_.far_switch == nullptr) return;
-  ReleaseAccount(up, tc, bytes);
-}
-
-void Port::ReleaseAccount(Port* up, uint8_t tc, uint32_t bytes) {
+void Port::ReleaseRest(Port* up, uint8_t tc, uint32_t bytes) {
   Account& u = up->account_;
-  u.held[tc] -= bytes;
   if (u.static_xoff < 0) u.far_switch->Add(-static_cast<int64_t>(bytes));
   if (!u.xon_pending && ((u.xoff >> tc) & 1) && u.held[tc] <= u.xon[tc]) {
     // XON, from an event of its own: this runs inside a send or an arrival
