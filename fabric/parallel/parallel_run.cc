@@ -72,7 +72,11 @@ Status DistributedRun::OnNetwork(sim::Network& net) {
       if (!spec_->faults(i).reroute_via().empty()) reroutes_ = true;
     }
   }
-  FATHOM_ASSIGN_OR_RETURN(partition_, PartitionFabric(*topology_, size, together_));
+  if (by_hosts_) {
+    FATHOM_ASSIGN_OR_RETURN(partition_, PartitionHosts(*topology_, size, together_));
+  } else {
+    FATHOM_ASSIGN_OR_RETURN(partition_, PartitionFabric(*topology_, size, together_));
+  }
   const sim::Port* any_host_port = nullptr;
   for (int32_t h : topology_->hosts()) {
     if (topology_->PortCount(h) > 0) {

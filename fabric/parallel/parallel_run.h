@@ -98,6 +98,10 @@ class DistributedRun final : public sim::RunHooks {
   void set_keep_together(std::vector<std::vector<int32_t>> groups) {
     together_ = std::move(groups);
   }
+  // Split by hosts (PartitionHosts) instead of by switch units: the flow
+  // model's work is per host and its switches carry no events. Before
+  // OnNetwork.
+  void set_partition_by_hosts(bool on) { by_hosts_ = on; }
 
   // Captures and trace merged on rank 0 (capture_merge.h; not owned): Run
   // attaches them, flushes them after each window and finishes them.
@@ -148,6 +152,7 @@ class DistributedRun final : public sim::RunHooks {
   const proto::Scenario* spec_;
   Partition partition_;
   std::vector<std::vector<int32_t>> together_;  // set_keep_together
+  bool by_hosts_ = false;                       // set_partition_by_hosts
   Picoseconds window_;
   sim::RemoteLink link_{&DistributedRun::Ship, this};
   std::vector<std::string> outbox_;  // by destination process

@@ -168,6 +168,72 @@ StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t proc
   return part;
 }
 
+StatusOr<Partition> PartitionHosts(const topo::Topology& topology, int32_t processes,
+                                   const std::vector<std::vector<int32_t>>& together) {
+  const auto& nodes = topology.nodes();
+  if (processes < 1)
+    return InvalidArgument("PartitionHosts: processes " + std::to_string(processes));
+  // The unit of each host: itself, or the lowest host of its group.
+  std::vector<int32_t> unit(nodes.size(), -1);
+  for (const int32_t h : topology.hosts()) unit[static_cast<size_t>(h)] = h;
+  for (const std::vector<int32_t>& group : together) {
+    int32_t low = std::numeric_limits<int32_t>::max();
+    for (const int32_t node : group) {
+      if (node < 0 || static_cast<size_t>(node) >= nodes.size() ||
+          nodes[static_cast<size_t>(node)].kind != topo::NodeKind::kHost) {
+        return InvalidArgument("PartitionHosts: node " + std::to_string(node) +
+                               " to keep together is not a host of topology " + topology.name());
+      }
+      low = std::min(low, unit[static_cast<size_t>(node)]);
+    }
+    for (const int32_t node : group) unit[static_cast<size_t>(node)] = low;
+  }
+  // A host chained into a group through another: follow to the lowest.
+  for (const int32_t h : topology.hosts()) {
+    int32_t u = unit[static_cast<size_t>(h)];
+    while (unit[static_cast<size_t>(u)] != u) u = unit[static_cast<size_t>(u)];
+    unit[static_cast<size_t>(h)] = u;
+  }
+  std::vector<int64_t> unit_hosts(nodes.size(), 0);
+  std::vector<int32_t> units;
+  std::vector<int32_t> hosts = topology.hosts();
+  std::sort(hosts.begin(), hosts.end());
+  for (const int32_t h : hosts) {
+    ++unit_hosts[static_cast<size_t>(unit[static_cast<size_t>(h)])];
+    if (unit[static_cast<size_t>(h)] == h) units.push_back(h);
+  }
+  Partition part;
+  part.processes = processes;
+  part.units = static_cast<int32_t>(units.size());
+  if (processes > part.units) {
+    return InvalidArgument("more processes (" + std::to_string(processes) + ") than partitions (" +
+                           std::to_string(part.units) +
+                           " hosts, each GPU server whole) for the flow model in topology " +
+                           topology.name());
+  }
+  const size_t np = static_cast<size_t>(processes);
+  std::vector<int32_t> process_of_unit(nodes.size(), 0);
+  CutRuns(units, unit_hosts, std::vector<char>(np, 1), process_of_unit);
+  part.owner.assign(nodes.size(), 0);
+  part.weight.assign(np, 0);
+  for (const int32_t h : hosts) {
+    const int32_t r = process_of_unit[static_cast<size_t>(unit[static_cast<size_t>(h)])];
+    part.owner[static_cast<size_t>(h)] = r;
+    ++part.weight[static_cast<size_t>(r)];
+  }
+  for (const topo::Node& n : nodes) {
+    if (n.kind == topo::NodeKind::kHost) continue;
+    int32_t low = std::numeric_limits<int32_t>::max();
+    for (int32_t p = 0; p < topology.PortCount(n.id); ++p) {
+      const int32_t peer = topology.Peer(n.id, p).node;
+      if (nodes[static_cast<size_t>(peer)].kind == topo::NodeKind::kHost) low = std::min(low, peer);
+    }
+    part.owner[static_cast<size_t>(n.id)] =
+        low == std::numeric_limits<int32_t>::max() ? 0 : part.owner[static_cast<size_t>(low)];
+  }
+  return part;
+}
+
 StatusOr<Picoseconds> SyncWindow(const topo::Topology& topology, const Partition& partition,
                                  Picoseconds host_extra) {
   int64_t window = std::numeric_limits<int64_t>::max();

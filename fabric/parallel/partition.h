@@ -42,6 +42,17 @@ struct Partition {
 StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t processes,
                                     const std::vector<std::vector<int32_t>>& together = {});
 
+// The flow model's split (fabric/sim/flow_fabric.h): there the work is per
+// host (its NIC, QPs and ranks) and switches carry no events, so the hosts,
+// in node-id order, are cut into `processes` contiguous runs of about equal
+// count; a `together` group of hosts (a GPU server) is never cut, and a
+// switch goes with the process of the lowest host cabled to it (it only
+// decides which cables "cross"; nothing runs on them). `weight` counts
+// hosts. InvalidArgument when there are more processes than host runs
+// (hosts, with each group counted once), or none.
+StatusOr<Partition> PartitionHosts(const topo::Topology& topology, int32_t processes,
+                                   const std::vector<std::vector<int32_t>>& together = {});
+
 // The synchronization window: the least latency of any port direction,
 // counting the NIC pipelines Network folds into host links (`host_extra`:
 // the lesser of the tx and rx pipelines). A partition-independent grid (the run's stop rule

@@ -160,6 +160,53 @@ std::string Layout(const topo::Topology& t, const Partition& p) {
   return s;
 }
 
+// The flow model's split: hosts in node order, cut into runs of about
+// equal count (each GPU server whole); every host and switch owned.
+TEST(PartitionTest, FlowModelSplitsHostsEvenly) {
+  auto large = topo::BuildPreset("large");
+  ASSERT_TRUE(large.ok()) << large.status().message();
+  for (const bool servers : {false, true}) {
+    const auto groups = servers ? Servers(*large) : std::vector<std::vector<int32_t>>{};
+    for (int32_t n = 1; n <= 7; ++n) {
+      auto p = PartitionHosts(*large, n, groups);
+      ASSERT_TRUE(p.ok()) << p.status().message();
+      ASSERT_EQ(p->owner.size(), large->nodes().size());
+      std::vector<int64_t> hosts(static_cast<size_t>(n), 0);
+      int32_t last = 0;
+      std::vector<int32_t> order = large->hosts();
+      std::sort(order.begin(), order.end());
+      for (const int32_t h : order) {
+        const int32_t r = p->owner[static_cast<size_t>(h)];
+        ASSERT_GE(r, last) << "hosts in contiguous runs, " << n << " processes";
+        last = r;
+        ++hosts[static_cast<size_t>(r)];
+      }
+      EXPECT_EQ(hosts, p->weight) << n << " processes";
+      const auto [lo, hi] = std::minmax_element(hosts.begin(), hosts.end());
+      // Within one host, or one server of 8 when servers stay whole.
+      EXPECT_LE(*hi - *lo, servers ? 8 : 1) << n << " processes";
+      EXPECT_GT(*lo, 0) << n << " processes";
+      for (const topo::Node& node : large->nodes()) {
+        const int32_t r = p->owner[static_cast<size_t>(node.id)];
+        EXPECT_TRUE(r >= 0 && r < n) << node.name;
+      }
+      for (const auto& g : groups) {
+        for (const int32_t h : g)
+          EXPECT_EQ(p->owner[static_cast<size_t>(h)], p->owner[static_cast<size_t>(g[0])]);
+      }
+    }
+    auto two = PartitionHosts(*large, 2, groups);
+    ASSERT_TRUE(two.ok());
+    EXPECT_EQ(two->weight, (std::vector<int64_t>{512, 512}));
+  }
+  auto tiny = topo::BuildPreset("medium");
+  ASSERT_TRUE(tiny.ok());
+  EXPECT_FALSE(PartitionHosts(*tiny, 0).ok());
+  EXPECT_FALSE(PartitionHosts(*tiny, 129).ok());
+  EXPECT_TRUE(PartitionHosts(*tiny, 128).ok());
+  EXPECT_FALSE(PartitionHosts(*tiny, 17, Servers(*tiny)).ok());  // 16 servers of 8
+}
+
 // Rail wiring: the server units (every rank) spread evenly by hosts, the
 // switches by ports; plain wiring keeps its port-balanced cut.
 TEST(PartitionTest, ServersSpreadByHosts) {

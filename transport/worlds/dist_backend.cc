@@ -40,6 +40,10 @@ StatusOr<std::unique_ptr<DistSimBackend>> DistSimBackend::Create(SimWorld* world
     std::erase_if(servers, [](const std::vector<int32_t>& s) { return s.empty(); });
     b->run_->set_keep_together(std::move(servers));
   }
+  // The flow model's work is per host (its NIC, QPs and ranks); its
+  // switches carry no events, so a split by switch units could leave a
+  // process with no rank at all (docs/PARALLEL.md).
+  b->run_->set_partition_by_hosts(world->flow() != nullptr);
   FATHOM_RETURN_IF_ERROR(b->run_->OnNetwork(world->network()));
   FATHOM_RETURN_IF_ERROR(b->run_->AdoptQps(world->network()));
   for (int r = 0; r < world->nranks(); ++r) {
