@@ -35,17 +35,20 @@ FlowFabric::~FlowFabric() {
   }
 }
 
+uint32_t FlowFabric::TakeSlot() {
+  if (!free_.empty()) {
+    const uint32_t index = free_.back();
+    free_.pop_back();
+    return index;
+  }
+  messages_pool_.emplace_back();
+  return static_cast<uint32_t>(messages_pool_.size() - 1);
+}
+
 void FlowFabric::Deliver(Nic* src, uint32_t src_qpn, Nic* dst, uint32_t dst_qpn, const SendWr& wr,
                          uint32_t npkts, uint32_t end_psn, Picoseconds forward, Picoseconds back,
                          int rnr_retry, int64_t rnr_wait_ps) {
-  uint32_t index;
-  if (!free_.empty()) {
-    index = free_.back();
-    free_.pop_back();
-  } else {
-    index = static_cast<uint32_t>(messages_pool_.size());
-    messages_pool_.emplace_back();
-  }
+  const uint32_t index = TakeSlot();
   messages_pool_[index] =
       Message{src, dst, src_qpn, dst_qpn, wr, npkts, end_psn, back, rnr_retry, rnr_wait_ps};
   ++messages_;
@@ -183,14 +186,7 @@ void FlowFabric::TakeInbox(const std::vector<std::string>& in) {
   });
   Engine& e = network_->engine();
   for (const AckNote& a : acks) {
-    uint32_t index;
-    if (!free_.empty()) {
-      index = free_.back();
-      free_.pop_back();
-    } else {
-      index = static_cast<uint32_t>(messages_pool_.size());
-      messages_pool_.emplace_back();
-    }
+    const uint32_t index = TakeSlot();
     Message& m = messages_pool_[index];
     m = Message{};
     m.src = NicOfHost(a.src_host);

@@ -128,6 +128,8 @@ class FlowFabric {
   FlowModel model_;
   std::unordered_map<const Port*, int32_t> link_of_;
   std::vector<Nic*> nic_of_node_;
+  // A free slot of messages_pool_ (reused first), for a message or an ACK.
+  uint32_t TakeSlot();
   std::vector<Message> messages_pool_;
   std::vector<uint32_t> free_;
   // Messages that arrived behind an RNR-waiting one at the same QP, oldest
