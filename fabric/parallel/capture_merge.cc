@@ -3,13 +3,11 @@
 #include <cstring>
 #include <tuple>
 
+#include "base/pod_bytes.h"
+
 namespace fathom::parallel {
 namespace {
 
-template <typename T>
-void Put(std::string* out, const T& v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof(T));
-}
 template <typename T>
 T Load(const char* at) {
   T v;
@@ -65,8 +63,8 @@ void OutputMerge::OnFrame(void* ctx, std::span<const uint8_t> frame, int64_t tim
   const auto* sink = static_cast<const Sink*>(ctx);
   std::string& out = sink->self->frame_records_[sink->index];
   out.append(sink->self->key_, kKeyBytes);
-  Put(&out, timestamp_ns);
-  Put(&out, static_cast<uint32_t>(frame.size()));
+  AppendPod(&out, timestamp_ns);
+  AppendPod(&out, static_cast<uint32_t>(frame.size()));
   out.append(reinterpret_cast<const char*>(frame.data()), frame.size());
 }
 
@@ -108,10 +106,10 @@ void OutputMerge::Flush() {
   if (!tracing_ && captures_.empty()) return;
   // One message per process: each stream as (uint64 length, records).
   std::string mine;
-  Put(&mine, static_cast<uint64_t>(trace_records_.size()));
+  AppendPod(&mine, static_cast<uint64_t>(trace_records_.size()));
   mine += trace_records_;
   for (const std::string& f : frame_records_) {
-    Put(&mine, static_cast<uint64_t>(f.size()));
+    AppendPod(&mine, static_cast<uint64_t>(f.size()));
     mine += f;
   }
   trace_records_.clear();

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "base/pod_bytes.h"
 #include "fabric/parallel/pfc_cross.h"
 #include "fabric/scenario/pfc_field.h"
 #include "fabric/scenario/reroute.h"
@@ -47,10 +48,6 @@ struct Header {
 };
 constexpr size_t kHeaderBytes = 4 + 4 + 4 + 1 + 8 + 8;
 
-template <typename T>
-void Put(std::string* out, const T& v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof(T));
-}
 template <typename T>
 T Get(const char*& at) {
   T v;
@@ -367,27 +364,27 @@ void DistributedRun::Ship(void* ctx, const sim::Port& port, uint64_t w0, uint64_
                                                           ? w0 & ~sim::Port::kHeldPooled
                                                           : w0 & sim::Port::kHeldTimeMask);
   self->shipped_arrival_ = std::min(self->shipped_arrival_, arrive);
-  Put(&out, port.config().node);
-  Put(&out, port.config().index);
+  AppendPod(&out, port.config().node);
+  AppendPod(&out, port.config().index);
   // A PAUSE frame has no QP flow (pfc_cross.h).
   const bool mac_control = p != nullptr && static_cast<uint8_t>(p->opcode) == sim::kPauseOpcode;
-  Put(&out, mac_control ? kMacControlFlowId : self->flow_ids_.at(flow));
-  Put(&out, form);
-  Put(&out, w0);
-  Put(&out, w1);
+  AppendPod(&out, mac_control ? kMacControlFlowId : self->flow_ids_.at(flow));
+  AppendPod(&out, form);
+  AppendPod(&out, w0);
+  AppendPod(&out, w1);
   if (p != nullptr) {
     out.append(reinterpret_cast<const char*>(p), sizeof(sim::Packet));
     out.append(reinterpret_cast<const char*>(&p->ext()), sizeof(sim::PacketExt));
   }
-  if (relative) Put(&out, va_offset);
+  if (relative) AppendPod(&out, va_offset);
   if (next_out) {
-    Put(&out, p->next_out != nullptr ? p->next_out->config().node : int32_t{-1});
-    Put(&out, p->next_out != nullptr ? p->next_out->config().index : int32_t{-1});
+    AppendPod(&out, p->next_out != nullptr ? p->next_out->config().node : int32_t{-1});
+    AppendPod(&out, p->next_out != nullptr ? p->next_out->config().index : int32_t{-1});
   }
   if (with_data) {
     // The bytes as they are now: the requester may not touch a buffer
     // before its WR completes, which is after this packet arrives.
-    Put(&out, p->payload_bytes);
+    AppendPod(&out, p->payload_bytes);
     out.append(reinterpret_cast<const char*>(p->data()), p->payload_bytes);
   }
   ++self->stats_.shipped;

@@ -1,31 +1,17 @@
 #include "fabric/parallel/pfc_cross.h"
 
 #include <array>
-#include <cstring>
 #include <map>
 #include <sstream>
-#include <type_traits>
 #include <utility>
 
+#include "base/pod_bytes.h"
 #include "fabric/sim/port.h"
 
 namespace fathom::parallel {
 namespace {
 
 alignas(sim::QpFlow) const sim::QpFlow kDeliveredMacControl{};
-
-template <typename T>
-void Put(std::string* out, const T& v) {
-  static_assert(std::is_trivially_copyable_v<T>);
-  out->append(reinterpret_cast<const char*>(&v), sizeof(T));
-}
-template <typename T>
-bool Get(const char*& at, const char* end, T* v) {
-  if (static_cast<size_t>(end - at) < sizeof(T)) return false;
-  std::memcpy(v, at, sizeof(T));
-  at += sizeof(T);
-  return true;
-}
 
 void AddCounters(sim::PfcCounters* a, const sim::PfcCounters& b) {
   for (int c = 0; c < sim::kPriorities; ++c) {
@@ -83,13 +69,13 @@ uint64_t SettleEvents(const std::vector<sim::Port*>& ports) {
 
 std::string EncodePfcReport(const sim::RunReport& r) {
   std::string out;
-  Put(&out, static_cast<uint64_t>(r.port_pfc.size()));
+  AppendPod(&out, static_cast<uint64_t>(r.port_pfc.size()));
   for (const auto& [name, c] : r.port_pfc) {
-    Put(&out, static_cast<uint64_t>(name.size()));
+    AppendPod(&out, static_cast<uint64_t>(name.size()));
     out += name;
-    Put(&out, c);
+    AppendPod(&out, c);
   }
-  Put(&out, static_cast<uint64_t>(r.pfc_field_summary.size()));
+  AppendPod(&out, static_cast<uint64_t>(r.pfc_field_summary.size()));
   out += r.pfc_field_summary;
   return out;
 }
@@ -98,19 +84,19 @@ bool DecodePfcReport(const std::string& bytes, sim::RunReport* r) {
   const char* at = bytes.data();
   const char* end = at + bytes.size();
   uint64_t n = 0;
-  if (!Get(at, end, &n) || n > (uint64_t{1} << 26)) return false;
+  if (!ReadPod(at, end, &n) || n > (uint64_t{1} << 26)) return false;
   r->port_pfc.clear();
   for (uint64_t i = 0; i < n; ++i) {
     uint64_t len = 0;
-    if (!Get(at, end, &len) || static_cast<uint64_t>(end - at) < len) return false;
+    if (!ReadPod(at, end, &len) || static_cast<uint64_t>(end - at) < len) return false;
     std::string name(at, len);
     at += len;
     sim::PfcCounters c;
-    if (!Get(at, end, &c)) return false;
+    if (!ReadPod(at, end, &c)) return false;
     r->port_pfc.emplace_back(std::move(name), c);
   }
   uint64_t len = 0;
-  if (!Get(at, end, &len) || static_cast<uint64_t>(end - at) != len) return false;
+  if (!ReadPod(at, end, &len) || static_cast<uint64_t>(end - at) != len) return false;
   r->pfc_field_summary.assign(at, len);
   return true;
 }

@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <type_traits>
 
+#include "base/pod_bytes.h"
 #include "fabric/parallel/pfc_cross.h"
 
 namespace fathom::parallel {
@@ -14,8 +13,7 @@ class Writer {
  public:
   template <typename T>
   void Pod(const T& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    out_.append(reinterpret_cast<const char*>(&v), sizeof(T));
+    AppendPod(&out_, v);
   }
   void Str(const std::string& s) {
     Pod(static_cast<uint64_t>(s.size()));
@@ -32,13 +30,7 @@ class Reader {
   explicit Reader(const std::string& in) : at_(in.data()), end_(in.data() + in.size()) {}
   template <typename T>
   void Pod(T* v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    if (static_cast<size_t>(end_ - at_) < sizeof(T)) {
-      ok_ = false;
-      return;
-    }
-    std::memcpy(v, at_, sizeof(T));
-    at_ += sizeof(T);
+    if (!ReadPod(at_, end_, v)) ok_ = false;
   }
   void Str(std::string* s) {
     uint64_t n = 0;

@@ -4,33 +4,23 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <tuple>
-#include <type_traits>
 
+#include "base/pod_bytes.h"
 #include "faults/spec.h"
 
 namespace fathom::sim {
 
 namespace {
 
-template <typename T>
-void Put(std::string* out, const T& v) {
-  static_assert(std::is_trivially_copyable_v<T>);
-  out->append(reinterpret_cast<const char*>(&v), sizeof(T));
-}
-
-// Reads what Put wrote; false (and nothing read) past the end.
+// Reads what AppendPod wrote; false (and nothing read) past the end.
 class Bytes {
  public:
   explicit Bytes(const std::string& s) : at_(s.data()), end_(s.data() + s.size()) {}
   template <typename T>
   bool Get(T* v) {
-    if (static_cast<size_t>(end_ - at_) < sizeof(T)) return false;
-    std::memcpy(v, at_, sizeof(T));
-    at_ += sizeof(T);
-    return true;
+    return ReadPod(at_, end_, v);
   }
 
  private:
@@ -39,8 +29,8 @@ class Bytes {
 };
 
 void PutPort(std::string* out, const Port* p) {
-  Put(out, p->config().node);
-  Put(out, p->config().index);
+  AppendPod(out, p->config().node);
+  AppendPod(out, p->config().index);
 }
 
 }  // namespace
@@ -128,7 +118,7 @@ void PfcField::Note(Picoseconds now) {
   // switches whose account asserts XOFF, the egress ports holding its bytes
   // (Snapshot reads them for a paused upstream; the merge pairs them).
   std::string& out = notes_;
-  Put(&out, now.ps());
+  AppendPod(&out, now.ps());
   std::string paused, holding;
   uint32_t n_paused = 0, n_holding = 0;
   for (Port* u : net_->ports()) {
@@ -138,8 +128,8 @@ void PfcField::Note(Picoseconds now) {
       for (int c = 0; c < kPriorities; ++c) {
         if (((pfc->paused & lossless_) >> c & 1) == 0) continue;
         PutPort(&paused, u);
-        Put(&paused, c);
-        Put(&paused, pfc->paused_since_ps[static_cast<size_t>(c)]);
+        AppendPod(&paused, c);
+        AppendPod(&paused, pfc->paused_since_ps[static_cast<size_t>(c)]);
         ++n_paused;
       }
     }
@@ -152,15 +142,15 @@ void PfcField::Note(Picoseconds now) {
       if (((far->by_account & lossless_) >> c & 1) == 0) continue;
       const std::vector<Port*> holders = u->account().far_switch->EgressHolding(u, c);
       PutPort(&holding, u);
-      Put(&holding, c);
-      Put(&holding, static_cast<uint32_t>(holders.size()));
+      AppendPod(&holding, c);
+      AppendPod(&holding, static_cast<uint32_t>(holders.size()));
       for (const Port* h : holders) PutPort(&holding, h);
       ++n_holding;
     }
   }
-  Put(&out, n_paused);
+  AppendPod(&out, n_paused);
   out += paused;
-  Put(&out, n_holding);
+  AppendPod(&out, n_holding);
   out += holding;
   ++noted_;
 }
@@ -238,21 +228,21 @@ PfcField::WatchdogView PfcField::LocalWatchdog() const {
 void PfcField::GatherWatchdog() {
   const WatchdogView mine = LocalWatchdog();
   std::string out;
-  Put(&out, mine.detected);
-  Put(&out, mine.restored);
-  Put(&out, static_cast<uint64_t>(mine.queues.size()));
+  AppendPod(&out, mine.detected);
+  AppendPod(&out, mine.restored);
+  AppendPod(&out, static_cast<uint64_t>(mine.queues.size()));
   for (const WatchdogRow& r : mine.queues) {
     PutPort(&out, r.port);
-    Put(&out, r.tc);
-    Put(&out, r.stats);
+    AppendPod(&out, r.tc);
+    AppendPod(&out, r.stats);
   }
-  Put(&out, static_cast<uint64_t>(mine.events.size()));
+  AppendPod(&out, static_cast<uint64_t>(mine.events.size()));
   for (const PfcWatchdog::Event& e : mine.events) {
-    Put(&out, e.at.ps());
+    AppendPod(&out, e.at.ps());
     PutPort(&out, e.port);
-    Put(&out, e.tc);
-    Put(&out, static_cast<uint8_t>(e.detected));
-    Put(&out, e.paused_since.ps());
+    AppendPod(&out, e.tc);
+    AppendPod(&out, static_cast<uint8_t>(e.detected));
+    AppendPod(&out, e.paused_since.ps());
   }
   WatchdogView all;
   for (const std::string& part : split_with_.all_gather(out)) {

@@ -2,9 +2,8 @@
 #include "fabric/sim/flow_fabric.h"
 
 #include <algorithm>
-#include <cstring>
-#include <type_traits>
 
+#include "base/pod_bytes.h"
 #include "fabric/wire/psn.h"
 
 namespace fathom::sim {
@@ -122,16 +121,6 @@ void FlowFabric::NotePost(const Nic& nic, uint32_t qpn, const SendWr& wr, int64_
   if (split_) posts_out_.push_back(PostNote{at_ps, nic.host(), qpn, wr});
 }
 
-namespace {
-
-template <typename T>
-void Append(std::string* out, const T& v) {
-  static_assert(std::is_trivially_copyable_v<T>);
-  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-
-}  // namespace
-
 std::vector<std::string> FlowFabric::TakeOutbox(const std::vector<int32_t>& owner, int32_t me,
                                                 int32_t procs) {
   // Per destination: the post count, the posts, then the ACKs.
@@ -139,14 +128,14 @@ std::vector<std::string> FlowFabric::TakeOutbox(const std::vector<int32_t>& owne
   for (int32_t p = 0; p < procs; ++p) {
     if (p == me) continue;  // its own posts are in its send queues already
     std::string& o = out[static_cast<size_t>(p)];
-    Append(&o, static_cast<uint64_t>(posts_out_.size()));
-    for (const PostNote& n : posts_out_) Append(&o, n);
+    AppendPod(&o, static_cast<uint64_t>(posts_out_.size()));
+    for (const PostNote& n : posts_out_) AppendPod(&o, n);
     posts_shipped_ += posts_out_.size();
   }
-  if (out[static_cast<size_t>(me)].empty()) Append(&out[static_cast<size_t>(me)], uint64_t{0});
+  if (out[static_cast<size_t>(me)].empty()) AppendPod(&out[static_cast<size_t>(me)], uint64_t{0});
   for (const AckNote& a : acks_out_) {
     const int32_t p = owner[static_cast<size_t>(a.src_host)];
-    Append(&out[static_cast<size_t>(p)], a);
+    AppendPod(&out[static_cast<size_t>(p)], a);
     if (p != me) ++acks_shipped_;
   }
   posts_out_.clear();
@@ -157,25 +146,20 @@ std::vector<std::string> FlowFabric::TakeOutbox(const std::vector<int32_t>& owne
 void FlowFabric::TakeInbox(const std::vector<std::string>& in) {
   std::vector<AckNote> acks;
   for (const std::string& batch : in) {
-    if (batch.size() < sizeof(uint64_t)) continue;
     const char* at = batch.data();
-    uint64_t nposts;
-    std::memcpy(&nposts, at, sizeof(nposts));
-    at += sizeof(nposts);
-    for (uint64_t i = 0; i < nposts; ++i, at += sizeof(PostNote)) {
-      PostNote n;
-      std::memcpy(&n, at, sizeof(n));
+    const char* const end = at + batch.size();
+    uint64_t nposts = 0;
+    if (!ReadPod(at, end, &nposts)) continue;
+    PostNote n;
+    for (uint64_t i = 0; i < nposts && ReadPod(at, end, &n); ++i) {
       // The replica's NIC queues it as its own PostSend would have.
       Nic* nic = NicOfHost(n.host);
       if (nic == nullptr) continue;
       nic->delayed_posts_.push_back(Nic::DelayedPost{n.at_ps, n.qpn, n.wr});
       if (nic->delayed_posts_.size() == 1) nic->ScheduleDelayed(0, n.at_ps);
     }
-    for (; at < batch.data() + batch.size(); at += sizeof(AckNote)) {
-      AckNote a;
-      std::memcpy(&a, at, sizeof(a));
-      acks.push_back(a);
-    }
+    AckNote a;
+    while (ReadPod(at, end, &a)) acks.push_back(a);
   }
   // One order for any number of processes (the senders' order is not).
   std::sort(acks.begin(), acks.end(), [](const AckNote& a, const AckNote& b) {
