@@ -482,6 +482,11 @@ TEST(CollTrainingTest, CanonicalOrderRunsTheDefaultOrdersLoop) {
         << json.out;
     EXPECT_EQ(test_util::RunCommand(cmd + " --json", false).out.find("trace_digest"),
               std::string::npos);
+    // `fathom sim` runs the same loop in the same order: the same digest.
+    EXPECT_EQ(DigestIn(test_util::RunCommand(kFathom + " sim " + kScenarios + "coll/" + name +
+                                             " --event-order canonical")
+                           .out),
+              digest);
   }
 }
 
