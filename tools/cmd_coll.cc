@@ -154,9 +154,13 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
               " processes moves no data between them: add --modelled (timing only), or run "
               "with data in one process";
   } else if (procs > 1 && o.op == "train") {
-    refusal = "train: training loops are not supported across processes yet (one process)";
-  } else if (o.event_order == "canonical" && o.op == "train") {
-    refusal = "train: training loops run in the default event order only";
+    // The loop starts a collective when the last rank of the one before
+    // finished, at that picosecond: an instant no process learns before its
+    // window has run past it (docs/PARALLEL.md, "Training loops").
+    refusal = "train: training loops run in one process (" + std::to_string(procs) +
+              " were started): the default order, or --event-order canonical for the canonical "
+              "digest; across processes a collective could not start at the picosecond the "
+              "last rank of the one before finished";
   }
   if (comm != nullptr && procs > 1) {
     std::vector<int64_t> lo{CommandLineHash()}, hi{lo[0]};
@@ -700,7 +704,8 @@ FATHOM_REGISTER_COMMAND(
                           "sim: schedule (default: ties in time go in schedule order) or "
                           "canonical (time, kind, component; the order a run split across MPI "
                           "processes takes, mpirun -np N fathom coll ... --backend sim, which "
-                          "prints its trace digest; docs/PARALLEL.md)");
+                          "prints its trace digest; train: one process only; "
+                          "docs/PARALLEL.md)");
           sub->add_option("--fabric-model", o->fabric_model,
                           "sim: packet (default: every packet through ports and switches) or "
                           "flow (each message one flow on its QP's route, links shared max-min "

@@ -134,10 +134,12 @@ int RunTrainingSim(const SimFlags& f, sim::LoadedScenario& sc, parallel::Comm* c
   if (!f.json_out.empty()) return refuse("--json-out", "use --json");
   if (!f.flows_out.empty()) return refuse("--flows-out", flows);
   if (!f.faults.empty()) return refuse("--fault", "put the fault in the scenario's faults list");
-  if (!f.event_order.empty()) return refuse("--event-order", "not for a training scenario");
   // --seed over the scenario's, as for flows.
   if (f.seed) sc.spec.set_seed(*f.seed);
-  const transport::worlds::SimWorldOptions options;
+  transport::worlds::SimWorldOptions options;
+  // --event-order canonical: the same loop, and the report gives the
+  // canonical trace digest (as `fathom coll train --event-order canonical`).
+  options.canonical_order = f.event_order == "canonical";
   auto world = transport::worlds::SimWorld::CreateFromScenario(sc, options);
   if (!world.ok()) {
     std::fprintf(stderr, "fathom sim: %s\n", world.status().message().c_str());
@@ -489,7 +491,7 @@ FATHOM_REGISTER_COMMAND(
                               "default); canonical: by kind and component, the order a run "
                               "split across MPI processes (mpirun -np N fathom sim ...) takes "
                               "and the default there: its digest and report are the same for "
-                              "any number of processes")
+                              "any number of processes (a training scenario: one process)")
                   ->check(CLI::IsMember({"schedule", "canonical"}));
               sub->footer(
                   "Exit codes: 0 the run met its expectations; 1 it did not (an `expect` "

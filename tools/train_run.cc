@@ -73,6 +73,12 @@ int RunTrainingScenario(const char* tool, const sim::LoadedScenario& sc, SimWorl
   f.iteration_p99_us = Nearest(us, 0.99);
   f.iteration_max_us = us.empty() ? 0 : us.back();
   const double virtual_s = (r.end - r.start).seconds();
+  // A world in the canonical order (--event-order canonical) gives its
+  // trace digest, as the other canonical runs do.
+  const bool canonical = world->engine().canonical_order();
+  char digest[24];
+  std::snprintf(digest, sizeof(digest), "%016llx",
+                static_cast<unsigned long long>(world->engine().trace_digest()));
   const double events_per_s = wall > 0 ? static_cast<double>(r.events) / wall : 0;
   if (json) {
     nlohmann::ordered_json j;
@@ -103,6 +109,11 @@ int RunTrainingScenario(const char* tool, const sim::LoadedScenario& sc, SimWorl
       armed.push_back({{"name", a.name}, {"iteration", a.iteration}, {"at_us", a.at.us()}});
     }
     j["armed_faults"] = armed;
+    if (canonical) {
+      j["event_order"] = "canonical";
+      j["processes"] = 1;
+      j["trace_digest"] = digest;
+    }
     j["events"] = r.events;
     j["wall_s"] = wall;
     j["idle_wall_s"] = r.idle_wall_s;
@@ -139,6 +150,9 @@ int RunTrainingScenario(const char* tool, const sim::LoadedScenario& sc, SimWorl
     }
     std::printf("# wall %.3f s (compute/checkpoint gaps %.3f s), %llu events, %.0f events/s\n",
                 wall, r.idle_wall_s, static_cast<unsigned long long>(r.events), events_per_s);
+    if (canonical) {
+      std::printf("# trace digest %s (canonical event order, 1 process)\n", digest);
+    }
   }
   if (r.failed) std::fprintf(stderr, "%s", r.report.c_str());
   if (!r.status.ok()) {

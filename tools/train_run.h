@@ -11,7 +11,8 @@
 namespace fathom::tools {
 
 // Runs `sc`'s training loop on `world` (built from `sc`), prints the report
-// on stdout (text, or one JSON object with `json`) and the failure's
+// on stdout (text, or one JSON object with `json`; with the world's engine
+// in the canonical order, also its canonical trace digest) and the failure's
 // watchdog report on stderr, then checks `expect` (null: none). Returns the
 // exit code: 0, 1 for a failed run or an unmet expectation, 2 for a plan the
 // world cannot run. Messages start with `tool` ("fathom sim").

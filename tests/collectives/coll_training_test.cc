@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "fabric/scenario/scenario.h"
 #include "tests/cli_run.h"
@@ -418,6 +419,171 @@ faults:
               std::string::npos)
         << r.out;
   }
+}
+
+// The lines of a run's text output that do not depend on the event order:
+// all but the wall-time line and the canonical digest's.
+std::string WithoutWallAndDigest(const std::string& out) {
+  std::stringstream in(out);
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    if (line.rfind("# wall ", 0) == 0 || line.rfind("# trace digest ", 0) == 0) continue;
+    kept += line + "\n";
+  }
+  return kept;
+}
+
+// The digest a canonical run printed ("" when none).
+std::string DigestIn(const std::string& out) {
+  const std::string head = "# trace digest ";
+  const size_t at = out.find(head);
+  return at == std::string::npos ? std::string() : out.substr(at + head.size(), 16);
+}
+
+// `--event-order canonical` (one process): the loop of the default order
+// (its iterations, iteration times, the failing iteration, collective and
+// group, the error or the watchdog's report with its fabric evidence, the
+// faults armed and the expectations' verdict), line for line, and the
+// canonical trace digest, the same run to run.
+TEST(CollTrainingTest, CanonicalOrderRunsTheDefaultOrdersLoop) {
+  for (const char* name : {"training_dp_stall.yaml", "training_link_down_at_iteration.yaml",
+                           "training_link_down_hour7.yaml"}) {
+    SCOPED_TRACE(name);
+    const std::string cmd = kFathom + " coll train --scenario " + kScenarios + "coll/" + name;
+    // stdout, then stderr (the report of the failure) on its own.
+    const test_util::CommandResult def = test_util::RunCommand(cmd, /*merge_stderr=*/false);
+    const test_util::CommandResult canon =
+        test_util::RunCommand(cmd + " --event-order canonical", /*merge_stderr=*/false);
+    ASSERT_EQ(def.exit_code, 0) << def.out;
+    ASSERT_EQ(canon.exit_code, 0) << canon.out;
+    EXPECT_NE(canon.out.find("# FAILED: iteration "), std::string::npos) << canon.out;
+    EXPECT_NE(canon.out.find("# expectations met"), std::string::npos) << canon.out;
+    EXPECT_EQ(WithoutWallAndDigest(canon.out), WithoutWallAndDigest(def.out));
+    const std::string def_err = test_util::RunCommand(cmd + " 2>&1 >/dev/null", false).out;
+    const std::string canon_err =
+        test_util::RunCommand(cmd + " --event-order canonical 2>&1 >/dev/null", false).out;
+    EXPECT_NE(def_err.find("training: iteration "), std::string::npos) << def_err;
+    EXPECT_EQ(canon_err, def_err);
+    EXPECT_EQ(DigestIn(def.out), "") << def.out;
+    const std::string digest = DigestIn(canon.out);
+    ASSERT_EQ(digest.size(), 16u) << canon.out;
+    EXPECT_NE(canon.out.find("# trace digest " + digest + " (canonical event order, 1 process)"),
+              std::string::npos)
+        << canon.out;
+    // The same digest again, and in the JSON report; the default order's
+    // JSON has none.
+    EXPECT_EQ(DigestIn(test_util::RunCommand(cmd + " --event-order canonical").out), digest);
+    const test_util::CommandResult json =
+        test_util::RunCommand(cmd + " --event-order canonical --json", /*merge_stderr=*/false);
+    EXPECT_EQ(json.exit_code, 0) << json.out;
+    EXPECT_NE(json.out.find("\"event_order\":\"canonical\",\"processes\":1,\"trace_digest\":\"" +
+                            digest + "\""),
+              std::string::npos)
+        << json.out;
+    EXPECT_EQ(test_util::RunCommand(cmd + " --json", false).out.find("trace_digest"),
+              std::string::npos);
+    // `fathom sim` runs the same loop in the same order: the same digest.
+    EXPECT_EQ(DigestIn(test_util::RunCommand(kFathom + " sim " + kScenarios + "coll/" + name +
+                                             " --event-order canonical")
+                           .out),
+              digest);
+  }
+}
+
+// The same through the API, with faults armed mid-run at an iteration (a
+// link down and verbs faults): the outcome (iterations, failing iteration,
+// collective and group, error, report, events, faults armed) is the default
+// order's, and the canonical digest the same run to run. Their times may
+// not be: a fault's events that tie at one picosecond with the traffic's go
+// in another order (docs/PARALLEL.md, "Training loops": the link down fails
+// 87 ns later, delayed completions make the iterations they hit 167 ns
+// longer), so times are compared where no fault acts.
+TEST(CollTrainingTest, CanonicalOrderArmsIterationFaultsAsTheDefault) {
+  const std::string head = R"(name: at-iteration-canonical
+end_time_us: 1
+topology:
+  preset: "leaf-spine:leaves=2,spines=1,hosts=2,gpus=1"
+transport:
+  ib_timeout: 14
+  retry_cnt: 7
+workload:
+  pattern: training
+  training:
+    iterations: 12
+    compute_us: 1000
+    checkpoint_every: 4
+    checkpoint_us: 300
+    collectives:
+      - {op: allgather, bytes: 65536, name: tp, groups: [{ranks: [0, 1]}, {ranks: [2, 3]}]}
+      - {op: allreduce, bytes: 131072, name: dp, groups: [{ranks: [0, 2]}, {ranks: [1, 3]}]}
+)";
+  struct Run {
+    TrainingResult r;
+    uint64_t digest = 0;
+  };
+  auto run = [](const std::string& yaml, bool canonical) {
+    auto sc = sim::LoadScenarioString(yaml, "at.yaml");
+    EXPECT_TRUE(sc.ok()) << sc.status().ToString();
+    SimWorldOptions opt;
+    opt.canonical_order = canonical;
+    auto world = SimWorld::CreateFromScenario(sc.value(), opt);
+    EXPECT_TRUE(world.ok()) << world.status().ToString();
+    auto plan = TrainingPlanFromScenario(sc.value(), world.value()->nranks());
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    auto runner = TrainingRunner::Create(world.value().get(), plan.value());
+    EXPECT_TRUE(runner.ok()) << runner.status().ToString();
+    Run out;
+    out.r = runner.value()->Run();
+    out.digest = world.value()->engine().trace_digest();
+    return out;
+  };
+  std::vector<uint64_t> digests;
+  for (const std::string& faults :
+       {std::string(),
+        std::string("faults:\n  - {kind: link_down, link: h3-leaf1, at_iteration: 5, "
+                    "iteration_offset_us: 3, duration_us: 60000000}\n"),
+        std::string("verbs_faults:\n  - {kind: delay_completions, rank: 1, delay_us: 40, "
+                    "at_iteration: 2}\n  - {kind: qp_error, rank: 2, at_iteration: 7}\n")}) {
+    SCOPED_TRACE(faults);
+    const Run def = run(head + faults, false);
+    const Run canon = run(head + faults, true);
+    const size_t k = digests.size();  // 0: no fault, 1: link down, 2: verbs faults
+    EXPECT_EQ(canon.r.completed, def.r.completed);
+    EXPECT_EQ(canon.r.start, def.r.start);
+    if (k < 2) {
+      EXPECT_EQ(canon.r.iteration_times, def.r.iteration_times);
+    }
+    if (k == 0) {
+      EXPECT_EQ(canon.r.end, def.r.end);
+    }
+    EXPECT_EQ(canon.r.failed, def.r.failed);
+    EXPECT_EQ(canon.r.failed, k > 0);
+    EXPECT_EQ(canon.r.hung, def.r.hung);
+    EXPECT_EQ(canon.r.failed_iteration, def.r.failed_iteration);
+    if (k < 2) {
+      EXPECT_EQ(canon.r.failed_iteration_start, def.r.failed_iteration_start);
+    }
+    EXPECT_EQ(canon.r.failed_collective, def.r.failed_collective);
+    EXPECT_EQ(canon.r.failed_group, def.r.failed_group);
+    EXPECT_EQ(canon.r.error_status, def.r.error_status);
+    EXPECT_EQ(canon.r.stalled_ranks, def.r.stalled_ranks);
+    EXPECT_EQ(canon.r.report, def.r.report);
+    EXPECT_EQ(canon.r.events, def.r.events);
+    ASSERT_EQ(canon.r.armed.size(), def.r.armed.size());
+    for (size_t i = 0; i < def.r.armed.size(); ++i) {
+      EXPECT_EQ(canon.r.armed[i].name, def.r.armed[i].name);
+      EXPECT_EQ(canon.r.armed[i].iteration, def.r.armed[i].iteration);
+      if (k < 2) {
+        EXPECT_EQ(canon.r.armed[i].at, def.r.armed[i].at);
+      }
+    }
+    EXPECT_TRUE(canon.r.status.ok()) << canon.r.status.ToString();
+    EXPECT_EQ(run(head + faults, true).digest, canon.digest);
+    digests.push_back(canon.digest);
+  }
+  EXPECT_NE(digests[0], digests[1]);
+  EXPECT_NE(digests[0], digests[2]);
+  EXPECT_NE(digests[1], digests[2]);
 }
 
 // `fathom sim` runs a training scenario through the same loop and report

@@ -516,6 +516,33 @@ TEST(MpiCollTest, BadLaunchesAreExit2OnRank0) {
       << r.out;
 }
 
+// `fathom coll train` (a training loop) runs in one process: under mpirun
+// with one process in the canonical order it gives the canonical digest of
+// the run without mpirun; with two it is exit 2 on rank 0, saying why
+// (docs/PARALLEL.md, "Training loops").
+TEST(MpiCollTest, TrainingLoopOneProcessCanonicalElseExit2) {
+  const std::string train = kFathom + " coll train --scenario " + std::string(FATHOM_SOURCE_DIR) +
+                            "/scenarios/coll/training_link_down_at_iteration.yaml";
+  auto digest = [](const std::string& out) {
+    const size_t at = out.find("# trace digest ");
+    return at == std::string::npos ? std::string() : out.substr(at, 31);
+  };
+  const test_util::CommandResult one =
+      test_util::RunCommand(train + " --event-order canonical", /*merge_stderr=*/false);
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  ASSERT_NE(digest(one.out), "") << one.out;
+  const test_util::CommandResult np1 =
+      test_util::RunCommand(Mpirun(1) + train + " --event-order canonical", /*merge_stderr=*/false);
+  EXPECT_EQ(np1.exit_code, 0) << np1.out;
+  EXPECT_EQ(digest(np1.out), digest(one.out)) << np1.out;
+  const test_util::CommandResult np2 = test_util::RunCommand(Mpirun(2) + train);
+  EXPECT_EQ(np2.exit_code, 2) << np2.out;
+  EXPECT_NE(np2.out.find("fathom coll: train: training loops run in one process (2 were "
+                         "started)"),
+            std::string::npos)
+      << np2.out;
+}
+
 // The server tier (--server h100: eight GPUs per server, NVLink inside):
 // one process simulates each server whole (on medium with the leaf its
 // NICs share; on medium:rail, whose NICs sit on eight leaves, as a unit of
