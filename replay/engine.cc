@@ -61,8 +61,11 @@ std::vector<Outcome> RunAll(const std::vector<Job>& all, int jobs) {
     for (size_t i = 0; i < all.size(); ++i) out[i] = RunOne(all[i]);
     return out;
   }
-  char dir_template[] = "/tmp/fathom-replay-XXXXXX";
-  if (mkdtemp(dir_template) == nullptr) {
+  // The workers' result files, under $TMPDIR (or /tmp); removed below.
+  std::error_code tmp_ec;
+  std::string dir_template =
+      (std::filesystem::temp_directory_path(tmp_ec) / "fathom-replay-XXXXXX").string();
+  if (tmp_ec || mkdtemp(dir_template.data()) == nullptr) {
     for (size_t i = 0; i < all.size(); ++i) out[i] = RunOne(all[i]);
     return out;
   }

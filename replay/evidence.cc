@@ -596,8 +596,12 @@ StatusOr<Evidence> ReadEvidence(const std::string& path) {
   if (fs::is_directory(st)) {
     s = ReadTree(path, &ev);
   } else if (IsTarball(path)) {
-    char tmpl[] = "/tmp/fathom-evidence-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return IoError("mkdtemp: " + std::string(std::strerror(errno)));
+    // Unpacked under $TMPDIR (or /tmp), removed once read.
+    std::string tmpl = (fs::temp_directory_path(ec) / "fathom-evidence-XXXXXX").string();
+    if (ec) return IoError("ReadEvidence(" + path + "): no temporary directory: " + ec.message());
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      return IoError("mkdtemp(" + tmpl + "): " + std::string(std::strerror(errno)));
+    }
     const std::string dir = tmpl;
     s = Untar(path, dir);
     if (s.ok()) s = ReadTree(dir, &ev);

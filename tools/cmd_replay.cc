@@ -50,9 +50,12 @@ int RunReplay(const ReplayFlags& flags) {
   options.jobs = flags.jobs > 0 ? flags.jobs : static_cast<int>(std::max(1L, cores));
   options.scenario_out = flags.scenario_out;
   if (options.scenario_out.empty()) {
-    // The reproducing scenario is always written somewhere the user can run it.
-    char dir[] = "/tmp/fathom-replay-scenarios-XXXXXX";
-    if (mkdtemp(dir) != nullptr) options.scenario_out = dir;
+    // The reproducing scenario is always written somewhere the user can run
+    // it: a new directory under $TMPDIR (or /tmp), which is the user's to keep.
+    std::error_code ec;
+    std::string dir =
+        (std::filesystem::temp_directory_path(ec) / "fathom-replay-scenarios-XXXXXX").string();
+    if (!ec && mkdtemp(dir.data()) != nullptr) options.scenario_out = dir;
   }
   auto result = replay::Replay(*evidence, options);
   if (!result.ok()) {
@@ -101,10 +104,11 @@ FATHOM_REGISTER_COMMAND(
                               "write a self-contained HTML report (fabric as SVG with the "
                               "suspects, timeline, counters, ranking) to OUT")
                   ->type_name("OUT");
-              sub->add_option("--scenario-out", flags->scenario_out,
-                              "write each simulated hypothesis' scenario to DIR (default: a new "
-                              "directory under /tmp); the reproducing one pins its outcome in an "
-                              "expect block, a regression test for `fathom sim`")
+              sub->add_option(
+                     "--scenario-out", flags->scenario_out,
+                     "write each simulated hypothesis' scenario to DIR (default: a new "
+                     "directory under $TMPDIR or /tmp); the reproducing one pins its outcome in an "
+                     "expect block, a regression test for `fathom sim`")
                   ->type_name("DIR");
               sub->add_option("--jobs", flags->jobs,
                               "simulations at once, each in its own process (default: one per "

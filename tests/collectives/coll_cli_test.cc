@@ -11,6 +11,7 @@
 #include <string>
 
 #include "tests/cli_run.h"
+#include "tests/scratch_dir.h"
 #include "transport/verbs/verbs_device.h"
 
 namespace fathom::transport::coll {
@@ -260,10 +261,12 @@ TEST(CollCliTest, VerbsFaultFlagAndScenario) {
 // its busbw; a bad one exits 2 naming FILE:LINE; the matrix flags belong to
 // alltoallv.
 TEST(CollCliTest, AllToAllVTakesASizeMatrixFileAndRefusesABadOne) {
-  const std::string dir = ::testing::TempDir();
-  const std::string good = dir + "/coll_cli_a2av_good.txt", bad = dir + "/coll_cli_a2av_bad.txt";
-  std::ofstream(good) << "# rows = senders\n64K 1M 0 4K\n1K 2K 0 4K\n1M 2K 300K 4K\n1K 2K 0 16K\n";
-  std::ofstream(bad) << "1K 2K 0 4K\n1K 2K 0 4K\n1K 2K 0 4K\n1K 2K 0x 4K\n";
+  test_util::ScratchDir tmp;
+  const std::string good = tmp.Write("coll_cli_a2av_good.txt",
+                                     "# rows = senders\n64K 1M 0 4K\n1K 2K 0 4K\n"
+                                     "1M 2K 300K 4K\n1K 2K 0 16K\n");
+  const std::string bad =
+      tmp.Write("coll_cli_a2av_bad.txt", "1K 2K 0 4K\n1K 2K 0 4K\n1K 2K 0 4K\n1K 2K 0x 4K\n");
   const std::string base = kFathom + " coll alltoallv --topology medium --server none --ranks 4 ";
   ShellRun r = Shell(base + "--matrix " + good + " -n 1 -w 0");
   EXPECT_EQ(r.exit_code, 0) << r.out;
@@ -279,8 +282,6 @@ TEST(CollCliTest, AllToAllVTakesASizeMatrixFileAndRefusesABadOne) {
   r = Shell(kFathom + " coll allreduce --ranks 2 --matrix " + good);
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("--matrix is for alltoallv"), std::string::npos) << r.out;
-  std::remove(good.c_str());
-  std::remove(bad.c_str());
 }
 
 // The hot links line: medium's rings (4 servers under 2 leaves) collide on

@@ -12,6 +12,7 @@
 #include "fabric/sim/nic_profile.h"
 #include "fabric/sim/packet.h"
 #include "tests/cli_run.h"
+#include "tests/scratch_dir.h"
 #include "topologies/builders.h"
 
 namespace fathom::transport::coll {
@@ -231,13 +232,9 @@ workload:
   pattern: permutation
   flow_bytes: 4096
 )";
-  auto write = [](const std::string& name, const std::string& text) {
-    const std::string path = ::testing::TempDir() + name;
-    std::ofstream(path) << text;
-    return path;
-  };
-  const std::string silent = write("coll_defaults_silent.yaml", base);
-  const std::string pfc = write("coll_defaults_pfc.yaml", base + R"(network:
+  test_util::ScratchDir tmp;
+  const std::string silent = tmp.Write("coll_defaults_silent.yaml", base);
+  const std::string pfc = tmp.Write("coll_defaults_pfc.yaml", base + R"(network:
   qos:
     classes:
       - {priority: 3, lossless: true, xoff_bytes: 65536, xon_bytes: 32768}
@@ -265,8 +262,8 @@ workload:
 // the watchdog: its default covers twice that time (at the nominal budget,
 // 1.07 s, it called the run a hang first).
 TEST(CollModelCliTest, ADeadLinkEndsWithTheProfilesErrorNotTheWatchdog) {
-  const std::string path = ::testing::TempDir() + "coll_defaults_hole.yaml";
-  std::ofstream(path) << R"(name: coll-hole
+  test_util::ScratchDir tmp;
+  const std::string path = tmp.Write("coll_defaults_hole.yaml", R"(name: coll-hole
 end_time_us: 10000
 topology:
   preset: "leaf-spine:leaves=2,spines=1,hosts=4,gpus=1"
@@ -278,7 +275,7 @@ transport:
   retry_cnt: 7
 faults:
   - {kind: black_hole, link: h0-leaf0, from: h0, start_us: 50}
-)";
+)");
   auto r = Shell(
       kFathom + " coll allreduce --json -b 64K -e 64K -n 1 -w 0 --profile cx6 --scenario " + path,
       false);

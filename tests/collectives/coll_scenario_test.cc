@@ -13,6 +13,7 @@
 
 #include "fabric/scenario/scenario.h"
 #include "tests/cli_run.h"
+#include "tests/scratch_dir.h"
 #include "transport/worlds/sim_world.h"
 
 namespace fathom::transport::coll {
@@ -38,12 +39,6 @@ StatusOr<std::unique_ptr<SimWorld>> World(const std::string& yaml,
   auto sc = sim::LoadScenarioString(yaml, "coll.yaml");
   if (!sc.ok()) return sc.status();
   return SimWorld::CreateFromScenario(sc.value(), SimWorldOptions{}, notes);
-}
-
-std::string WriteFile(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
-  std::ofstream(path) << text;
-  return path;
 }
 
 TEST(CollScenarioTest, TransportAndNetworkBlocksReachTheWorld) {
@@ -77,6 +72,7 @@ network:
 }
 
 TEST(CollScenarioTest, WhatCollCannotHonourIsAnErrorNamingTheField) {
+  test_util::ScratchDir tmp;
   struct Case {
     const char* extra;
     const char* where;
@@ -90,7 +86,7 @@ TEST(CollScenarioTest, WhatCollCannotHonourIsAnErrorNamingTheField) {
     EXPECT_NE(w.status().message().find(k.where), std::string::npos) << w.status().message();
   }
   const std::string path =
-      WriteFile("coll_read.yaml", std::string(kBase) + "transport:\n  opcode: read\n");
+      tmp.Write("coll_read.yaml", std::string(kBase) + "transport:\n  opcode: read\n");
   auto r = test_util::RunCommand(kFathom + " coll allreduce --scenario " + path + " -b 4K -e 4K");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("coll_read.yaml:10:11: transport.opcode: 'read'"), std::string::npos)
@@ -100,8 +96,9 @@ TEST(CollScenarioTest, WhatCollCannotHonourIsAnErrorNamingTheField) {
 // The scenario's transport.nic_profile is the run's profile (its NIC
 // timing and host reduction); --profile naming another one is refused.
 TEST(CollScenarioTest, TheScenariosNicProfileIsTheRunsProfile) {
+  test_util::ScratchDir tmp;
   const std::string path =
-      WriteFile("coll_cx6.yaml", std::string(kBase) + "transport:\n  nic_profile: cx6\n");
+      tmp.Write("coll_cx6.yaml", std::string(kBase) + "transport:\n  nic_profile: cx6\n");
   auto r = test_util::RunCommand(kFathom + " coll allreduce --scenario " + path +
                                  " -b 1K -e 1K -n 1 -w 0");
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -123,11 +120,12 @@ uint64_t Counter(const std::string& json, const std::string& name) {
 // jumbo frame) tail-drops, the default 1 MiB does not; the counters of the
 // size row say so, in --json and, with --counters, in the text.
 TEST(CollScenarioTest, SwitchBufferIsHonouredAndTheRowCarriesTheCounters) {
-  const std::string small = WriteFile(
+  test_util::ScratchDir tmp;
+  const std::string small = tmp.Write(
       "coll_small.yaml",
       std::string(kBase) + "transport:\n  ib_timeout: 6\nnetwork:\n  switch_buffer_bytes: 9216\n");
   const std::string big =
-      WriteFile("coll_big.yaml", std::string(kBase) + "transport:\n  ib_timeout: 6\n");
+      tmp.Write("coll_big.yaml", std::string(kBase) + "transport:\n  ib_timeout: 6\n");
   const std::string args = " -b 256K -e 256K -n 2 -w 1 --algo tree";
   auto s = test_util::RunCommand(kFathom + " coll allreduce --json --scenario " + small + args,
                                  /*merge_stderr=*/false);
@@ -149,7 +147,8 @@ TEST(CollScenarioTest, SwitchBufferIsHonouredAndTheRowCarriesTheCounters) {
 // 4.096 us x 2^8 = 1048.576 us, retry_cnt 2: three timeouts) end in
 // IBV_WC_RETRY_EXC_ERR near 50 + 3 x 1048.576 us; the run says when.
 TEST(CollScenarioTest, AFailedRunReportsTheTimeOfItsError) {
-  const std::string path = WriteFile(
+  test_util::ScratchDir tmp;
+  const std::string path = tmp.Write(
       "coll_hole.yaml", std::string(kBase) +
                             "transport:\n  ib_timeout: 8\n  retry_cnt: 2\nfaults:\n"
                             "  - {kind: black_hole, link: h0-leaf0, from: h0, start_us: 50}\n");

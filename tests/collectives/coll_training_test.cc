@@ -14,6 +14,7 @@
 
 #include "fabric/scenario/scenario.h"
 #include "tests/cli_run.h"
+#include "tests/scratch_dir.h"
 #include "transport/worlds/sim_world.h"
 #include "transport/worlds/training.h"
 
@@ -28,12 +29,6 @@ std::string Read(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::string WriteFile(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
-  std::ofstream(path) << text;
-  return path;
 }
 
 // The scenario without its top-level `key:` block (the key's line and the
@@ -91,9 +86,10 @@ TEST(CollTrainingTest, StallInOneGroupIsFoundByTheWatchdog) {
 // Mutation: without the fault neither example shows its signature, and
 // its expectations fail the run (exit 1, expected vs got).
 TEST(CollTrainingTest, WithoutTheFaultTheExpectationsFail) {
+  test_util::ScratchDir tmp;
   for (const char* name : {"training_link_down_hour7.yaml", "training_dp_stall.yaml"}) {
     SCOPED_TRACE(name);
-    const std::string path = WriteFile(std::string("nofault_") + name,
+    const std::string path = tmp.Write(std::string("nofault_") + name,
                                        WithoutBlock(Read(kScenarios + "coll/" + name), "faults"));
     auto r = test_util::RunCommand(kFathom + " coll train --scenario " + path);
     EXPECT_EQ(r.exit_code, 1) << r.out;
@@ -143,6 +139,7 @@ workload:
 // `fathom coll --scenario` checks a sweep's expect block: busbw and time
 // bounds per size, printed expected vs got, exit 1 on a miss.
 TEST(CollTrainingTest, SweepExpectationsBoundBusbwAndTime) {
+  test_util::ScratchDir tmp;
   const std::string base = R"(name: sweep
 end_time_us: 1
 topology:
@@ -157,13 +154,13 @@ expect:
 )";
   const std::string args = " -b 1M -e 1M -n 2 -w 1";
   const std::string ok =
-      WriteFile("sweep_ok.yaml",
+      tmp.Write("sweep_ok.yaml",
                 base + "    - {bytes: 1048576, busbw_at_least_gbs: 1, time_at_most_us: 10000}\n");
   auto r = test_util::RunCommand(kFathom + " coll allreduce --scenario " + ok + args);
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("# expectations met"), std::string::npos) << r.out;
   const std::string miss =
-      WriteFile("sweep_miss.yaml", base + "    - {bytes: 1048576, busbw_at_least_gbs: 1000}\n");
+      tmp.Write("sweep_miss.yaml", base + "    - {bytes: 1048576, busbw_at_least_gbs: 1000}\n");
   r = test_util::RunCommand(kFathom + " coll allreduce --scenario " + miss + args);
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("expectation not met: coll_sizes 1048576 B out-of-place busbw: expected at "
@@ -172,7 +169,7 @@ expect:
       << r.out;
   // An expected error that does not come is a miss too.
   const std::string err =
-      WriteFile("sweep_err.yaml", base + "    - {bytes: 1048576, busbw_at_least_gbs: 1}\n" +
+      tmp.Write("sweep_err.yaml", base + "    - {bytes: 1048576, busbw_at_least_gbs: 1}\n" +
                                       "  coll_error: IBV_WC_RETRY_EXC_ERR\n");
   r = test_util::RunCommand(kFathom + " coll allreduce --scenario " + err + args);
   EXPECT_EQ(r.exit_code, 1) << r.out;
@@ -184,12 +181,13 @@ expect:
 // The hang of CASES.md 20 passes its pinned signature; without the
 // swallow the error surfaces and the same block fails.
 TEST(CollTrainingTest, SwallowedErrorSignatureAndItsMutation) {
+  test_util::ScratchDir tmp;
   const std::string path = kScenarios + "coll/swallowed_error_hang.yaml";
   const std::string args = " -b 1M -e 1M -n 1 -w 0";
   auto r = test_util::RunCommand(kFathom + " coll allreduce --scenario " + path + args);
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("# expectations met"), std::string::npos) << r.out;
-  const std::string mutated = WriteFile("noswallow.yaml", WithoutBlock(Read(path), "verbs_faults"));
+  const std::string mutated = tmp.Write("noswallow.yaml", WithoutBlock(Read(path), "verbs_faults"));
   r = test_util::RunCommand(kFathom + " coll allreduce --scenario " + mutated + args);
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("expectation not met: coll_hang: expected true, got false"),
@@ -203,6 +201,7 @@ TEST(CollTrainingTest, SwallowedErrorSignatureAndItsMutation) {
 
 // Bad input: file:line and the field, exit 2.
 TEST(CollTrainingTest, BadInputNamesFileLineAndField) {
+  test_util::ScratchDir tmp;
   const std::string head = R"(name: bad
 end_time_us: 1
 topology:
@@ -232,7 +231,7 @@ workload:
                 "expect.iteration_p50_us.value"},
        }) {
     SCOPED_TRACE(k.body);
-    const std::string path = WriteFile("bad_training.yaml", head + k.body);
+    const std::string path = tmp.Write("bad_training.yaml", head + k.body);
     auto r = test_util::RunCommand(kFathom + " coll train --scenario " + path);
     EXPECT_EQ(r.exit_code, 2) << r.out;
     EXPECT_NE(r.out.find("bad_training.yaml:"), std::string::npos) << r.out;
@@ -240,7 +239,7 @@ workload:
   }
   // coll refuses a sweep op on the loop.
   const std::string path =
-      WriteFile("training_sim.yaml", head + "      - {op: allreduce, bytes: 4096}\n");
+      tmp.Write("training_sim.yaml", head + "      - {op: allreduce, bytes: 4096}\n");
   auto r = test_util::RunCommand(kFathom + " coll allreduce --scenario " + path);
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("fathom coll train --scenario"), std::string::npos) << r.out;
@@ -251,6 +250,7 @@ workload:
 // at iteration 42 and iteration 42's allreduce fails with error 12 one
 // retry budget after it was posted, whatever the compute time before it.
 TEST(CollTrainingTest, FaultAtAnIterationHitsThatIteration) {
+  test_util::ScratchDir tmp;
   const std::string path = kScenarios + "coll/training_link_down_at_iteration.yaml";
   auto r = test_util::RunCommand(kFathom + " coll train --scenario " + path);
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -265,7 +265,7 @@ TEST(CollTrainingTest, FaultAtAnIterationHitsThatIteration) {
   const size_t at = text.find("at_iteration: 42");
   ASSERT_NE(at, std::string::npos);
   text.replace(at, 16, "at_iteration: 43");
-  r = test_util::RunCommand(kFathom + " coll train --scenario " + WriteFile("at43.yaml", text));
+  r = test_util::RunCommand(kFathom + " coll train --scenario " + tmp.Write("at43.yaml", text));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("expectation not met: first_failed_iteration: expected 42, got 43"),
             std::string::npos)
@@ -275,7 +275,7 @@ TEST(CollTrainingTest, FaultAtAnIterationHitsThatIteration) {
   const size_t faults = text.find("faults:\n");
   ASSERT_NE(faults, std::string::npos);
   text.insert(faults + 8, "  - {kind: loss, link: h0-leaf0, rate: 0.5, at_iteration: 60}\n");
-  r = test_util::RunCommand(kFathom + " coll train --scenario " + WriteFile("at60.yaml", text));
+  r = test_util::RunCommand(kFathom + " coll train --scenario " + tmp.Write("at60.yaml", text));
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("# fault loss#0 placed at iteration 60: not reached, never acted"),
             std::string::npos)
@@ -357,6 +357,7 @@ workload:
 
 // Bad placements: file:line and the field, exit 2.
 TEST(CollTrainingTest, BadIterationPlacementNamesFileLineAndField) {
+  test_util::ScratchDir tmp;
   const std::string head = R"(name: bad
 end_time_us: 1
 topology:
@@ -393,14 +394,14 @@ workload:
                 "verbs_faults[0].at_iteration: iteration 9 never runs"},
        }) {
     SCOPED_TRACE(k.body);
-    const std::string path = WriteFile("bad_at.yaml", head + k.body);
+    const std::string path = tmp.Write("bad_at.yaml", head + k.body);
     auto r = test_util::RunCommand(kFathom + " coll train --scenario " + path);
     EXPECT_EQ(r.exit_code, 2) << r.out;
     EXPECT_NE(r.out.find("bad_at.yaml:13:"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find(k.want), std::string::npos) << r.out;
   }
   // Not a training scenario: there are no iterations.
-  const std::string flows = WriteFile("at_flows.yaml", R"(name: flows
+  const std::string flows = tmp.Write("at_flows.yaml", R"(name: flows
 end_time_us: 1000
 topology:
   preset: "leaf-spine:leaves=2,spines=1,hosts=2,gpus=1"
@@ -590,6 +591,7 @@ workload:
 // as `fathom coll train`, and honours its expect block (a miss exits 1).
 // Flow-level outputs are refused.
 TEST(CollTrainingTest, SimRunsTheTrainingLoop) {
+  test_util::ScratchDir tmp;
   const std::string path = kScenarios + "coll/training_link_down_hour7.yaml";
   auto r = test_util::RunCommand(kFathom + " sim " + path);
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -602,7 +604,7 @@ TEST(CollTrainingTest, SimRunsTheTrainingLoop) {
   r = test_util::RunCommand(kFathom + " sim --json " + path);
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("\"first_failed_iteration\":839"), std::string::npos) << r.out;
-  const std::string nofault = WriteFile("sim_nofault.yaml", WithoutBlock(Read(path), "faults"));
+  const std::string nofault = tmp.Write("sim_nofault.yaml", WithoutBlock(Read(path), "faults"));
   r = test_util::RunCommand(kFathom + " sim " + nofault);
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("fathom sim: expectation not met: first_failed_iteration: expected 839, "

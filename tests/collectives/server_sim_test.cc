@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fabric/sim/pfc.h"
+#include "tests/scratch_dir.h"
 #include "topologies/builders.h"
 #include "topologies/server.h"
 #include "transport/collectives/nccl_tests.h"
@@ -409,7 +410,8 @@ TEST(ServerSimTest, AllToAllVWithASkewedMatrixIsCorrect) {
 
 // A bad matrix file names FILE:LINE and what is wrong.
 TEST(ServerSimTest, BadSizeMatrixFilesNameTheFileAndLine) {
-  const std::string path = ::testing::TempDir() + "/alltoallv_matrix.txt";
+  test_util::ScratchDir tmp;
+  const std::string path = tmp.File("alltoallv_matrix.txt");
   auto error = [&](const std::string& text) {
     std::ofstream(path) << text;
     auto m = LoadSizeMatrix(path, 3);
@@ -432,7 +434,6 @@ TEST(ServerSimTest, BadSizeMatrixFilesNameTheFileAndLine) {
   EXPECT_NE(error("1 2 3\n1 2 3\n1 2 3\n1 2 3\n").find(path + ":4: row 4 is one too many"),
             std::string::npos);
   EXPECT_NE(error("").find(":1: 0 rows"), std::string::npos);
-  std::remove(path.c_str());
 }
 
 // All-to-all on the medium level (leaf-spine, 4 spines x 4 parallel

@@ -1,13 +1,10 @@
-// libFuzzer target for capture files: each input is written to a temporary
-// file and read through PcapReader (libpcap: pcap and pcapng) and the codec,
-// as `fathom decode` does. Errors are expected; crashes and sanitizer
-// reports are not. libpcap itself is not instrumented, so the corpus carries
-// pcapng seeds (fuzz_seeds) and the target also drives fathom's own code
-// behind libpcap directly: the first 16 bytes of every input are a
-// (seconds, nanoseconds) pair for CaptureTimeFromLibpcap, whose result must
-// be exact or saturated — a violation aborts.
-#include <unistd.h>
-
+// libFuzzer target for capture files: each input is written to a file in a
+// scratch directory (tests/scratch_dir.h) and read through PcapReader
+// (libpcap: pcap and pcapng) and the codec, as `fathom decode` does. Errors
+// are expected; crashes and sanitizer reports are not. libpcap itself is not instrumented, so the
+// corpus carries pcapng seeds (fuzz_seeds) and the target also drives fathom's own code behind
+// libpcap directly: the first 16 bytes of every input are a (seconds, nanoseconds) pair for
+// CaptureTimeFromLibpcap, whose result must be exact or saturated — a violation aborts.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +16,7 @@
 #include "fabric/wire/capture_stats.h"
 #include "fabric/wire/pcap.h"
 #include "fabric/wire/roce.h"
+#include "tests/scratch_dir.h"
 
 namespace {
 
@@ -50,7 +48,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::memcpy(&nanoseconds, data + 8, 8);
     CheckCaptureTime(seconds, nanoseconds);
   }
-  static const std::string path = "/tmp/fathom_pcap_fuzz_" + std::to_string(getpid()) + ".pcap";
+  // One file, rewritten for every input, in a directory removed when
+  // libFuzzer exits (it calls exit(), which runs static destructors).
+  static const fathom::test_util::ScratchDir tmp;
+  static const std::string path = tmp.File("input.pcap");
   FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) return 0;
   std::fwrite(data, 1, size, f);

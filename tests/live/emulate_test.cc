@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "tests/cli_run.h"
+#include "tests/scratch_dir.h"
 
 namespace {
 
@@ -144,8 +145,7 @@ class EmulateLive : public ::testing::Test {
         GTEST_SKIP() << "cannot create network namespaces (ip netns add)";
       created_.push_back(ns);
     }
-    dir_ = ::testing::TempDir() + "emulate" + tag_;
-    mkdir(dir_.c_str(), 0755);
+    dir_ = tmp_.path();
   }
   void TearDown() override {
     Stop();
@@ -239,6 +239,7 @@ class EmulateLive : public ::testing::Test {
   }
   std::string log() { return ReadFile(log_); }
 
+  fathom::test_util::ScratchDir tmp_;  // removed after TearDown has stopped the emulator
   std::string tag_, dir_, port_file_, metrics_, log_;
   std::string ns_[2];
   std::vector<std::string> created_, veths_;

@@ -16,6 +16,7 @@
 #include "fabric/parallel/parallel_run.h"
 #include "fabric/scenario/scenario.h"
 #include "tests/cli_run.h"
+#include "tests/scratch_dir.h"
 
 namespace fathom::parallel {
 namespace {
@@ -77,9 +78,8 @@ void RunWithOutputs(const std::string& dir, bool merged) {
 }
 
 TEST(CaptureMergeTest, OneProcessMergedFilesAreTheDirectlyWrittenOnes) {
-  char dir[] = "/tmp/fathom_capture_merge_XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string d = dir;
+  test_util::ScratchDir tmp;
+  const std::string d = tmp.path();
   RunWithOutputs(d, /*merged=*/false);
   RunWithOutputs(d, /*merged=*/true);
   const std::string direct = ReadFile(d + "/direct.pcap");
@@ -88,10 +88,6 @@ TEST(CaptureMergeTest, OneProcessMergedFilesAreTheDirectlyWrittenOnes) {
   const std::string trace = ReadFile(d + "/direct.json");
   EXPECT_NE(trace.find("\"name\":\"fault\""), std::string::npos);
   EXPECT_TRUE(ReadFile(d + "/merged.json") == trace);
-  for (const char* f : {"direct.pcap", "merged.pcap", "direct.json", "merged.json"}) {
-    std::remove((d + "/" + f).c_str());
-  }
-  rmdir(dir);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "tests/cli_run.h"
+#include "tests/scratch_dir.h"
 
 namespace fathom {
 namespace {
@@ -72,9 +73,8 @@ using fathom::test_util::ReadFile;
 // SCENARIO --pcap LINK_A --pcap LINK_B --trace` at 1-4 processes.
 void ExpectSamePcapAndTraceFiles(const std::string& scenario_file, const std::string& link_a,
                                  const std::string& link_b) {
-  char dir[] = "/tmp/fathom_mpi_outputs_XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string d = dir;
+  test_util::ScratchDir tmp;
+  const std::string d = tmp.path();
   auto outputs = [&](const std::string& tag) {
     return " --pcap " + link_a + "=" + d + "/detour" + tag + ".pcap --pcap " + link_b + "=" + d +
            "/h6" + tag + ".pcap --trace " + d + "/trace" + tag + ".json";
@@ -108,7 +108,6 @@ void ExpectSamePcapAndTraceFiles(const std::string& scenario_file, const std::st
     ASSERT_EQ(r.exit_code, 0);
     EXPECT_EQ(std::stoull(r.out), one["captured_frames"].get<uint64_t>()) << r.out;
   }
-  test_util::RunCommand("rm -rf " + d);
 }
 
 TEST(MpiOutputsTest, SamePcapAndTraceFilesForOneToFourProcesses) {
@@ -138,9 +137,8 @@ TEST(MpiOutputsTest, WatchdogPcapAndTraceFilesForOneToFourProcesses) {
 // no such check: its re-routes that end within the run are refused up
 // front.
 TEST(MpiOutputsTest, RerouteThatEndsWithinTheRunIsExit2) {
-  char dir[] = "/tmp/fathom_mpi_reroute_XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string path = std::string(dir) + "/ends.yaml";
+  test_util::ScratchDir tmp;
+  const std::string path = tmp.File("ends.yaml");
   std::string text = ReadFile(kScenarios + "reroute.yaml");
   const size_t at = text.find("start_us: 20,");
   ASSERT_NE(at, std::string::npos);
@@ -167,7 +165,6 @@ TEST(MpiOutputsTest, RerouteThatEndsWithinTheRunIsExit2) {
                        "within the run"),
             std::string::npos)
       << r.out;
-  test_util::RunCommand("rm -rf " + std::string(dir));
 }
 
 // A lossless incast (PFC): the PAUSE frames leaf0 sends the spines and the
@@ -593,8 +590,7 @@ INSTANTIATE_TEST_SUITE_P(Topologies, MpiServerTest, testing::Values("medium", "m
 
 TEST(MpiCollTest, SameTraceFileForOneToFourProcesses) {
   // --trace: rank 0 writes every process's ranks' steps on one timeline.
-  char dir[] = "/tmp/fathom_mpi_trace_XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
+  test_util::ScratchDir tmp;
   const std::string args =
       "allreduce --backend sim --topology leaf-spine:leaves=4,spines=2,hosts=2 --server none "
       "--fabric lossy -b 64K -e 64K -n 1 -w 0 --algo ring --trace ";
@@ -607,7 +603,7 @@ TEST(MpiCollTest, SameTraceFileForOneToFourProcesses) {
     std::fclose(f);
     return text;
   };
-  const std::string one = std::string(dir) + "/one.json";
+  const std::string one = tmp.File("one.json");
   ASSERT_EQ(
       test_util::RunCommand(kFathom + " coll " + args + one + " --event-order canonical").exit_code,
       0);
@@ -617,13 +613,10 @@ TEST(MpiCollTest, SameTraceFileForOneToFourProcesses) {
     EXPECT_NE(expected.find("\"pid\":" + std::to_string(r) + ","), std::string::npos) << r;
   }
   for (int n : {2, 4}) {
-    const std::string many = std::string(dir) + "/" + std::to_string(n) + ".json";
+    const std::string many = tmp.File(std::to_string(n) + ".json");
     ASSERT_EQ(test_util::RunCommand(Mpirun(n) + kFathom + " coll " + args + many).exit_code, 0);
     EXPECT_EQ(read(many), expected) << n << " processes";
-    std::remove(many.c_str());
   }
-  std::remove(one.c_str());
-  rmdir(dir);
 }
 
 // The flow model (--fabric-model flow, docs/FLOW.md) across processes:

@@ -16,6 +16,7 @@
 
 #include "loader_test.pb.h"
 #include "proto/topology.pb.h"
+#include "tests/scratch_dir.h"
 
 namespace fathom::config {
 namespace {
@@ -169,8 +170,8 @@ TEST(YamlLoaderTest, ValidatorErrorsUseTheSourceMap) {
 }
 
 TEST(YamlLoaderTest, FilesAndTheirErrors) {
-  const std::string path = testing::TempDir() + "/loader_test.yaml";
-  std::ofstream(path) << "fat_tree:\n  k: eight\n";
+  test_util::ScratchDir tmp;
+  const std::string path = tmp.Write("loader_test.yaml", "fat_tree:\n  k: eight\n");
   fathom::proto::TopologySpec spec;
   const Status s = LoadYamlFile(path, &spec);
   EXPECT_EQ(s.message(), path + ":2:6: fat_tree.k: expected an integer, got 'eight'");
@@ -215,7 +216,8 @@ TEST(YamlLoaderInputTest, DirectoriesAndDevicesAreRefusedByKind) {
 }
 
 TEST(YamlLoaderInputTest, FilesOverTheCapAreRefused) {
-  const std::string path = testing::TempDir() + "/loader_big.yaml";
+  test_util::ScratchDir tmp;
+  const std::string path = tmp.File("loader_big.yaml");
   {
     std::ofstream out(path);
     const std::string line(1023, '#');
@@ -225,23 +227,21 @@ TEST(YamlLoaderInputTest, FilesOverTheCapAreRefused) {
   const Status s = LoadYamlFile(path, &spec);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("is more than the 16 MiB a YAML file may hold"));
-  std::remove(path.c_str());
   const std::string text(kMaxYamlBytes + 1, ' ');
   EXPECT_THAT(LoadYamlString(text, "big", &spec).message(), HasSubstr("16 MiB"));
 }
 
 TEST(YamlLoaderInputTest, FifosAreReadThroughTheBound) {
-  // A name of this process's own: two runs of the suite at once (two build
-  // trees) must not open each other's FIFO, which blocks the writer forever.
-  const std::string path =
-      testing::TempDir() + "/loader_fifo." + std::to_string(::getpid()) + ".yaml";
-  std::remove(path.c_str());
+  // In a directory of this test's own: two runs of the suite at once (two
+  // build trees) must not open each other's FIFO, which blocks the writer
+  // forever.
+  test_util::ScratchDir tmp;
+  const std::string path = tmp.File("loader_fifo.yaml");
   ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
   std::thread writer([&] { std::ofstream(path) << "fat_tree: {k: 4}\n"; });
   fathom::proto::TopologySpec spec;
   const Status s = LoadYamlFile(path, &spec);
   writer.join();
-  std::remove(path.c_str());
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(spec.fat_tree().k(), 4);
 }
@@ -250,9 +250,8 @@ TEST(YamlLoaderInputTest, FifosAreReadThroughTheBound) {
 // that writes in two pieces: the loader waits for the first writer and reads
 // until the last one closes, never taking the empty FIFO for an empty file.
 TEST(YamlLoaderInputTest, FifosWaitForALateWriterAndReadToItsEnd) {
-  const std::string path =
-      testing::TempDir() + "/loader_fifo_late." + std::to_string(::getpid()) + ".yaml";
-  std::remove(path.c_str());
+  test_util::ScratchDir tmp;
+  const std::string path = tmp.File("loader_fifo_late.yaml");
   ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
   std::thread writer([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -264,7 +263,6 @@ TEST(YamlLoaderInputTest, FifosWaitForALateWriterAndReadToItsEnd) {
   fathom::proto::TopologySpec spec;
   const Status s = LoadYamlFile(path, &spec);
   writer.join();
-  std::remove(path.c_str());
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(spec.fat_tree().k(), 6);
 }

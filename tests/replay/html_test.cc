@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/scratch_dir.h"
 #include "topologies/builders.h"
 
 namespace fathom::replay {
@@ -165,13 +166,9 @@ class ReplayHtmlBrowserTest : public ::testing::Test {
     if (browser_.binary.empty()) {
       GTEST_SKIP() << "no chromium: scripts/setup.sh installs Debian's chromium package";
     }
-    char tmpl[] = "/tmp/fathom-html-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    browser_.dir = tmpl;
+    browser_.dir = tmp_.path();
   }
-  void TearDown() override {
-    if (!browser_.dir.empty()) fs::remove_all(browser_.dir);
-  }
+  test_util::ScratchDir tmp_;
   Browser browser_;
 };
 

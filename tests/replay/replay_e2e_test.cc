@@ -18,6 +18,7 @@
 #include "replay/evidence.h"
 #include "replay/report.h"
 #include "tests/cli_run.h"
+#include "tests/scratch_dir.h"
 
 namespace fathom::replay {
 namespace {
@@ -33,8 +34,8 @@ void ReplayCorpusEntry(int index, const std::string& kind) {
   ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
   auto report = sim::RunScenario(*scenario, {});
   ASSERT_TRUE(report.ok()) << report.status().ToString();
-  const fs::path dir = fs::temp_directory_path() / ("fathom-replay-e2e-" + std::to_string(index) +
-                                                    "-" + std::to_string(::getpid()));
+  test_util::ScratchDir tmp;
+  const fs::path dir = tmp.File("bundle");
   ASSERT_TRUE(WriteBundle(*scenario, *report, dir.string()).ok());
   auto evidence = ReadEvidence(dir.string());
   ASSERT_TRUE(evidence.ok()) << evidence.status().ToString();
@@ -42,7 +43,6 @@ void ReplayCorpusEntry(int index, const std::string& kind) {
   options.top = 6;
   options.ablate = 1;
   auto result = Replay(*evidence, options);
-  fs::remove_all(dir);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   ASSERT_FALSE(result->causes.empty()) << FormatText(*result);
   EXPECT_EQ(result->causes[0].hypothesis.kind, truth.kind) << FormatText(*result);
@@ -58,8 +58,8 @@ TEST(ReplayEndToEnd, StagedFecPastItsLimitIsTopOne) { ReplayCorpusEntry(4, "fec_
 TEST(ReplayCli, RealRxeMtuMismatchExitsZeroWithTheCause) {
   const std::string fathom = std::string(FATHOM_BINARY_DIR) + "/tools/fathom";
   if (!fs::exists(fathom)) GTEST_SKIP() << "no " << fathom << " (build the fathom target)";
-  const fs::path out =
-      fs::temp_directory_path() / ("fathom-replay-cli-" + std::to_string(::getpid()));
+  test_util::ScratchDir tmp;
+  const fs::path out = tmp.File("scenarios");
   auto r = test_util::RunCommand(fathom + " replay " + FATHOM_SOURCE_DIR +
                                      "/testdata/replay/rxe-mtu-mismatch --jobs 2 --json - "
                                      "--scenario-out " +
@@ -75,7 +75,6 @@ TEST(ReplayCli, RealRxeMtuMismatchExitsZeroWithTheCause) {
   ASSERT_TRUE(fs::exists(scenario)) << scenario;
   auto sim = test_util::RunCommand(fathom + " sim " + scenario + " --quiet");
   EXPECT_EQ(sim.exit_code, 0) << sim.out;
-  fs::remove_all(out);
 }
 
 // The real lossy-link evidence (1% random loss in the testbed's switch; the
@@ -84,8 +83,8 @@ TEST(ReplayCli, RealRxeMtuMismatchExitsZeroWithTheCause) {
 TEST(ReplayCli, RealRxeLossyLinkIsTheFirstCause) {
   const std::string fathom = std::string(FATHOM_BINARY_DIR) + "/tools/fathom";
   if (!fs::exists(fathom)) GTEST_SKIP() << "no " << fathom << " (build the fathom target)";
-  const fs::path out =
-      fs::temp_directory_path() / ("fathom-replay-lossy-" + std::to_string(::getpid()));
+  test_util::ScratchDir tmp;
+  const fs::path out = tmp.File("out");
   fs::create_directories(out);
   auto r =
       test_util::RunCommand(fathom + " replay " + FATHOM_SOURCE_DIR +
@@ -100,7 +99,6 @@ TEST(ReplayCli, RealRxeLossyLinkIsTheFirstCause) {
   std::stringstream page;
   page << html.rdbuf();
   EXPECT_NE(page.str().find("Root cause: lossy_link"), std::string::npos);
-  fs::remove_all(out);
 }
 
 TEST(ReplayCli, MissingBundleIsUnusableInput) {

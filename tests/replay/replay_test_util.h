@@ -3,25 +3,17 @@
 // on destruction.
 #pragma once
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "replay/evidence.h"
+#include "tests/scratch_dir.h"
 
 namespace fathom::replay::testing {
 
 class TempBundle {
  public:
-  TempBundle() {
-    char tmpl[] = "/tmp/fathom-replay-test-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-  }
-  ~TempBundle() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
   const std::string& dir() const { return dir_; }
   void CopyFixture() {
     std::filesystem::copy(std::string(FATHOM_TESTDATA_DIR) + "/replay/field", dir_,
@@ -34,7 +26,8 @@ class TempBundle {
   }
 
  private:
-  std::string dir_;
+  test_util::ScratchDir scratch_;
+  const std::string dir_ = scratch_.path();
 };
 
 inline const SourceReport* Source(const Evidence& ev, const std::string& rel) {

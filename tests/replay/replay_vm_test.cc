@@ -20,6 +20,7 @@
 
 #include "testbed/testbed.h"
 #include "tests/json_reader.h"
+#include "tests/scratch_dir.h"
 
 namespace fathom::testbed {
 namespace {
@@ -92,8 +93,11 @@ void StageAndCollect(const std::vector<PortImpairments>& impairments, const std:
 
 std::map<std::string, std::string> Replay(const fs::path& bundle, int* exit_code) {
   const fs::path json = bundle / "replay.json";
+  // --scenario-out in the bundle: without it the reproducing scenario goes
+  // to a directory of its own under $TMPDIR that nobody removes.
   const std::string cmd = kFathom + " replay " + bundle.string() + " --json " + json.string() +
-                          " --html " + (bundle / "replay.html").string() + " > " +
+                          " --html " + (bundle / "replay.html").string() + " --scenario-out " +
+                          (bundle / "scenarios").string() + " > " +
                           (bundle / "replay.txt").string() + " 2>&1";
   const int status = std::system(cmd.c_str());
   *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -116,13 +120,12 @@ class ReplayVmTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (HasNativeRdmaDevice()) GTEST_SKIP() << "native RDMA device: no host switch to stage faults";
-    char tmpl[] = "/tmp/fathom-replay-vm-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = tmp_.path();
   }
   void TearDown() override {
-    if (!dir_.empty() && !HasFailure()) fs::remove_all(dir_);
+    if (HasFailure()) tmp_.Keep();  // the bundle and the replay's output are the evidence
   }
+  test_util::ScratchDir tmp_;
   fs::path dir_;
 };
 

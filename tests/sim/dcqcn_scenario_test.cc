@@ -12,6 +12,7 @@
 #include "fabric/scenario/scenario.h"
 #include "fabric/wire/pcap.h"
 #include "fabric/wire/roce.h"
+#include "tests/scratch_dir.h"
 
 namespace fathom::sim {
 namespace {
@@ -136,7 +137,8 @@ TEST(DcqcnScenarioTest, ExampleMeetsItsExpectationsWithoutDrops) {
 TEST(DcqcnScenarioTest, CaptureShowsCeMarksAndCnps) {
   auto sc = LoadScenarioString(kBase, "cap.yaml");
   ASSERT_TRUE(sc.ok()) << sc.status().ToString();
-  const std::string path = ::testing::TempDir() + "/dcqcn_capture.pcap";
+  test_util::ScratchDir tmp;
+  const std::string path = tmp.File("dcqcn_capture.pcap");
   RunOptions opts;
   opts.captures = {{"h0-leaf0", path}};
   auto r = RunScenario(*sc, opts);
@@ -168,7 +170,7 @@ TEST(DcqcnScenarioTest, CaptureShowsCeMarksAndCnps) {
   EXPECT_EQ(static_cast<uint64_t>(cnps), r->dcqcn.np_cnp_sent);
   // tshark, when installed, reads the same marks and opcodes.
   if (std::system("command -v tshark >/dev/null 2>&1") == 0) {
-    const std::string out = ::testing::TempDir() + "/dcqcn_tshark.txt";
+    const std::string out = tmp.File("dcqcn_tshark.txt");
     const std::string cmd = "tshark -r " + path +
                             " -T fields -e ip.dsfield.ecn -e infiniband.bth.opcode > " + out +
                             " 2>/dev/null";
@@ -185,13 +187,11 @@ TEST(DcqcnScenarioTest, CaptureShowsCeMarksAndCnps) {
       }
     }
     std::fclose(f);
-    std::remove(out.c_str());
     EXPECT_EQ(t_ce, ce);
     EXPECT_EQ(t_cnp, cnps);
   } else {
     std::printf("tshark not installed: its check skipped\n");
   }
-  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "fabric/scenario/workload.h"
 #include "fabric/sim/network.h"
 #include "fabric/sim/port.h"
+#include "tests/scratch_dir.h"
 #include "topologies/builders.h"
 
 namespace fathom::sim {
@@ -318,8 +319,8 @@ TEST(PfcCapture, PauseFramesDecodeAsPfcInTshark) {
   if (std::system("tshark --version >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "tshark not installed (scripts/setup.sh installs it)";
   }
-  const std::string pcap =
-      ::testing::TempDir() + "/fathom_pfc_" + std::to_string(getpid()) + ".pcap";
+  test_util::ScratchDir tmp;
+  const std::string pcap = tmp.File("pfc.pcap");
   const std::string out = pcap + ".txt";
   {
     Incast run(true, "h1-leaf0", pcap);
@@ -348,8 +349,6 @@ TEST(PfcCapture, PauseFramesDecodeAsPfcInTshark) {
   EXPECT_GT(xoff, 0);
   EXPECT_GT(xon, 0);
   EXPECT_EQ(other, 0);
-  std::remove(pcap.c_str());
-  std::remove(out.c_str());
 }
 
 // Bad qos input: the loader names file:line and the field.

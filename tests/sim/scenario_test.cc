@@ -11,6 +11,7 @@
 #include "fabric/wire/pcap.h"
 #include "fabric/wire/roce.h"
 #include "faults/spec.h"
+#include "tests/scratch_dir.h"
 
 namespace fathom::sim {
 namespace {
@@ -109,7 +110,8 @@ TEST(ScenarioTest, CapturedPortDecodesWithValidIcrcs) {
       "topology: {preset: \"leaf-spine:leaves=2,spines=1,hosts=2,gpus=1\"}\n"
       "transport: {opcode: send, message_bytes: 10000}\n"
       "workload: {pattern: flows, flows: [{src: h0, dst: h2, bytes: 30000}]}\n");
-  const std::string path = ::testing::TempDir() + "/sim_capture.pcap";
+  test_util::ScratchDir tmp;
+  const std::string path = tmp.File("sim_capture.pcap");
   RunOptions opts;
   opts.captures = {{"h0-leaf0", path}};
   auto r = RunScenario(sc, opts);
@@ -134,7 +136,6 @@ TEST(ScenarioTest, CapturedPortDecodesWithValidIcrcs) {
   EXPECT_EQ(sends, 9);
   EXPECT_GE(acks, 1);
   EXPECT_EQ(static_cast<uint64_t>(frames), r->captured_frames);
-  std::remove(path.c_str());
 }
 
 class ExampleScenarioTest : public ::testing::TestWithParam<const char*> {};
@@ -339,7 +340,8 @@ TEST(ScenarioTest, CaptureOfASwitchTakesAllItsLinks) {
       "topology: {preset: \"leaf-spine:leaves=2,spines=1,hosts=2,gpus=1\"}\n"
       "transport: {opcode: send, message_bytes: 10000}\n"
       "workload: {pattern: flows, flows: [{src: h0, dst: h2, bytes: 30000}]}\n");
-  const std::string dir = ::testing::TempDir();
+  test_util::ScratchDir tmp;
+  const std::string dir = tmp.path();
   auto frames = [&](std::vector<std::pair<std::string, std::string>> captures) -> uint64_t {
     RunOptions opts;
     opts.captures = std::move(captures);
@@ -358,9 +360,6 @@ TEST(ScenarioTest, CaptureOfASwitchTakesAllItsLinks) {
   auto r = RunScenario(sc, twice);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("both capture link h0-leaf0"));
-  for (const char* f : {"a", "b", "c", "d", "e", "f"}) {
-    std::remove((dir + "/cap_" + f + ".pcap").c_str());
-  }
 }
 
 // An all-to-all of 1024 hosts is 1047552 flows; 64 QPs each is more

@@ -15,6 +15,7 @@
 
 #include "fabric/wire/pcap.h"
 #include "tests/cli_run.h"
+#include "tests/scratch_dir.h"
 
 namespace fathom::sim {
 namespace {
@@ -27,14 +28,6 @@ const std::string kScenarios = std::string(FATHOM_SOURCE_DIR) + "/scenarios/";
 
 test_util::CommandResult Sim(const std::string& args, bool merge_stderr = true) {
   return test_util::RunCommand(kFathom + " sim " + args, merge_stderr);
-}
-
-std::string Temp(const std::string& name) { return ::testing::TempDir() + "/sim_cli_" + name; }
-
-std::string WriteFile(const std::string& name, const std::string& text) {
-  const std::string path = Temp(name);
-  std::ofstream(path) << text;
-  return path;
 }
 
 std::string ReadFile(const std::string& path) {
@@ -69,7 +62,8 @@ const char* kOneFlow =
 
 // Issue 24: failed flows and no `expect` block exited 0, silently with --quiet.
 TEST(SimCliTest, FailedFlowsWithoutExpectExitOneWithAReasonEvenQuiet) {
-  const std::string path = WriteFile("failed.yaml", BlackHole(kFails, ""));
+  test_util::ScratchDir tmp;
+  const std::string path = tmp.Write("failed.yaml", BlackHole(kFails, ""));
   auto r = Sim(path + " --quiet");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_THAT(r.out, HasSubstr("1 of 1 flows failed (IBV_WC_RETRY_EXC_ERR=1"));
@@ -81,7 +75,8 @@ TEST(SimCliTest, FailedFlowsWithoutExpectExitOneWithAReasonEvenQuiet) {
 }
 
 TEST(SimCliTest, StalledFlowsWithoutExpectExitOne) {
-  const std::string path = WriteFile("stalled.yaml", BlackHole(kStalls, "expect: {}\n"));
+  test_util::ScratchDir tmp;
+  const std::string path = tmp.Write("stalled.yaml", BlackHole(kStalls, "expect: {}\n"));
   auto r = Sim(path);
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_THAT(r.out, HasSubstr("1 of 1 flows stalled (not done when the run ended)"));
@@ -89,24 +84,25 @@ TEST(SimCliTest, StalledFlowsWithoutExpectExitOne) {
 }
 
 TEST(SimCliTest, FailuresTheExpectBlockExpectsExitZero) {
+  test_util::ScratchDir tmp;
   auto failed =
-      Sim(WriteFile("expected_fail.yaml", BlackHole(kFails, "expect: {flows_failed: 1}\n")) +
+      Sim(tmp.Write("expected_fail.yaml", BlackHole(kFails, "expect: {flows_failed: 1}\n")) +
           " --quiet");
   EXPECT_EQ(failed.exit_code, 0) << failed.out;
   EXPECT_EQ(failed.out, "");
   auto by_status =
-      Sim(WriteFile("expected_status.yaml", BlackHole(kFails,
+      Sim(tmp.Write("expected_status.yaml", BlackHole(kFails,
                                                       "expect:\n  completion_statuses:\n"
                                                       "    IBV_WC_RETRY_EXC_ERR: 1\n"
                                                       "    IBV_WC_WR_FLUSH_ERR: 3\n")) +
           " --quiet");
   EXPECT_EQ(by_status.exit_code, 0) << by_status.out;
   auto stalled =
-      Sim(WriteFile("expected_stall.yaml", BlackHole(kStalls, "expect: {flows_stalled: 1}\n")) +
+      Sim(tmp.Write("expected_stall.yaml", BlackHole(kStalls, "expect: {flows_stalled: 1}\n")) +
           " --quiet");
   EXPECT_EQ(stalled.exit_code, 0) << stalled.out;
   // A mismatch is still a failure.
-  auto wrong = Sim(WriteFile("wrong.yaml", BlackHole(kFails, "expect: {flows_failed: 0}\n")));
+  auto wrong = Sim(tmp.Write("wrong.yaml", BlackHole(kFails, "expect: {flows_failed: 0}\n")));
   EXPECT_EQ(wrong.exit_code, 1) << wrong.out;
   EXPECT_THAT(wrong.out, HasSubstr("expectation not met: flows_failed: expected 0, got 1"));
 }
@@ -129,8 +125,9 @@ INSTANTIATE_TEST_SUITE_P(Examples, SimCliExampleTest,
 // --json's file was only opened after the whole run. Every output is
 // checked before the run: the trace opened next to it records nothing.
 TEST(SimCliTest, UnwritableOutputsExitTwoBeforeTheRun) {
-  const std::string scenario = WriteFile("one.yaml", kOneFlow);
-  const std::string trace = Temp("before.json");
+  test_util::ScratchDir tmp;
+  const std::string scenario = tmp.Write("one.yaml", kOneFlow);
+  const std::string trace = tmp.File("before.json");
   for (const std::string bad :
        {"--pcap h0-leaf0=/nonexistent/x.pcap", "--json-out /nonexistent/x.json"}) {
     std::remove(trace.c_str());
@@ -152,7 +149,8 @@ TEST(SimCliTest, UnwritableOutputsExitTwoBeforeTheRun) {
 
 // Issue 24: --seed -1 wrapped to 2^64-1; the YAML loader refuses a negative seed.
 TEST(SimCliTest, SeedOutOfRangeIsAUsageError) {
-  const std::string scenario = WriteFile("one.yaml", kOneFlow);
+  test_util::ScratchDir tmp;
+  const std::string scenario = tmp.Write("one.yaml", kOneFlow);
   for (const std::string seed : {"-1", "18446744073709551616", "1.5", "x"}) {
     auto r = Sim(scenario + " --seed " + seed);
     EXPECT_EQ(r.exit_code, 2) << seed << "\n" << r.out;
@@ -166,14 +164,15 @@ TEST(SimCliTest, SeedOutOfRangeIsAUsageError) {
 
 // Issue 24: --json took a FILE in sim and was a flag everywhere else.
 TEST(SimCliTest, JsonIsAFlagAndJsonOutTakesTheFile) {
-  const std::string scenario = WriteFile("one.yaml", kOneFlow);
+  test_util::ScratchDir tmp;
+  const std::string scenario = tmp.Write("one.yaml", kOneFlow);
   auto r = Sim(scenario + " --json", /*merge_stderr=*/false);
   EXPECT_EQ(r.exit_code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);  // stdout is the JSON, nothing else
   EXPECT_EQ(j.at("flows_completed"), 1);
   EXPECT_EQ(j.at("name"), "one-flow");
 
-  const std::string out = Temp("report.json");
+  const std::string out = tmp.File("report.json");
   auto both = Sim(scenario + " --json-out " + out, /*merge_stderr=*/false);
   EXPECT_EQ(both.exit_code, 0) << both.out;
   EXPECT_THAT(both.out, HasSubstr("flows      1 total: 1 completed"));
@@ -186,7 +185,8 @@ TEST(SimCliTest, JsonIsAFlagAndJsonOutTakesTheFile) {
 
 // Issue 24: --pcap with a switch's name captured only its first link.
 TEST(SimCliTest, PcapOfASwitchCapturesAllItsLinks) {
-  const std::string scenario = WriteFile("one.yaml", kOneFlow);
+  test_util::ScratchDir tmp;
+  const std::string scenario = tmp.Write("one.yaml", kOneFlow);
   auto frames = [](const std::string& path) {
     auto reader = wire::PcapReader::Open(path);
     EXPECT_TRUE(reader.ok()) << reader.status().ToString();
@@ -200,7 +200,8 @@ TEST(SimCliTest, PcapOfASwitchCapturesAllItsLinks) {
     }
     return n;
   };
-  const std::string all = Temp("leaf0.pcap"), host = Temp("h0.pcap"), up = Temp("up.pcap");
+  const std::string all = tmp.File("leaf0.pcap"), host = tmp.File("h0.pcap"),
+                    up = tmp.File("up.pcap");
   auto r = Sim(scenario + " --quiet --pcap leaf0=" + all);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   // The flow crosses leaf0 on h0-leaf0 and leaf0-spine0 (h1-leaf0 is idle).
@@ -221,8 +222,9 @@ TEST(SimCliTest, PcapOfASwitchCapturesAllItsLinks) {
 // Issue 24: --trace wrote "time_ps kind component" lines; now Chrome trace
 // JSON with a named track per component.
 TEST(SimCliTest, TraceIsChromeTraceJson) {
-  const std::string scenario = WriteFile("one.yaml", kOneFlow);
-  const std::string trace = Temp("trace.json");
+  test_util::ScratchDir tmp;
+  const std::string scenario = tmp.Write("one.yaml", kOneFlow);
+  const std::string trace = tmp.File("trace.json");
   auto r = Sim(scenario + " --json --trace " + trace, /*merge_stderr=*/false);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto report = nlohmann::json::parse(r.out);
@@ -275,9 +277,10 @@ TEST(SimCliTest, ABadFaultFlagIsNamedNotTheScenarioLine) {
 // Issue 27: the flow table as CSV (by the file's extension) or JSON, and
 // in --json; an unknown extension is a bad flag (2) before the run.
 TEST(SimCliTest, FlowsOutWritesCsvOrJson) {
+  test_util::ScratchDir tmp;
   const std::string scenario =
-      WriteFile("flows.yaml", BlackHole(kFails, "expect: {flows_failed: 1}\n"));
-  const std::string csv = Temp("flows.csv"), json = Temp("flows.json");
+      tmp.Write("flows.yaml", BlackHole(kFails, "expect: {flows_failed: 1}\n"));
+  const std::string csv = tmp.File("flows.csv"), json = tmp.File("flows.json");
   auto r = Sim(scenario + " --quiet --flows-out " + csv);
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(ReadFile(csv),
@@ -290,29 +293,30 @@ TEST(SimCliTest, FlowsOutWritesCsvOrJson) {
   const auto table = nlohmann::json::parse(ReadFile(json));
   EXPECT_EQ(nlohmann::json::parse(r.out).at("flows"), table);
   EXPECT_EQ(table.at(0).at("status"), "failed");
-  auto bad = Sim(scenario + " --flows-out " + Temp("flows.txt"));
+  auto bad = Sim(scenario + " --flows-out " + tmp.File("flows.txt"));
   EXPECT_EQ(bad.exit_code, 2) << bad.out;
   EXPECT_THAT(bad.out,
-              HasSubstr("--flows-out " + Temp("flows.txt") + ": the file name must end in"));
+              HasSubstr("--flows-out " + tmp.File("flows.txt") + ": the file name must end in"));
   EXPECT_THAT(bad.out, Not(HasSubstr("scenario ")));  // no run
 }
 
 // A missed signature exits 1 with expected vs got; an expect item naming
 // what the run does not have exits 2 naming file:line:field.
 TEST(SimCliTest, SignatureExpectationsExitOneOrTwo) {
-  auto missed = Sim(WriteFile("sig1.yaml", BlackHole(kFails,
+  test_util::ScratchDir tmp;
+  auto missed = Sim(tmp.Write("sig1.yaml", BlackHole(kFails,
                                                      "expect:\n  first_error_us: {value: 1000, "
                                                      "tolerance_pct: 1}\n")) +
                     " --quiet");
   EXPECT_EQ(missed.exit_code, 1) << missed.out;
   EXPECT_THAT(missed.out, HasSubstr("first_error_us: expected 1000 us +- 10 us, got 3145.728 us"));
   const std::string bad =
-      WriteFile("sig2.yaml", BlackHole(kFails, "expect:\n  flows: [{dst: h1, status: failed}]\n"));
+      tmp.Write("sig2.yaml", BlackHole(kFails, "expect:\n  flows: [{dst: h1, status: failed}]\n"));
   auto no_flow = Sim(bad + " --quiet");
   EXPECT_EQ(no_flow.exit_code, 2) << no_flow.out;
   EXPECT_THAT(no_flow.out, HasSubstr(bad + ":9:"));
   EXPECT_THAT(no_flow.out, HasSubstr("expect.flows[0].dst: no flow of this run goes * -> h1"));
-  const std::string unknown = WriteFile(
+  const std::string unknown = tmp.Write(
       "sig3.yaml", BlackHole(kFails, "expect:\n  counters: [{name: nak_count, equal: 1}]\n"));
   auto counter = Sim(unknown + " --quiet");
   EXPECT_EQ(counter.exit_code, 2) << counter.out;

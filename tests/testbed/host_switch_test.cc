@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "fabric/wire/pcap.h"
+#include "tests/scratch_dir.h"
 
 namespace fathom::testbed {
 namespace {
@@ -256,9 +257,8 @@ TEST(SwitchRandomDrop, SeededDropsAreReproducibleAndNearTheProbability) {
 }
 
 TEST_F(SwitchTest, CapturesEveryReceivedFrameToPcap) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("switch-capture-" + std::to_string(getpid()) + ".pcap"))
-                               .string();
+  test_util::ScratchDir tmp;
+  const std::string path = tmp.File("switch-capture.pcap");
   PortImpairments mtu;
   mtu.max_frame_bytes = 100;
   Build(2, {PortImpairments{}, mtu});
@@ -281,7 +281,6 @@ TEST_F(SwitchTest, CapturesEveryReceivedFrameToPcap) {
     sizes.push_back(rec.data.size());
   }
   EXPECT_EQ(sizes, (std::vector<size_t>{60, 1500, 70}));
-  std::filesystem::remove(path);
 }
 
 // Measures (prints, never asserts) how many frames per second the switch

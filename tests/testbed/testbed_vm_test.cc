@@ -18,6 +18,7 @@
 #include "testbed/process.h"
 #include "testbed/testbed.h"
 #include "tests/cli_run.h"
+#include "tests/scratch_dir.h"
 
 namespace fathom::testbed {
 namespace {
@@ -27,18 +28,7 @@ using std::chrono::seconds;
 
 // A per-test parent for the testbed's temporary directory, so the check for
 // leftover qemu processes looks only at this test's VMs.
-class TempRoot {
- public:
-  TempRoot() {
-    std::string t = (fs::temp_directory_path() / "fathom-vmtest-XXXXXX").string();
-    path_ = mkdtemp(t.data());
-  }
-  ~TempRoot() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using TempRoot = test_util::ScratchDir;
 
 // Pids of qemu processes whose command line mentions `root`.
 std::vector<int> QemuUnder(const std::string& root) {

@@ -20,6 +20,7 @@
 
 #include "tests/cli_run.h"
 #include "tests/json_reader.h"
+#include "tests/scratch_dir.h"
 
 namespace {
 
@@ -99,8 +100,8 @@ TEST(CmdTopoTest, BadPresetIsUsageError) {
 }
 
 TEST(CmdTopoTest, BadFileIsUsageErrorNamingTheLine) {
-  const std::string path = testing::TempDir() + "/bad_topo.yaml";
-  std::ofstream(path) << "fat_tree:\n  k: eight\n";
+  fathom::test_util::ScratchDir tmp;
+  const std::string path = tmp.Write("bad_topo.yaml", "fat_tree:\n  k: eight\n");
   const Result r = RunTopo(path);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.out, HasSubstr(path + ":2:6: fat_tree.k: expected an integer, got 'eight'"));
@@ -110,13 +111,6 @@ TEST(CmdTopoTest, BadFileIsUsageErrorNamingTheLine) {
 }
 
 TEST(CmdTopoTest, MissingArgumentIsUsageError) { EXPECT_EQ(RunTopo("").exit_code, 2); }
-
-std::string TempFile(const std::string& name, const std::string& text) {
-  const std::string path =
-      testing::TempDir() + "/cmd_topo_" + std::to_string(getpid()) + "_" + name;
-  std::ofstream(path) << text;
-  return path;
-}
 
 // Two leaves, one spine, two parallel uplinks per leaf: names
 // "leaf0-spine0" and "leaf0-spine0/1".
@@ -128,7 +122,8 @@ constexpr const char* kFatTreeTopology = "fat_tree: {k: 4, gpus_per_server: 8}";
 
 // The link names in `fathom topo FILE --links --json`, in order.
 std::vector<std::string> LinkNames(const std::string& topology_yaml, const std::string& label) {
-  const std::string path = TempFile(label + ".yaml", std::string(topology_yaml) + "\n");
+  fathom::test_util::ScratchDir tmp;
+  const std::string path = tmp.Write(label + ".yaml", std::string(topology_yaml) + "\n");
   const Result r = RunTopo(path + " --links --json");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   std::map<std::string, std::string> j;
@@ -138,7 +133,6 @@ std::vector<std::string> LinkNames(const std::string& topology_yaml, const std::
     names.push_back(j["links.list[" + std::to_string(i) + "].name"]);
   }
   EXPECT_EQ(std::to_string(names.size()), j["links.total"]);
-  std::remove(path.c_str());
   return names;
 }
 
@@ -147,7 +141,8 @@ TEST(CmdTopoTest, LinksListsEveryLinkOnceWithParallelSuffixes) {
   EXPECT_THAT(names,
               ::testing::UnorderedElementsAre("h0-leaf0", "h1-leaf1", "leaf0-spine0",
                                               "leaf0-spine0/1", "leaf1-spine0", "leaf1-spine0/1"));
-  const std::string path = TempFile("parallel_text.yaml", std::string(kParallelTopology) + "\n");
+  fathom::test_util::ScratchDir tmp;
+  const std::string path = tmp.Write("parallel_text.yaml", std::string(kParallelTopology) + "\n");
   const Result text = RunTopo(path + " --links");
   EXPECT_EQ(text.exit_code, 0) << text.out;
   EXPECT_THAT(text.out, HasSubstr("link names (for `fathom sim --fault link=NAME`"));
@@ -155,7 +150,6 @@ TEST(CmdTopoTest, LinksListsEveryLinkOnceWithParallelSuffixes) {
               ::testing::ContainsRegex("leaf0-spine0/1 +tier 2 +leaf0:2 +<-> spine0:1 +400 Gb/s"));
   // Without --links the summary stays short.
   EXPECT_THAT(RunTopo(path).out, ::testing::Not(HasSubstr("leaf0-spine0/1")));
-  std::remove(path.c_str());
 }
 
 // Every name `fathom topo --links` prints is accepted by `fathom sim --fault
@@ -165,17 +159,18 @@ TEST(CmdTopoTest, EveryListedLinkNameIsAcceptedBySimFault) {
 #ifndef FATHOM_CLI
   GTEST_SKIP() << "the full fathom program is not part of this build";
 #else
+  fathom::test_util::ScratchDir tmp;
   for (const auto& [label, topology] :
        {std::pair<std::string, std::string>{"parallel", kParallelTopology},
         {"fat_tree", kFatTreeTopology}}) {
     const std::vector<std::string> names = LinkNames(topology, label);
     ASSERT_FALSE(names.empty()) << label;
-    const std::string scenario = TempFile(label + "_scenario.yaml",
-                                          "name: link-names\nseed: 1\nend_time_us: 100\n"
-                                          "topology:\n  " +
-                                              topology +
-                                              "\nworkload:\n  pattern: permutation\n"
-                                              "  flow_bytes: 4096\n");
+    const std::string scenario = tmp.Write(label + "_scenario.yaml",
+                                           "name: link-names\nseed: 1\nend_time_us: 100\n"
+                                           "topology:\n  " +
+                                               topology +
+                                               "\nworkload:\n  pattern: permutation\n"
+                                               "  flow_bytes: 4096\n");
     std::string faults;
     for (const std::string& n : names) {
       faults += " --fault kind=link_down,link=" + n + ",start_us=50,duration_us=10";
@@ -187,7 +182,6 @@ TEST(CmdTopoTest, EveryListedLinkNameIsAcceptedBySimFault) {
         fathom::test_util::RunCommand(sim + " --fault kind=link_down,link=h0-nowhere");
     EXPECT_EQ(bad.exit_code, 2) << bad.out;
     EXPECT_THAT(bad.out, HasSubstr("h0-nowhere"));
-    std::remove(scenario.c_str());
   }
 #endif
 }
@@ -195,8 +189,8 @@ TEST(CmdTopoTest, EveryListedLinkNameIsAcceptedBySimFault) {
 // The DOT graph: every node once, one row per tier, one edge per link
 // labelled with its rate; rendered by Graphviz when it is installed.
 TEST(CmdTopoTest, DotHasEveryNodeAndLink) {
-  const std::string dot_path =
-      testing::TempDir() + "/cmd_topo_" + std::to_string(getpid()) + ".dot";
+  fathom::test_util::ScratchDir tmp;
+  const std::string dot_path = tmp.File("cmd_topo.dot");
   const Result summary = RunTopo("fat-tree:k=4 --dot " + dot_path);
   EXPECT_EQ(summary.exit_code, 0) << summary.out;
   EXPECT_THAT(summary.out, HasSubstr("validation:       ok"));  // the summary still prints
@@ -232,13 +226,11 @@ TEST(CmdTopoTest, DotHasEveryNodeAndLink) {
   EXPECT_EQ(edge_ids.size(), 48u);
 
   if (std::system("command -v dot >/dev/null 2>&1") != 0) {
-    std::remove(dot_path.c_str());
     GTEST_SKIP() << "graphviz (dot) is not installed; the DOT text was checked, not rendered";
   }
   const Result svg = fathom::test_util::RunCommand("dot -Tsvg " + dot_path);
   EXPECT_EQ(svg.exit_code, 0) << svg.out;
   EXPECT_THAT(svg.out, HasSubstr("<svg"));
-  std::remove(dot_path.c_str());
 }
 
 TEST(CmdTopoTest, DotToStdoutWithJsonIsUsageError) {

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/scratch_dir.h"
+
 namespace fathom::transport::verbs {
 namespace {
 
@@ -106,19 +108,13 @@ TEST(GidSelectTest, InfiniBandAutoIsIndexZero) {
 
 class SysfsGidTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    root_ = std::filesystem::path(::testing::TempDir()) /
-            ("sysfs_gid_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(root_);
-  }
-  void TearDown() override { std::filesystem::remove_all(root_); }
   void Write(const std::string& rel, const std::string& text) {
     const auto p = root_ / rel;
     std::filesystem::create_directories(p.parent_path());
     std::ofstream(p) << text;
   }
-  std::filesystem::path root_;
+  test_util::ScratchDir tmp_;
+  const std::filesystem::path root_{tmp_.path()};
 };
 
 TEST_F(SysfsGidTest, ReadsTypesAndNetdevsAndSkipsEmptySlots) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/cli_run.h"
+#include "tests/scratch_dir.h"
 #include "transport/verbs/verbs_device.h"
 
 namespace fathom::transport::verbs {
@@ -123,7 +124,8 @@ TEST(PerfCliTest, UsageErrorsAndNoDevice) {
 // device named by -d, which does not exist: exit 2 naming it. Before the fix
 // CLI11 rejected each of these flags.
 TEST(PerfCliTest, PerftestFlagsAreAcceptedThenTheMissingDeviceIsNamed) {
-  const std::string json = "/tmp/fathom_perf_cli_" + std::to_string(getpid()) + ".json";
+  test_util::ScratchDir tmp;
+  const std::string json = tmp.File("perf_cli.json");
   const std::vector<std::string> flags = {"-F",
                                           "-b",
                                           "-c RC",

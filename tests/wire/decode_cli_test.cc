@@ -20,6 +20,7 @@
 
 #include "tests/cli_run.h"
 #include "tests/json_reader.h"
+#include "tests/scratch_dir.h"
 #include "tests/wire/pcapng_encode.h"
 #include "tests/wire/wire_test_util.h"
 
@@ -97,19 +98,13 @@ TEST(DecodeCliTest, MissingFileIsExit2NamingIt) {
 }
 
 TEST(DecodeCliTest, NonCaptureIsExit2NamingIt) {
-  const std::string path =
-      ::testing::TempDir() + "/fathom_decode_cli_" + std::to_string(getpid()) + ".txt";
-  std::ofstream(path) << "not a capture at all, just text\n";
+  test_util::ScratchDir tmp;
+  const std::string path = tmp.Write("decode_cli.txt", "not a capture at all, just text\n");
   const CliRun r = Decode(path);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find(path), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("not a pcap"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << r.out;
-  std::remove(path.c_str());
-}
-
-std::string TempPath(const std::string& name) {
-  return ::testing::TempDir() + "/fathom_decode_cli_" + std::to_string(getpid()) + "_" + name;
 }
 
 std::string ReadFile(const std::string& path) {
@@ -129,13 +124,14 @@ int FrameLines(const std::string& out) {
 // if_tsresol 0 (whole seconds) with a time 2^40 s after the epoch: seconds
 // times 1e9 overflowed int64 and the line showed a wrapped time.
 TEST(DecodeCliTest, TimeBeyondInt64NanosecondsIsOutOfRange) {
+  test_util::ScratchDir tmp;
   testing::PcapngEncoder enc(0);
   const std::vector<uint8_t> frame(60, 0);
   enc.AddPacket(1'700'000'000, frame);
   enc.AddPacket(1ull << 40, frame);
   enc.AddPacket(1'700'000'002, frame);
   enc.AddPacket(~0ull, frame);
-  const std::string path = TempPath("huge.pcapng");
+  const std::string path = tmp.File("huge.pcapng");
   std::ofstream(path, std::ios::binary) << enc.bytes();
   const CliRun r = Decode(path);
   EXPECT_EQ(r.exit_code, 0) << r.out;
@@ -147,17 +143,17 @@ TEST(DecodeCliTest, TimeBeyondInt64NanosecondsIsOutOfRange) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("frames 4:"), std::string::npos) << r.out;
-  std::remove(path.c_str());
 }
 
 // Times relative to the first in-range frame, also when the first is not.
 TEST(DecodeCliTest, FirstFrameOutOfRangeDoesNotShiftTheOthers) {
+  test_util::ScratchDir tmp;
   testing::PcapngEncoder enc(0x80 | 10);  // 2^-10 s
   const std::vector<uint8_t> frame(60, 0);
   enc.AddPacket(~0ull, frame);
   enc.AddPacket(1'000ull << 10, frame);
   enc.AddPacket((1'001ull << 10) + 256, frame);
-  const std::string path = TempPath("first_huge.pcapng");
+  const std::string path = tmp.File("first_huge.pcapng");
   std::ofstream(path, std::ios::binary) << enc.bytes();
   const CliRun r = Decode(path);
   EXPECT_EQ(r.exit_code, 0) << r.out;
@@ -166,11 +162,10 @@ TEST(DecodeCliTest, FirstFrameOutOfRangeDoesNotShiftTheOthers) {
   EXPECT_NE(r.out.find("record 1: timestamp of 18014398509481983 s"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("     2     0.000000"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("     3     1.250000"), std::string::npos) << r.out;
-  std::remove(path.c_str());
 }
 
 // The rxe capture cut in the middle of its 101st record.
-std::string CutCapture() {
+std::string CutCapture(const test_util::ScratchDir& tmp) {
   const std::string bytes = ReadFile(testing::CapturePath());
   size_t offset = 24;  // classic pcap file header
   for (int i = 0; i < 100; ++i) {
@@ -178,13 +173,14 @@ std::string CutCapture() {
     std::memcpy(&caplen, bytes.data() + offset + 8, 4);
     offset += 16 + caplen;
   }
-  const std::string path = TempPath("cut.pcap");
+  const std::string path = tmp.File("cut.pcap");
   std::ofstream(path, std::ios::binary) << bytes.substr(0, offset + 16 + 20);
   return path;
 }
 
 TEST(DecodeCliTest, CutCaptureStillSummarizesThenFailsWith2) {
-  const std::string path = CutCapture();
+  test_util::ScratchDir tmp;
+  const std::string path = CutCapture(tmp);
   const CliRun text = Decode(path);
   EXPECT_EQ(text.exit_code, 2) << text.out;
   EXPECT_EQ(FrameLines(text.out), 100) << text.out;
@@ -214,30 +210,29 @@ TEST(DecodeCliTest, CutCaptureStillSummarizesThenFailsWith2) {
   ASSERT_TRUE(test_util::Json(whole.out).Parse(&w)) << whole.out;
   EXPECT_EQ(w["complete"], "true");
   EXPECT_EQ(w.count("error"), 0u);
-  std::remove(path.c_str());
 }
 
 // A FIFO nobody writes to: a blocking open(2) would wait forever.
 TEST(DecodeCliTest, FifoWithoutWriterGivesUp) {
-  const std::string fifo = TempPath("fifo");
+  test_util::ScratchDir tmp;
+  const std::string fifo = tmp.File("fifo");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
   const CliRun r = Decode(fifo + " --fifo-wait 0.2");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find(fifo), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no writer"), std::string::npos) << r.out;
-  std::remove(fifo.c_str());
 }
 
 // A FIFO whose writer comes along decodes like the file.
 TEST(DecodeCliTest, FifoWithWriterDecodes) {
-  const std::string fifo = TempPath("fifo_w");
+  test_util::ScratchDir tmp;
+  const std::string fifo = tmp.File("fifo_w");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
   const CliRun r = test_util::RunCommand("(cat " + testing::CapturePath() + " > " + fifo +
                                          " &) ; " + std::string(FATHOM_BINARY_DIR) +
                                          "/tools/fathom decode --summary " + fifo);
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("frames 600: roce 560"), std::string::npos) << r.out;
-  std::remove(fifo.c_str());
 }
 
 TEST(DecodeCliTest, DashReadsStandardInput) {

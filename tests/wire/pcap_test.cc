@@ -12,18 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "tests/scratch_dir.h"
 #include "tests/wire/pcapng_encode.h"
 #include "tests/wire/wire_test_util.h"
 
 namespace fathom::wire {
 namespace {
 
-std::string TempPath(const std::string& name) {
-  return ::testing::TempDir() + "/fathom_pcap_test_" + std::to_string(getpid()) + "_" + name;
-}
-
 TEST(PcapTest, WriteThenReadMicroseconds) {
-  const std::string path = TempPath("us.pcap");
+  test_util::ScratchDir tmp;
+  const std::string path = tmp.File("us.pcap");
   const std::vector<uint8_t> a(60, 0xAA), b(1082, 0xBB);
   {
     auto w = PcapWriter::Open(path);
@@ -39,11 +37,11 @@ TEST(PcapTest, WriteThenReadMicroseconds) {
   // Microsecond files keep microseconds.
   EXPECT_EQ(frames[0].timestamp_ns, 1'700'000'000'123'456'000);
   EXPECT_EQ(frames[1].timestamp_ns, 1'700'000'001'000'000'000);
-  std::remove(path.c_str());
 }
 
 TEST(PcapTest, WriteThenReadNanoseconds) {
-  const std::string path = TempPath("ns.pcap");
+  test_util::ScratchDir tmp;
+  const std::string path = tmp.File("ns.pcap");
   const std::vector<uint8_t> a(62, 0x11);
   {
     auto w = PcapWriter::Open(path, /*nanosecond=*/true);
@@ -63,16 +61,15 @@ TEST(PcapTest, WriteThenReadNanoseconds) {
   auto end = (*r)->Next(&rec);
   ASSERT_TRUE(end.ok());
   EXPECT_FALSE(*end);
-  std::remove(path.c_str());
 }
 
 TEST(PcapTest, NegativeTimestampIsRejected) {
-  const std::string path = TempPath("neg.pcap");
+  test_util::ScratchDir tmp;
+  const std::string path = tmp.File("neg.pcap");
   auto w = PcapWriter::Open(path);
   ASSERT_TRUE(w.ok());
   const std::vector<uint8_t> a(60, 0);
   EXPECT_FALSE((*w)->Write(a, -1).ok());
-  std::remove(path.c_str());
 }
 
 void Put32(std::string* s, uint32_t v) { s->append(reinterpret_cast<const char*>(&v), 4); }
@@ -81,6 +78,7 @@ void Put16(std::string* s, uint16_t v) { s->append(reinterpret_cast<const char*>
 // A minimal little-endian pcapng file (SHB, IDB with if_tsresol 9, one EPB),
 // written by hand so the reader is checked against the format, not itself.
 TEST(PcapTest, ReadsPcapng) {
+  test_util::ScratchDir tmp;
   std::string s;
   Put32(&s, 0x0A0D0D0A);  // SHB
   Put32(&s, 28);
@@ -113,7 +111,7 @@ TEST(PcapTest, ReadsPcapng) {
   s += frame;
   s.append(2, '\0');
   Put32(&s, 32 + 64);
-  const std::string path = TempPath("x.pcapng");
+  const std::string path = tmp.File("x.pcapng");
   std::ofstream(path, std::ios::binary) << s;
   auto r = PcapReader::Open(path);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -126,22 +124,21 @@ TEST(PcapTest, ReadsPcapng) {
   ASSERT_EQ(rec.data.size(), 62u);
   EXPECT_EQ(rec.data[61], 0x42);
   EXPECT_FALSE(*(*r)->Next(&rec));
-  std::remove(path.c_str());
 }
 
 TEST(PcapTest, ErrorsNameTheFile) {
+  test_util::ScratchDir tmp;
   auto missing = PcapReader::Open("/nonexistent/fathom.pcap");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find("/nonexistent/fathom.pcap"), std::string::npos);
 
-  const std::string path = TempPath("text.pcap");
+  const std::string path = tmp.File("text.pcap");
   std::ofstream(path) << "this is not a capture\n";
   auto text = PcapReader::Open(path);
   ASSERT_FALSE(text.ok());
   EXPECT_EQ(text.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(text.status().message().find(path), std::string::npos);
-  std::remove(path.c_str());
 
   auto dir = PcapReader::Open(::testing::TempDir());
   EXPECT_FALSE(dir.ok());
@@ -152,7 +149,8 @@ TEST(PcapTest, ErrorsNameTheFile) {
 }
 
 TEST(PcapTest, TruncatedRecordIsAnError) {
-  const std::string good = TempPath("good.pcap");
+  test_util::ScratchDir tmp;
+  const std::string good = tmp.File("good.pcap");
   {
     auto w = PcapWriter::Open(good);
     ASSERT_TRUE(w.ok());
@@ -162,7 +160,7 @@ TEST(PcapTest, TruncatedRecordIsAnError) {
   std::ifstream in(good, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   bytes.resize(bytes.size() - 30);
-  const std::string cut = TempPath("cut.pcap");
+  const std::string cut = tmp.File("cut.pcap");
   std::ofstream(cut, std::ios::binary) << bytes;
   auto r = PcapReader::Open(cut);
   ASSERT_TRUE(r.ok());
@@ -170,8 +168,6 @@ TEST(PcapTest, TruncatedRecordIsAnError) {
   auto more = (*r)->Next(&rec);
   ASSERT_FALSE(more.ok());
   EXPECT_NE(more.status().message().find(cut), std::string::npos);
-  std::remove(good.c_str());
-  std::remove(cut.c_str());
 }
 
 // pcapng timestamps of every if_tsresol form: power of 10 and power of 2,
@@ -193,11 +189,12 @@ constexpr uint64_t kRawMax = std::numeric_limits<uint64_t>::max();
 class PcapngTimestampTest : public ::testing::TestWithParam<TsCase> {};
 
 TEST_P(PcapngTimestampTest, ConvertsOrSaturates) {
+  test_util::ScratchDir tmp;
   const TsCase& c = GetParam();
   testing::PcapngEncoder enc(c.tsresol, c.tsoffset);
   const std::vector<uint8_t> frame(60, 0x5A);
   enc.AddPacket(c.raw, frame);
-  const std::string path = TempPath(std::string(c.label) + ".pcapng");
+  const std::string path = tmp.File(std::string(c.label) + ".pcapng");
   std::ofstream(path, std::ios::binary) << enc.bytes();
   auto r = PcapReader::Open(path);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -208,7 +205,6 @@ TEST_P(PcapngTimestampTest, ConvertsOrSaturates) {
   EXPECT_EQ(rec.timestamp_ns, c.want_ns);
   EXPECT_EQ(rec.timestamp_clamped, c.want_clamped);
   EXPECT_EQ(rec.data.size(), frame.size());
-  std::remove(path.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -259,15 +255,15 @@ TEST(PcapTest, CaptureTimeFromLibpcapSaturates) {
 }
 
 TEST(PcapTest, TooFineResolutionIsNotACapture) {
+  test_util::ScratchDir tmp;
   for (const uint8_t tsresol : {uint8_t{20}, uint8_t{0x80 | 64}}) {
     testing::PcapngEncoder enc(tsresol);
-    const std::string path = TempPath("fine" + std::to_string(tsresol) + ".pcapng");
+    const std::string path = tmp.File("fine" + std::to_string(tsresol) + ".pcapng");
     std::ofstream(path, std::ios::binary) << enc.bytes();
     auto r = PcapReader::Open(path);
     ASSERT_FALSE(r.ok()) << static_cast<int>(tsresol);
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(r.status().message().find(path), std::string::npos);
-    std::remove(path.c_str());
   }
 }
 

@@ -13,6 +13,7 @@
 
 #include "fabric/wire/pcap.h"
 #include "fabric/wire/roce.h"
+#include "tests/scratch_dir.h"
 #include "tests/wire/wire_test_util.h"
 
 namespace fathom::wire {
@@ -61,8 +62,8 @@ const char* const kFields[] = {
 
 TEST(TsharkTest, CodecFramesDissectFieldByField) {
   if (!HaveTshark()) GTEST_SKIP() << "tshark not installed (scripts/setup.sh installs it)";
-  const std::string pcap =
-      ::testing::TempDir() + "/fathom_tshark_" + std::to_string(getpid()) + ".pcap";
+  test_util::ScratchDir tmp;
+  const std::string pcap = tmp.File("tshark.pcap");
   const std::string out = pcap + ".txt";
 
   std::vector<uint8_t> payload(33);
@@ -160,8 +161,6 @@ TEST(TsharkTest, CodecFramesDissectFieldByField) {
       EXPECT_EQ(Num(c[21]), *f.atomic_ack_eth);
     }
   }
-  std::remove(pcap.c_str());
-  std::remove(out.c_str());
 }
 
 }  // namespace
