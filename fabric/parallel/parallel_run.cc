@@ -263,17 +263,52 @@ uint64_t DistributedRun::LocalDigestSum(const sim::Engine& engine) const {
   return sum;
 }
 
-void DistributedRun::ExchangeWindow(sim::Network& net) {
+std::vector<std::string> DistributedRun::ExchangeWindow(sim::Network& net,
+                                                        std::vector<int64_t>* agree,
+                                                        const std::vector<std::string>& extra,
+                                                        bool window_ran) {
   ShipStarted(net);
+  std::vector<int64_t>& words = *agree;
+  words[0] = std::min({words[0], NextTime(net.engine()), shipped_arrival_});
+  shipped_arrival_ = Picoseconds::Max().ps();
   const auto exchange_start = std::chrono::steady_clock::now();
-  for (const std::string& b : outbox_) stats_.shipped_bytes += b.size();
+  // Per destination: the words, the packets' byte count, the packets, the
+  // caller's batch.
+  const size_t head = words.size() * sizeof(int64_t);
+  for (size_t p = 0; p < outbox_.size(); ++p) {
+    std::string& b = outbox_[p];
+    stats_.shipped_bytes += b.size();
+    std::string m;
+    m.reserve(head + sizeof(uint64_t) + b.size() + (p < extra.size() ? extra[p].size() : 0));
+    m.append(reinterpret_cast<const char*>(words.data()), head);
+    AppendPod(&m, static_cast<uint64_t>(b.size()));
+    m += b;
+    if (p < extra.size()) m += extra[p];
+    b = std::move(m);
+  }
   const std::vector<std::string> in = comm_->Exchange(outbox_);
   for (std::string& b : outbox_) b.clear();
-  shipped_arrival_ = Picoseconds::Max().ps();  // Run's (Sync), not needed here
-  for (const std::string& b : in) Deliver(net, b);
+  std::vector<std::string> extra_in(in.size());
+  for (size_t p = 0; p < in.size(); ++p) {
+    const std::string& b = in[p];
+    const char* at = b.data();
+    const char* const end = at + b.size();
+    for (int64_t& w : words) {
+      int64_t theirs = Picoseconds::Max().ps();
+      ReadPod(at, end, &theirs);
+      w = std::min(w, theirs);
+    }
+    uint64_t packets = 0;
+    ReadPod(at, end, &packets);
+    packets = std::min<uint64_t>(packets, static_cast<uint64_t>(end - at));
+    Deliver(net, std::string_view(at, packets));
+    at += packets;
+    extra_in[p].assign(at, end);
+  }
   stats_.sync_wall_s +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - exchange_start).count();
-  ++stats_.windows;
+  if (window_ran) ++stats_.windows;
+  return extra_in;
 }
 
 void DistributedRun::Settle() {

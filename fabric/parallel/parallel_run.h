@@ -79,9 +79,19 @@ class DistributedRun final : public sim::RunHooks {
   // (the same in every process) and keeps the pending events of the nodes
   // this process owns. Packets that move real bytes ship them along.
   Status AdoptQps(sim::Network& net);
-  // The end of a window: sends this window's packets to their processes
-  // and delivers what the others sent here. Every process calls it.
-  void ExchangeWindow(sim::Network& net);
+  // Between two windows of a collective world, and before its first
+  // (`window_ran` false): one Comm::Exchange carries this window's packets,
+  // the caller's batch `extra[p]` for process p (after the packets; the flow
+  // model's posts and ACKs) and the caller's words `agree`, which come back
+  // reduced to their least over every process. agree[0] is the caller's
+  // next time (its earliest wake-up and the least time its extra batches
+  // schedule anywhere); it is lowered here to this process's NextTime and
+  // the least arrival it shipped, so the least over all is the earliest
+  // event anywhere once everything is delivered (as Sync does for Run).
+  // Delivers the packets sent here and returns the extra batches, by
+  // sender. Every process calls it, with as many words.
+  std::vector<std::string> ExchangeWindow(sim::Network& net, std::vector<int64_t>* agree,
+                                          const std::vector<std::string>& extra, bool window_ran);
   // After the last window: the ports that shipped settle their accounts.
   void Settle();
   // This process's canonical digest sum, less the events one process does

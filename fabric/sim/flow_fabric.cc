@@ -122,7 +122,7 @@ void FlowFabric::NotePost(const Nic& nic, uint32_t qpn, const SendWr& wr, int64_
 }
 
 std::vector<std::string> FlowFabric::TakeOutbox(const std::vector<int32_t>& owner, int32_t me,
-                                                int32_t procs) {
+                                                int32_t procs, int64_t* least) {
   // Per destination: the post count, the posts, then the ACKs.
   std::vector<std::string> out(static_cast<size_t>(procs));
   for (int32_t p = 0; p < procs; ++p) {
@@ -136,6 +136,7 @@ std::vector<std::string> FlowFabric::TakeOutbox(const std::vector<int32_t>& owne
   for (const AckNote& a : acks_out_) {
     const int32_t p = owner[static_cast<size_t>(a.src_host)];
     AppendPod(&out[static_cast<size_t>(p)], a);
+    *least = std::min(*least, a.at_ps);
     if (p != me) ++acks_shipped_;
   }
   posts_out_.clear();

@@ -67,7 +67,10 @@ class FlowFabric {
   // the posts for every other process, the ACKs for the requester's (this
   // one's too: in the canonical order an ACK always goes through here, so
   // that one process schedules it where several do).
-  std::vector<std::string> TakeOutbox(const std::vector<int32_t>& owner, int32_t me, int32_t procs);
+  // `least`: lowered to the earliest ACK taken (the posts are in this
+  // process's NIC queues already, so its engine's next event covers them).
+  std::vector<std::string> TakeOutbox(const std::vector<int32_t>& owner, int32_t me, int32_t procs,
+                                      int64_t* least);
   // What the processes sent (by sender): posts join their NIC's replica
   // send queue; ACKs are scheduled in (time, host, QPN, PSN) order.
   void TakeInbox(const std::vector<std::string>& in);

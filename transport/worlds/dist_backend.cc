@@ -173,12 +173,6 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
   emulated::EmulatedFabric& fabric = world_->fabric();
   const int64_t q = window_ps_;
   sim::FlowFabric* flow = world_->flow();
-  // The flow model's posts and ACKs of the window just run (flow_fabric.h).
-  auto exchange_flows = [&] {
-    if (flow == nullptr) return;
-    flow->TakeInbox(
-        comm_->Exchange(flow->TakeOutbox(run_->partition().owner, comm_->rank(), comm_->size())));
-  };
   const int64_t timeout = world_->driver_options().timeout.ps();
   constexpr int64_t kNever = INT64_MAX;
   RunOutcome res;
@@ -285,18 +279,34 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
       if (progressed) last_progress = now.ps();
     }
   };
+  // One exchange between windows, and before the first
+  // (DistributedRun::ExchangeWindow): the window's packets, the flow
+  // model's posts and ACKs (flow_fabric.h), and what every process agrees
+  // on: the earliest event or reduction anywhere, the latest progress,
+  // whether every rank is done (and when the last finished), the earliest
+  // error. Each process's next time is known before the delivery: the
+  // packets' arrivals and the ACKs it ships are in it, and a post is in
+  // its poster's NIC queue already.
+  std::vector<int64_t> v;
+  std::vector<std::string> flow_out;
+  auto exchange = [&](bool window_ran) {
+    int64_t next_local = wakes.empty() ? kNever : wakes.top().first;
+    if (flow != nullptr) {
+      flow_out =
+          flow->TakeOutbox(run_->partition().owner, comm_->rank(), comm_->size(), &next_local);
+    }
+    v = {next_local, -last_progress, -static_cast<int64_t>(done_count < n ? 1 : 0), -finish,
+         err_time};
+    const std::vector<std::string> in =
+        run_->ExchangeWindow(world_->network(), &v, flow_out, window_ran);
+    if (flow != nullptr) flow->TakeInbox(in);
+  };
   int64_t clock_after = res.start.ps();
+  bool window_ran = false;
   for (;;) {
     drain();
-    exchange_flows();
-    // What every process agrees on between windows: the earliest event or
-    // reduction anywhere, the latest progress, whether every rank is done
-    // (and when the last finished), the earliest error.
-    int64_t next_local = run_->NextTime(engine);
-    if (!wakes.empty()) next_local = std::min(next_local, wakes.top().first);
-    std::vector<int64_t> v{next_local, -last_progress,
-                           -static_cast<int64_t>(done_count < n ? 1 : 0), -finish, err_time};
-    comm_->AllMin(&v);
+    exchange(window_ran);
+    window_ran = true;
     const int64_t next = v[0], progress = -v[1], finish_all = -v[3], error_at = v[4];
     const bool all_done = v[2] == 0;
     if (error_at != kNever) {
@@ -375,7 +385,6 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
       }
       if (ready.empty() && engine.Now().ps() >= until) break;
     }
-    run_->ExchangeWindow(world_->network());
     clock_after = until + 1;
   }
   for (Communicator* c : comms) c->cq().SetNotify(nullptr);
