@@ -81,10 +81,13 @@ extern EventFn g_event_handlers[kMaxHandlers];
 template <EventFn F>
 inline const HandlerId kHandlerOf = RegisterHandler(F);
 
-// A fetch hint for the events of one kind: called with an event's object and
-// argument a few events before its turn (the object's first line or two,
+// A fetch hint for the events of one handler: called with an event's object
+// and argument a few events before its turn (the object's first line or two,
 // and an arrival's packet, were fetched a few events before that), so that
 // it can fetch the memory the handler will reach through those pointers.
+// By handler, not by kind: one kind (kQpTimer, kUser) runs handlers of
+// several objects (the flow model's shared FlowFabric and FlowModel, whose
+// hints follow the event's argument to the rank's NIC and QP).
 // It must only read. One call per event, not a chain of stages: a second
 // stage costs more in calls than it saves in waiting (docs/PERFORMANCE.md).
 using PrefetchFn = void (*)(const void* obj, uint64_t arg);
@@ -146,9 +149,10 @@ class Engine {
     Insert(static_cast<uint64_t>(t), kind, component, kHandlerOf<Fn>, obj, arg);
   }
 
-  // Sets the fetch hint for events of `kind` (null: none).
-  void set_prefetcher(EventKind kind, PrefetchFn fn) {
-    prefetchers_[static_cast<size_t>(kind) & 7] = fn;
+  // Sets the fetch hint for the events of handler Fn (null: none).
+  template <EventFn Fn>
+  void set_prefetcher(PrefetchFn fn) {
+    prefetchers_[kHandlerOf<Fn>] = fn;
   }
 
   // Runs events until the list is empty, the next event is later than
@@ -287,9 +291,9 @@ class Engine {
   // The wheel index of the first non-empty bucket after the active one
   // (wheel_count_ > 0).
   [[gnu::always_inline]] inline uint64_t NextBucketIndex() const;
-  // Calls the fetch hint of `e`'s kind, if any.
+  // Calls the fetch hint of `e`'s handler, if any.
   void Hint(const Event& e) const {
-    const PrefetchFn fn = prefetchers_[static_cast<size_t>(e.kind) & 7];
+    const PrefetchFn fn = prefetchers_[e.handler];
     if (fn != nullptr) fn(e.obj, e.arg);
   }
   // A block for a bucket's chain, in front of `next` (kNone: a new chain).
@@ -380,7 +384,7 @@ class Engine {
   // A tracer or a progress callback is set: one branch per event when
   // neither is.
   bool observed_ = false;
-  PrefetchFn prefetchers_[8] = {};
+  PrefetchFn prefetchers_[kMaxHandlers] = {};  // by handler number
   uint64_t progress_countdown_ = 0;
   TraceFn trace_fn_ = nullptr;
   void* trace_ctx_ = nullptr;

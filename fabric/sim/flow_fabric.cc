@@ -17,6 +17,13 @@ StatusOr<std::unique_ptr<FlowFabric>> FlowFabric::Attach(Network* network,
         "flow model: needs each QP's fixed route (network fixed_paths on); it is off");
   }
   std::unique_ptr<FlowFabric> f(new FlowFabric(network));
+  Engine& e = network->engine();
+  e.set_prefetcher<&FlowFabric::OnArrive>(&FlowFabric::PrefetchArrive);
+  e.set_prefetcher<&FlowFabric::OnAck>(&FlowFabric::PrefetchAck);
+  // A flow's finish: its sender's NIC and QP (Nic::OnFlowSent).
+  f->model_.set_done_hint([](const void* nic, uint64_t qpn) {
+    Nic::PrefetchFlowQp(static_cast<const Nic*>(nic), static_cast<uint32_t>(qpn), false);
+  });
   for (Port* p : network->ports()) f->link_of_.emplace(p, f->model_.AddLink(p->config().rate));
   for (int32_t r = 0; r < network->host_count(); ++r) {
     Nic* nic = &network->nic(r);
@@ -54,6 +61,16 @@ void FlowFabric::Deliver(Nic* src, uint32_t src_qpn, Nic* dst, uint32_t dst_qpn,
   Engine& e = network_->engine();
   e.Schedule<&FlowFabric::OnArrive>(e.Now() + forward, EventKind::kQpTimer,
                                     static_cast<uint32_t>(dst->host()), this, index);
+}
+
+void FlowFabric::PrefetchArrive(const void* fabric, uint64_t index) {
+  const Message& m = static_cast<const FlowFabric*>(fabric)->messages_pool_[index];
+  Nic::PrefetchFlowQp(m.dst, m.dst_qpn, true);
+}
+
+void FlowFabric::PrefetchAck(const void* fabric, uint64_t index) {
+  const Message& m = static_cast<const FlowFabric*>(fabric)->messages_pool_[index];
+  if (m.src != nullptr) Nic::PrefetchFlowQp(m.src, m.src_qpn, false);
 }
 
 void FlowFabric::OnArrive(void* fabric, uint64_t index) {

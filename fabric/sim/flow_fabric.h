@@ -120,6 +120,10 @@ class FlowFabric {
   void SendAck(uint32_t index, Picoseconds at);
   static void OnArrive(void* fabric, uint64_t index);
   static void OnAck(void* fabric, uint64_t index);
+  // Fetch hints: the message's receiver's (sender's) NIC and QP. The
+  // events' object is the fabric, which every event shares.
+  static void PrefetchArrive(const void* fabric, uint64_t index);
+  static void PrefetchAck(const void* fabric, uint64_t index);
   static void OnRnrRetry(void* fabric, uint64_t key);
   // Tries the receive of the oldest message blocked at `key` (dst NIC's
   // host << 32 | QPN) and those behind it, in order, until one waits.

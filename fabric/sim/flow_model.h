@@ -37,7 +37,13 @@ class FlowModel {
   using DoneFn = void (*)(void* ctx, uint64_t tag);
   static constexpr size_t kMaxLinks = 8;
 
-  explicit FlowModel(Engine* engine) : engine_(engine) {}
+  // A finish event's object is the model: its fetch hint fetches the flow
+  // and calls `done_hint` (if set) with the flow's ctx and tag, to fetch
+  // what the DoneFn will read.
+  explicit FlowModel(Engine* engine) : engine_(engine) {
+    engine_->set_prefetcher<&FlowModel::OnFinish>(&FlowModel::PrefetchFinish);
+  }
+  void set_done_hint(PrefetchFn hint) { done_hint_ = hint; }
   FlowModel(const FlowModel&) = delete;
   FlowModel& operator=(const FlowModel&) = delete;
 
@@ -90,6 +96,7 @@ class FlowModel {
     uint64_t tag = 0;
   };
   static void OnFinish(void* model, uint64_t arg);
+  static void PrefetchFinish(const void* model, uint64_t arg);
   // Re-fills the component reachable from `seeds` and re-schedules the
   // finish of every flow in it whose rate changed.
   void Recompute(std::span<const int32_t> seeds);
@@ -104,6 +111,7 @@ class FlowModel {
   static constexpr size_t kScanLinks = 24;
 
   Engine* engine_;
+  PrefetchFn done_hint_ = nullptr;
   std::vector<Link> links_;
   std::vector<Flow> flows_;
   std::vector<int32_t> free_;

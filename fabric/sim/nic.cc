@@ -35,7 +35,8 @@ Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node,
   retrans_profile_ =
       np.adaptive_retransmission || np.timeout_floor != 0 || np.timeout_multiplier != 1;
   infinite_retry7_ = np.infinite_retry7;
-  engine_->set_prefetcher(EventKind::kNicPump, &Nic::PrefetchPump);
+  engine_->set_prefetcher<&Nic::OnPump>(&Nic::PrefetchPump);
+  engine_->set_prefetcher<&Nic::OnDelayed>(&Nic::PrefetchDelayed);
   dcqcn_ = config.dcqcn.enabled;
   dcqcn_config_ = config.dcqcn;
   // What the pump's fetch hint reads is in the NIC's first two lines, which
@@ -69,6 +70,30 @@ void Nic::PrefetchQp(const Qp* qp, bool receive) {
   __builtin_prefetch(lines + 64);                // line 1: requester (sending, ACKs)
   __builtin_prefetch(lines + 128);               // line 2: attributes, READ responses
   if (receive) __builtin_prefetch(lines + 192);  // line 3: responder
+}
+
+void Nic::PrefetchDelayed(const void* nic, uint64_t which) {
+  // The queue's header (its front), outside the NIC's first two lines.
+  const Nic* self = static_cast<const Nic*>(nic);
+  __builtin_prefetch(which == 0 ? static_cast<const void*>(&self->delayed_posts_)
+                                : static_cast<const void*>(&self->delayed_completions_));
+}
+
+void Nic::PrefetchFlowQp(const Nic* nic, uint32_t qpn, bool receive) {
+  __builtin_prefetch(nic);
+  __builtin_prefetch(reinterpret_cast<const char*>(nic) + 64);
+  // A QP in the NIC itself is found from the NIC's address, without a load.
+  const uint32_t index = qpn - kFirstQpn;
+  if (qpn < kFirstQpn || index >= kQpChunk) return;
+  const Qp* qp = &nic->first_qps_[index];
+  PrefetchQp(qp, receive);
+  if (!receive) {
+    // OnFlowSent and FlowActivate read the peer and the route's links.
+    __builtin_prefetch(&qp->flow.dst_host);
+    __builtin_prefetch(&qp->flow_route);
+  }
+  // A completion queues behind the NIC's delays (Complete).
+  if (nic->timed_) __builtin_prefetch(&nic->delayed_completions_);
 }
 
 void Nic::PrefetchPump(const void* nic, uint64_t /*arg*/) {

@@ -147,6 +147,11 @@ class Nic {
     flow_ = fabric;
     flow_mode_ = fabric != nullptr;
   }
+  // Fetch hint of the flow model's events (flow_fabric.h, flow_model.h):
+  // the NIC's first lines and those of QP `qpn` that the flow's sender
+  // (receive false: OnFlowSent, FlowAcked) or receiver (FlowReceive)
+  // reads, when the QP is one of the NIC's first (no load to find it).
+  static void PrefetchFlowQp(const Nic* nic, uint32_t qpn, bool receive);
 
  private:
   struct SendWqe {
@@ -430,6 +435,8 @@ class Nic {
   void EnqueueSend(Qp& qp, const SendWr& wr);
   void DeliverCompletion(CompletionQueue* cq, const Completion& c);
   static void OnDelayed(void* nic, uint64_t which);
+  // Its fetch hint: the header of the queue `which` names.
+  static void PrefetchDelayed(const void* nic, uint64_t which);
   void ScheduleDelayed(uint64_t which, int64_t at_ps);
 
   // The flow model (nic_flow.cc): the QP's next message starts as a flow;

@@ -45,7 +45,8 @@ Port::Port(Engine* engine, PacketPool* pool, HugePageArena* arena, DropStats* dr
                 kFirstRing * sizeof(Held) % 128 == 0);
   ring_ = static_cast<Held*>(arena_->Allocate(kFirstRing * sizeof(Held), alignof(Held)));
   ring_mask_ = kFirstRing - 1;
-  engine_->set_prefetcher(EventKind::kArrival, &Port::PrefetchArrival);
+  engine_->set_prefetcher<&Port::OnArrival>(&Port::PrefetchArrival);
+  engine_->set_prefetcher<&Port::OnRingArrival>(&Port::PrefetchArrival);
   const int64_t bps = config_.rate.bps();
   if (bps > 0 && (8 * 1000000000000LL) % bps == 0 && 8 * 1000000000000LL / bps <= UINT32_MAX) {
     ps_per_byte_ = static_cast<uint32_t>(8 * 1000000000000LL / bps);

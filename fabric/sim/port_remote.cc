@@ -20,8 +20,8 @@ void Port::HoldDeferred(uint64_t w0, uint64_t w1) {
 
 void Port::ScheduleSettle() {
   // The key of the arrival event one process would run for the oldest
-  // entry (OnRingArrival: kArrival on the far end's component); argument 0
-  // so the arrival prefetcher leaves it alone.
+  // entry (OnRingArrival: kArrival on the far end's component). It has no
+  // fetch hint (hints are by handler).
   engine_->Schedule<&Port::OnRemoteSettle>(Picoseconds(ring_[head_].arrive_ps()),
                                            EventKind::kArrival, rx_component_, this, 0);
 }
