@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/temp_dir.h"
 #include "fabric/scenario/scenario.h"
 #include "replay/hypotheses.h"
 #include "replay/signature.h"
@@ -62,14 +63,12 @@ std::vector<Outcome> RunAll(const std::vector<Job>& all, int jobs) {
     return out;
   }
   // The workers' result files, under $TMPDIR (or /tmp); removed below.
-  std::error_code tmp_ec;
-  std::string dir_template =
-      (std::filesystem::temp_directory_path(tmp_ec) / "fathom-replay-XXXXXX").string();
-  if (tmp_ec || mkdtemp(dir_template.data()) == nullptr) {
+  const StatusOr<std::string> tmp = MakeTempDir("fathom-replay");
+  if (!tmp.ok()) {
     for (size_t i = 0; i < all.size(); ++i) out[i] = RunOne(all[i]);
     return out;
   }
-  const std::string dir = dir_template;
+  const std::string dir = tmp.value();
   std::fflush(nullptr);
   std::map<pid_t, size_t> running;
   size_t next = 0;

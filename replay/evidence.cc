@@ -20,6 +20,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/temp_dir.h"
 #include "replay/evidence_internal.h"
 
 namespace fathom::replay {
@@ -597,12 +598,9 @@ StatusOr<Evidence> ReadEvidence(const std::string& path) {
     s = ReadTree(path, &ev);
   } else if (IsTarball(path)) {
     // Unpacked under $TMPDIR (or /tmp), removed once read.
-    std::string tmpl = (fs::temp_directory_path(ec) / "fathom-evidence-XXXXXX").string();
-    if (ec) return IoError("ReadEvidence(" + path + "): no temporary directory: " + ec.message());
-    if (mkdtemp(tmpl.data()) == nullptr) {
-      return IoError("mkdtemp(" + tmpl + "): " + std::string(std::strerror(errno)));
-    }
-    const std::string dir = tmpl;
+    const StatusOr<std::string> tmp = MakeTempDir("fathom-evidence");
+    if (!tmp.ok()) return IoError("ReadEvidence(" + path + "): " + tmp.status().message());
+    const std::string dir = tmp.value();
     s = Untar(path, dir);
     if (s.ok()) s = ReadTree(dir, &ev);
     fs::remove_all(dir, ec);

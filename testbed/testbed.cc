@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "base/temp_dir.h"
 #include "fabric/live/control_server.h"
 #include "fabric/live/emulator.h"
 #include "fabric/live/endpoint.h"
@@ -218,12 +219,10 @@ StatusOr<std::unique_ptr<Testbed>> Testbed::Start(TestbedOptions options) {
   TestbedOptions& o = tb->options_;
   if (o.assets_dir.empty()) o.assets_dir = DefaultAssetsDir();
 
-  std::string tmpl = o.temp_root + "/fathom-testbed-XXXXXX";
-  if (mkdtemp(tmpl.data()) == nullptr) {
-    return IoError("Testbed::Start mkdtemp(" + tmpl + "): " + std::strerror(errno));
-  }
-  tb->work_dir_ = tmpl;
-  FATHOM_LOG(kDebug, "testbed: work directory " + tmpl);
+  const StatusOr<std::string> dir = MakeTempDir("fathom-testbed", o.temp_root);
+  if (!dir.ok()) return IoError("Testbed::Start " + dir.status().message());
+  tb->work_dir_ = dir.value();
+  FATHOM_LOG(kDebug, "testbed: work directory " + dir.value());
 
   tb->mode_ = o.mode;
   if (o.mode == Mode::kAuto) tb->mode_ = HasNativeRdmaDevice() ? Mode::kNative : Mode::kVm;

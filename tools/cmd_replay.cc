@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "base/temp_dir.h"
 #include "replay/engine.h"
 #include "replay/evidence.h"
 #include "replay/html.h"
@@ -52,10 +53,8 @@ int RunReplay(const ReplayFlags& flags) {
   if (options.scenario_out.empty()) {
     // The reproducing scenario is always written somewhere the user can run
     // it: a new directory under $TMPDIR (or /tmp), which is the user's to keep.
-    std::error_code ec;
-    std::string dir =
-        (std::filesystem::temp_directory_path(ec) / "fathom-replay-scenarios-XXXXXX").string();
-    if (!ec && mkdtemp(dir.data()) != nullptr) options.scenario_out = dir;
+    const StatusOr<std::string> dir = MakeTempDir("fathom-replay-scenarios");
+    if (dir.ok()) options.scenario_out = dir.value();
   }
   auto result = replay::Replay(*evidence, options);
   if (!result.ok()) {
