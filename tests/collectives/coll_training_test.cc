@@ -50,6 +50,42 @@ std::string WithoutBlock(const std::string& text, const std::string& key) {
   return out;
 }
 
+// A training loop run through the API (scenario text -> world -> plan ->
+// runner): its result and the world's trace digest.
+struct Trained {
+  TrainingResult r;
+  uint64_t digest = 0;
+};
+Trained Train(const std::string& yaml, bool canonical = false) {
+  auto sc = sim::LoadScenarioString(yaml, "train.yaml");
+  EXPECT_TRUE(sc.ok()) << sc.status().ToString();
+  SimWorldOptions opt;
+  opt.canonical_order = canonical;
+  auto world = SimWorld::CreateFromScenario(sc.value(), opt);
+  EXPECT_TRUE(world.ok()) << world.status().ToString();
+  auto plan = TrainingPlanFromScenario(sc.value(), world.value()->nranks());
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  auto runner = TrainingRunner::Create(world.value().get(), plan.value());
+  EXPECT_TRUE(runner.ok()) << runner.status().ToString();
+  Trained out;
+  out.r = runner.value()->Run();
+  out.digest = world.value()->engine().trace_digest();
+  return out;
+}
+
+// Two leaves of two hosts and the transport's retry settings, up to the
+// training block's keys: the at-iteration tests add theirs.
+const char kTwoLeavesTraining[] = R"(end_time_us: 1
+topology:
+  preset: "leaf-spine:leaves=2,spines=1,hosts=2,gpus=1"
+transport:
+  ib_timeout: 14
+  retry_cnt: 7
+workload:
+  pattern: training
+  training:
+)";
+
 // Link down at hour 7: iteration 839 (30 s of compute each) fails with
 // error 12 one retry budget after its allreduce starts; every earlier
 // iteration took the same time.
@@ -118,14 +154,7 @@ workload:
     collectives:
       - {op: allreduce, bytes: 65536}
 )";
-    auto sc = sim::LoadScenarioString(yaml, "idle.yaml");
-    EXPECT_TRUE(sc.ok()) << sc.status().ToString();
-    auto world = SimWorld::CreateFromScenario(sc.value(), SimWorldOptions{});
-    EXPECT_TRUE(world.ok()) << world.status().ToString();
-    auto plan = TrainingPlanFromScenario(sc.value(), world.value()->nranks());
-    auto runner = TrainingRunner::Create(world.value().get(), plan.value());
-    EXPECT_TRUE(runner.ok()) << runner.status().ToString();
-    const TrainingResult r = runner.value()->Run();
+    const TrainingResult r = Train(yaml).r;
     EXPECT_EQ(r.completed, 50);
     EXPECT_FALSE(r.failed);
     return std::pair{r.events, (r.end - r.start).seconds()};
@@ -288,32 +317,13 @@ TEST(CollTrainingTest, FaultAtAnIterationHitsThatIteration) {
 // iteration is the one that fails). A verbs fault placed at an iteration
 // acts at that iteration's first post.
 TEST(CollTrainingTest, IterationOffsetAndVerbsFaultsAtAnIteration) {
-  const std::string head = R"(name: at-iteration
-end_time_us: 1
-topology:
-  preset: "leaf-spine:leaves=2,spines=1,hosts=2,gpus=1"
-transport:
-  ib_timeout: 14
-  retry_cnt: 7
-workload:
-  pattern: training
-  training:
-    iterations: 20
+  const std::string head =
+      "name: at-iteration\n" + std::string(kTwoLeavesTraining) + R"(    iterations: 20
     compute_us: 1000000
     collectives:
       - {op: allreduce, bytes: 65536}
 )";
-  auto run = [](const std::string& yaml) {
-    auto sc = sim::LoadScenarioString(yaml, "at.yaml");
-    EXPECT_TRUE(sc.ok()) << sc.status().ToString();
-    auto world = SimWorld::CreateFromScenario(sc.value(), SimWorldOptions{});
-    EXPECT_TRUE(world.ok()) << world.status().ToString();
-    auto plan = TrainingPlanFromScenario(sc.value(), world.value()->nranks());
-    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
-    auto runner = TrainingRunner::Create(world.value().get(), plan.value());
-    EXPECT_TRUE(runner.ok()) << runner.status().ToString();
-    return runner.value()->Run();
-  };
+  auto run = [](const std::string& yaml) { return Train(yaml).r; };
   const TrainingResult base = run(head);
   ASSERT_FALSE(base.failed);
   ASSERT_EQ(base.completed, 20);
@@ -500,17 +510,8 @@ TEST(CollTrainingTest, CanonicalOrderRunsTheDefaultOrdersLoop) {
 // 87 ns later, delayed completions make the iterations they hit 167 ns
 // longer), so times are compared where no fault acts.
 TEST(CollTrainingTest, CanonicalOrderArmsIterationFaultsAsTheDefault) {
-  const std::string head = R"(name: at-iteration-canonical
-end_time_us: 1
-topology:
-  preset: "leaf-spine:leaves=2,spines=1,hosts=2,gpus=1"
-transport:
-  ib_timeout: 14
-  retry_cnt: 7
-workload:
-  pattern: training
-  training:
-    iterations: 12
+  const std::string head =
+      "name: at-iteration-canonical\n" + std::string(kTwoLeavesTraining) + R"(    iterations: 12
     compute_us: 1000
     checkpoint_every: 4
     checkpoint_us: 300
@@ -518,26 +519,6 @@ workload:
       - {op: allgather, bytes: 65536, name: tp, groups: [{ranks: [0, 1]}, {ranks: [2, 3]}]}
       - {op: allreduce, bytes: 131072, name: dp, groups: [{ranks: [0, 2]}, {ranks: [1, 3]}]}
 )";
-  struct Run {
-    TrainingResult r;
-    uint64_t digest = 0;
-  };
-  auto run = [](const std::string& yaml, bool canonical) {
-    auto sc = sim::LoadScenarioString(yaml, "at.yaml");
-    EXPECT_TRUE(sc.ok()) << sc.status().ToString();
-    SimWorldOptions opt;
-    opt.canonical_order = canonical;
-    auto world = SimWorld::CreateFromScenario(sc.value(), opt);
-    EXPECT_TRUE(world.ok()) << world.status().ToString();
-    auto plan = TrainingPlanFromScenario(sc.value(), world.value()->nranks());
-    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
-    auto runner = TrainingRunner::Create(world.value().get(), plan.value());
-    EXPECT_TRUE(runner.ok()) << runner.status().ToString();
-    Run out;
-    out.r = runner.value()->Run();
-    out.digest = world.value()->engine().trace_digest();
-    return out;
-  };
   std::vector<uint64_t> digests;
   for (const std::string& faults :
        {std::string(),
@@ -546,8 +527,8 @@ workload:
         std::string("verbs_faults:\n  - {kind: delay_completions, rank: 1, delay_us: 40, "
                     "at_iteration: 2}\n  - {kind: qp_error, rank: 2, at_iteration: 7}\n")}) {
     SCOPED_TRACE(faults);
-    const Run def = run(head + faults, false);
-    const Run canon = run(head + faults, true);
+    const Trained def = Train(head + faults, false);
+    const Trained canon = Train(head + faults, true);
     const size_t k = digests.size();  // 0: no fault, 1: link down, 2: verbs faults
     EXPECT_EQ(canon.r.completed, def.r.completed);
     EXPECT_EQ(canon.r.start, def.r.start);
@@ -579,7 +560,7 @@ workload:
       }
     }
     EXPECT_TRUE(canon.r.status.ok()) << canon.r.status.ToString();
-    EXPECT_EQ(run(head + faults, true).digest, canon.digest);
+    EXPECT_EQ(Train(head + faults, true).digest, canon.digest);
     digests.push_back(canon.digest);
   }
   EXPECT_NE(digests[0], digests[1]);
