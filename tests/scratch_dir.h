@@ -1,5 +1,5 @@
 // A directory of one test's own for the files it writes: made fresh under
-// $TMPDIR (mkdtemp, so two runs of the suite at once never share a name) and
+// $TMPDIR (MakeTempDir: mkdtemp, so two runs of the suite at once never share a name) and
 // removed with everything in it when the ScratchDir goes out of scope. Every
 // test that writes a file puts it here, so a run leaves nothing behind;
 // scripts/test.sh checks that by running ctest with TMPDIR set to an empty
@@ -8,30 +8,27 @@
 // No gtest here: the libFuzzer targets use it too.
 #pragma once
 
-#include <stdlib.h>
-
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+
+#include "base/temp_dir.h"
 
 namespace fathom::test_util {
 
 class ScratchDir {
  public:
   ScratchDir() {
-    const char* root = std::getenv("TMPDIR");
-    std::string tmpl =
-        std::string(root != nullptr && root[0] != '\0' ? root : "/tmp") + "/fathom-test-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) {
+    StatusOr<std::string> dir = MakeTempDir("fathom-test");
+    if (!dir.ok()) {
       // Nothing a test could do without it; say where and why.
-      std::fprintf(stderr, "ScratchDir: mkdtemp(%s): %s\n", tmpl.c_str(), std::strerror(errno));
+      std::fprintf(stderr, "ScratchDir: %s\n", dir.status().ToString().c_str());
       std::abort();
     }
-    path_ = tmpl;
+    path_ = std::move(dir).value();
   }
   ~ScratchDir() {
     if (keep_) {
