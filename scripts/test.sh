@@ -20,8 +20,8 @@ jobs=$(nproc)
 # What is left in directory $1, one path a line. Nothing is excluded: of
 # the programs the tests launch, mpirun removes Open MPI's session directory
 # (TMPDIR/ompi.HOST.UID), and chromium and tshark leave nothing; the qemu
-# VMs' files are in the testbed's own directory (TestbedOptions::temp_root),
-# removed at teardown.
+# VMs' files are in the testbed's own directory under TMPDIR
+# (TestbedOptions::temp_root), removed at teardown.
 leftovers() {
   find "$1" -mindepth 1 -maxdepth 1 | sort
 }

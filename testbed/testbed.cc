@@ -221,6 +221,13 @@ StatusOr<std::unique_ptr<Testbed>> Testbed::Start(TestbedOptions options) {
 
   const StatusOr<std::string> dir = MakeTempDir("fathom-testbed", o.temp_root);
   if (!dir.ok()) return IoError("Testbed::Start " + dir.status().message());
+  if (dir.value().find(',') != std::string::npos) {
+    // $TMPDIR chose it (temp_root empty): the same limit as above.
+    std::error_code ec;
+    fs::remove(dir.value(), ec);
+    return InvalidArgument("Testbed::Start work directory " + dir.value() +
+                           " (from $TMPDIR): qemu option values cannot contain ','");
+  }
   tb->work_dir_ = dir.value();
   FATHOM_LOG(kDebug, "testbed: work directory " + dir.value());
 

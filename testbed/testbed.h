@@ -58,8 +58,9 @@ struct TestbedOptions {
   // Asset cache; built on first use by make_assets.sh. Empty = the build
   // tree's testbed-assets (or $FATHOM_TESTBED_ASSETS).
   std::string assets_dir;
-  // Parent of the per-testbed temporary directory.
-  std::string temp_root = "/tmp";
+  // Parent of the per-testbed temporary directory (the VMs' disks, shares
+  // and logs; removed at teardown). Empty: $TMPDIR, else /tmp.
+  std::string temp_root;
   // The live emulator instead of the host switch (issue 29): the scenario
   // whose modelled fabric carries the VMs' frames (fabric/live), VM i on
   // host rank i (the scenario must have num_vms hosts). Empty = the switch.
