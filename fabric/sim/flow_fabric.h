@@ -3,7 +3,8 @@
 // CQs, WQE order, verbs, the collectives — is unchanged; below it, each
 // SEND/WRITE at the head of a QP's send queue becomes one FlowModel flow on
 // the route its packets would take (the QP's fixed route, QpFlow::path,
-// after the NIC's own port), of the bytes its packets would put on the wire.
+// after the NIC's own port), of the bytes its packets would put on the wire
+// (a message of one packet passes outside the sharing: FlowModel::Pass).
 // When the flow's last byte has left, the QP's next message starts; the
 // receiver places the message (data, receive CQE) after the route's
 // latency, and the requester completes it when the ACK would return.

@@ -24,9 +24,7 @@ int32_t FlowModel::AddLink(BitsPerSecond rate) {
   return static_cast<int32_t>(links_.size() - 1);
 }
 
-int32_t FlowModel::Start(std::span<const int32_t> links, uint64_t bytes, DoneFn done, void* ctx,
-                         uint64_t tag) {
-  assert(links.size() <= kMaxLinks);
+int32_t FlowModel::TakeFlow(uint64_t bytes, DoneFn done, void* ctx, uint64_t tag) {
   int32_t id;
   if (!free_.empty()) {
     id = free_.back();
@@ -36,8 +34,7 @@ int32_t FlowModel::Start(std::span<const int32_t> links, uint64_t bytes, DoneFn 
     flows_.emplace_back();
   }
   Flow& f = flows_[static_cast<size_t>(id)];
-  f.nlinks = static_cast<uint8_t>(links.size());
-  for (size_t i = 0; i < links.size(); ++i) f.links[i] = links[i];
+  f.nlinks = 0;
   f.running = true;
   f.remaining = static_cast<double>(bytes);
   f.rate = 0;
@@ -46,6 +43,33 @@ int32_t FlowModel::Start(std::span<const int32_t> links, uint64_t bytes, DoneFn 
   f.ctx = ctx;
   f.tag = tag;
   ++running_;
+  return id;
+}
+
+int32_t FlowModel::Pass(std::span<const int32_t> links, uint64_t bytes, DoneFn done, void* ctx,
+                        uint64_t tag) {
+  const int32_t id = TakeFlow(bytes, done, ctx, tag);
+  ++stats_.passes;
+  Flow& f = flows_[static_cast<size_t>(id)];
+  // On no link's list: OnFinish finds nothing to take it off or re-fill.
+  double slowest = 0;
+  for (int32_t l : links) {
+    const double c = links_[static_cast<size_t>(l)].capacity;
+    if (slowest == 0 || c < slowest) slowest = c;
+  }
+  f.rate = slowest;
+  const int64_t ps = slowest > 0 ? static_cast<int64_t>(std::ceil(f.remaining / slowest)) : 0;
+  ScheduleFinish(id, f.last_ps + ps);
+  return id;
+}
+
+int32_t FlowModel::Start(std::span<const int32_t> links, uint64_t bytes, DoneFn done, void* ctx,
+                         uint64_t tag) {
+  assert(links.size() <= kMaxLinks);
+  const int32_t id = TakeFlow(bytes, done, ctx, tag);
+  Flow& f = flows_[static_cast<size_t>(id)];
+  f.nlinks = static_cast<uint8_t>(links.size());
+  for (size_t i = 0; i < links.size(); ++i) f.links[i] = links[i];
   ++stats_.flows;
   if (links.empty()) {
     ScheduleFinish(id, f.last_ps);

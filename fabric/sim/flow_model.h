@@ -53,12 +53,21 @@ class FlowModel {
   // it finishes now) at the engine's current time. Returns its id.
   int32_t Start(std::span<const int32_t> links, uint64_t bytes, DoneFn done, void* ctx,
                 uint64_t tag);
+  // A transfer too short to share (one packet: the caller decides): it
+  // takes the time it would take alone, `bytes` at its slowest link's rate
+  // (what Start gives a lone flow), and then `done` runs as for a flow. It
+  // joins no link's sharing, so it neither slows nor re-rates the flows
+  // there (docs/FLOW.md, "Single-packet messages"). Returns its id (a flow
+  // slot, so its finish orders and counts as a flow's).
+  int32_t Pass(std::span<const int32_t> links, uint64_t bytes, DoneFn done, void* ctx,
+               uint64_t tag);
 
   // A running flow's current rate in bits per second (0 when not running).
   double RateBps(int32_t flow) const;
   size_t running() const { return running_; }
   struct Stats {
-    uint64_t flows = 0;            // started
+    uint64_t flows = 0;            // started (Start)
+    uint64_t passes = 0;           // Pass: outside the sharing
     uint64_t recomputes = 0;       // components re-filled
     uint64_t component_flows = 0;  // summed over recomputes
     uint64_t largest_component = 0;
@@ -107,6 +116,8 @@ class FlowModel {
   // Re-schedules the finish of each component flow whose rate changed.
   void Reschedule(int64_t now);
   void ScheduleFinish(int32_t id, int64_t at_ps);
+  // A free flow slot, running, with its callback; no links yet.
+  int32_t TakeFlow(uint64_t bytes, DoneFn done, void* ctx, uint64_t tag);
   // Components of at most this many links are filled by scanning.
   static constexpr size_t kScanLinks = 24;
 

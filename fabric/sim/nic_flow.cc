@@ -73,8 +73,17 @@ void Nic::FlowActivate(Qp& qp) {
   const uint64_t bytes = MessageWireBytes(
       w.wr, w.npkts, static_cast<uint32_t>(qp.attr.path_mtu_bytes), ipv6_, &last_wire);
   qp.flow_busy = true;
-  flow_->model().Start(std::span<const int32_t>(route.links, n), bytes, &Nic::OnFlowSent, this,
-                       qp.qpn);
+  const std::span<const int32_t> links(route.links, n);
+  if (w.npkts == 1) {
+    // One packet (a credit, a zero-length SEND, a small message): a real
+    // fabric serializes it at line rate between the other flows' packets,
+    // costing them one small packet's wire time, not a fair share. It
+    // takes its lone time and stays out of the max-min sharing
+    // (docs/FLOW.md, "Single-packet messages").
+    flow_->model().Pass(links, bytes, &Nic::OnFlowSent, this, qp.qpn);
+    return;
+  }
+  flow_->model().Start(links, bytes, &Nic::OnFlowSent, this, qp.qpn);
 }
 
 void Nic::OnFlowSent(void* nic, uint64_t qpn) {

@@ -38,7 +38,7 @@ TEST(FlowCollTest, RingAllReduceOnTheMediumPresetTakesThePacketModelsTime) {
   const double packets = RingAllReduceUs(false);
   std::printf("ring allreduce 64 MiB x 128 ranks: %.1f us (flow) vs %.1f us (packet)\n", flow,
               packets);
-  // Measured: 2744.6 us against 2745.7 us (-0.04%): a ring's flows do not
+  // Measured: 2743.4 us against 2745.7 us (-0.08%): a ring's flows do not
   // contend, so each is its route's line rate and latency in both models.
   // 1% leaves room for the NIC's per-packet ACK coalescing, which the flow
   // model does not play out.

@@ -98,5 +98,33 @@ TEST(FlowModelTest, AFinishSpeedsUpTheFlowsThatSharedItsLinks) {
   EXPECT_EQ(m.stats().flows, 2u);
 }
 
+TEST(FlowModelTest, APassTakesItsLoneTimeAndLeavesTheFlowsOnItsLinksAlone) {
+  // A 1 MB flow on a (400G) and b (100G); a 70-byte pass on the same links
+  // starts while it runs: the pass takes 70 bytes at 100G, the flow keeps
+  // the whole 100G and finishes when it would have alone.
+  Engine engine(1);
+  FlowModel m(&engine);
+  const int32_t a = m.AddLink(BitsPerSecond::Gbps(400));
+  const int32_t b = m.AddLink(BitsPerSecond::Gbps(100));
+  Done d{{}, &engine};
+  const std::vector<int32_t> path{a, b};
+  const int32_t f = m.Start(path, 1'000'000, &OnDone, &d, 1);
+  const int32_t p = m.Pass(path, 70, &OnDone, &d, 2);
+  EXPECT_NE(p, f);
+  EXPECT_DOUBLE_EQ(m.RateBps(f), 100e9);
+  EXPECT_EQ(m.running(), 2u);
+  engine.Run();
+  ASSERT_EQ(d.at.size(), 2u);
+  EXPECT_EQ(d.at[0].first, 2u);
+  EXPECT_EQ(d.at[0].second, LineTimePs(70, 100'000'000'000));
+  EXPECT_EQ(d.at[1].first, 1u);
+  EXPECT_EQ(d.at[1].second, LineTimePs(1'000'000, 100'000'000'000));
+  // One component walk: the flow's own start, alone; none for the pass.
+  EXPECT_EQ(m.stats().recomputes, 1u);
+  EXPECT_EQ(m.stats().flows, 1u);
+  EXPECT_EQ(m.stats().passes, 1u);
+  EXPECT_EQ(m.running(), 0u);
+}
+
 }  // namespace
 }  // namespace fathom::sim
