@@ -75,6 +75,68 @@ TEST(EmulatedTest, WriteWithImmMovesBytesAndCompletesBothSides) {
   EXPECT_EQ(qp5->outstanding_recvs(), 0);
 }
 
+// Signaled and unsignaled sends mixed on one QP: each unsignaled WRITE
+// retires with the next signaled one (outstanding_sends() at each
+// completion says so), and completions left waiting in the CQ come out in
+// order however the polls split them.
+TEST(EmulatedTest, MixedSignaledSendsRetireInOrderAndPollInParts) {
+  Pair w;
+  auto d0 = w.fabric.OpenDevice(0).value();
+  auto d5 = w.fabric.OpenDevice(5).value();
+  auto cq0 = d0->CreateCq(16).value();
+  auto cq5 = d5->CreateCq(16).value();
+  auto qp0 = d0->CreateQp(5, QpOptions{}, cq0.get()).value();
+  auto qp5 = d5->CreateQp(0, QpOptions{}, cq5.get()).value();
+  ASSERT_TRUE(qp0->Connect(qp5->LocalInfo()).ok());
+  ASSERT_TRUE(qp5->Connect(qp0->LocalInfo()).ok());
+  // wr_id 1..8; 3, 5 and 6 unsignaled (the first after two signaled ones
+  // still outstanding). Modelled bytes: lkey and rkey 0.
+  const bool signaled[] = {true, true, false, true, false, false, true, true};
+  for (int i = 0; i < 8; ++i) {
+    SendWr wr;
+    wr.wr_id = static_cast<uint64_t>(i + 1);
+    wr.opcode = WrOpcode::kRdmaWrite;
+    wr.sge = {0, 1024, 0};
+    wr.signaled = signaled[i];
+    ASSERT_TRUE(qp0->PostSend(wr).ok());
+  }
+  EXPECT_EQ(qp0->outstanding_sends(), 8);
+  // Progress() returns at each completion: after wr 1, 2, 4 (with 3), 7
+  // (with 5 and 6) and 8.
+  const int left_after[] = {7, 6, 4, 1, 0};
+  for (int left : left_after) {
+    ASSERT_TRUE(w.fabric.clock().Progress(Picoseconds::FromMilliseconds(1)));
+    EXPECT_EQ(qp0->outstanding_sends(), left);
+  }
+  std::vector<uint64_t> ids;
+  Completion out[3];
+  for (size_t n : {size_t{1}, size_t{1}, size_t{2}, size_t{3}}) {
+    const int got = cq0->Poll(std::span<Completion>(out, n));
+    for (int i = 0; i < got; ++i) {
+      EXPECT_EQ(out[i].status, WcStatus::kSuccess);
+      EXPECT_EQ(out[i].peer_rank, 5);
+      ids.push_back(out[i].wr_id);
+    }
+  }
+  EXPECT_EQ(ids, (std::vector<uint64_t>{1, 2, 4, 7, 8}));
+  EXPECT_EQ(cq0->Poll(std::span<Completion>(out, 3)), 0);
+  EXPECT_EQ(cq5->Poll(std::span<Completion>(out, 3)), 0);
+  // Again from an empty queue, unsignaled first: wr 9 retires with 10.
+  for (uint64_t id : {uint64_t{9}, uint64_t{10}}) {
+    SendWr wr;
+    wr.wr_id = id;
+    wr.opcode = WrOpcode::kRdmaWrite;
+    wr.sge = {0, 1024, 0};
+    wr.signaled = id == 10;
+    ASSERT_TRUE(qp0->PostSend(wr).ok());
+  }
+  EXPECT_EQ(qp0->outstanding_sends(), 2);
+  ASSERT_TRUE(w.fabric.clock().Progress(Picoseconds::FromMilliseconds(2)));
+  EXPECT_EQ(qp0->outstanding_sends(), 0);
+  ASSERT_EQ(cq0->Poll(std::span<Completion>(out, 3)), 1);
+  EXPECT_EQ(out[0].wr_id, 10u);
+}
+
 TEST(EmulatedTest, ProgressReturnsFalseWhenNothingCanHappen) {
   Pair w;
   EXPECT_FALSE(w.fabric.clock().Progress(Picoseconds::FromMicroseconds(5)));

@@ -114,8 +114,15 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
   const Stream& st = *plan_.streams[si];
   Current& cur = current_[si];
   if (!cur.valid) {
-    cur = Current{};
-    cur.step = st.At(next_[si]);
+    // A stream's steps mostly keep their peers (a ring's are the same
+    // every step): the connections looked up for the last step stay, and
+    // only a changed peer is looked up again.
+    const Step next = st.At(next_[si]);
+    for (int k = 0; k < kMaxPeers; ++k) {
+      if (next.recv[k] != cur.step.recv[k]) cur.recv[k] = nullptr;
+      if (next.send[k] != cur.step.send[k]) cur.send[k] = nullptr;
+    }
+    cur.step = next;
     cur.valid = true;
   }
   const Step& s = cur.step;

@@ -37,9 +37,19 @@ class EmulatedCq final : public CompletionQueue {
   ~EmulatedCq() override { cq_->set_callback(nullptr); }
   int Poll(std::span<Completion> out) override {
     int n = 0;
-    while (n < static_cast<int>(out.size()) && !entries_.empty()) {
-      out[static_cast<size_t>(n++)] = entries_.front();
-      entries_.pop_front();
+    while (n < static_cast<int>(out.size()) && head_ < count_) {
+      out[static_cast<size_t>(n++)] = At(head_++);
+    }
+    if (head_ == count_) {
+      head_ = count_ = 0;  // drained: the next completion takes slot 0 again
+      more_.clear();
+    } else if (head_ > kInline && head_ - kInline >= more_.size() / 2) {
+      // Polled in part for long: drop what was taken (the queue stays
+      // bounded by what waits, not by what ever arrived).
+      const size_t taken = head_ - kInline;
+      more_.erase(more_.begin(), more_.begin() + static_cast<std::ptrdiff_t>(taken));
+      count_ -= taken;
+      head_ = kInline;
     }
     return n;
   }
@@ -61,10 +71,28 @@ class EmulatedCq final : public CompletionQueue {
  private:
   void OnSim(const sim::Completion& c);
 
+  // The waiting completions in arrival order: slots [0, kInline) here, the
+  // rest in more_. The driver polls after each completion, so the queue is
+  // drained nearly every time and a completion lands in slot 0, in the CQ's
+  // own lines (a deque's node was one more cache miss per completion).
+  static constexpr size_t kInline = 2;
+  Completion& At(size_t i) { return i < kInline ? inline_[i] : more_[i - kInline]; }
+  void Push(const Completion& c) {
+    if (count_ < kInline) {
+      inline_[count_] = c;
+    } else {
+      more_.push_back(c);
+    }
+    ++count_;
+  }
+
   EmulatedFabric* fabric_;
   sim::CompletionQueue* cq_;
   int depth_;
-  std::deque<Completion> entries_;
+  size_t head_ = 0;   // next to poll
+  size_t count_ = 0;  // pushed since the queue was last drained
+  Completion inline_[kInline];
+  std::vector<Completion> more_;
   std::function<void()> notify_;
   // By QPN, sorted: one completion looks its QP up in one contiguous array
   // (a tree's nodes were a cache miss each at thousands of ranks).
@@ -141,12 +169,16 @@ class EmulatedQp final : public QueuePair {
   }
   int path_mtu() const override { return connected_ ? path_mtu_ : 0; }
   Status PostSend(const SendWr& wr) override {
-    if (static_cast<int>(sends_.size()) >= options_.max_send_wr) {
+    if (sends_ >= options_.max_send_wr) {
       return Unavailable("ibv_post_send rank " + std::to_string(rank_) + " qpn " + Hex(qpn_) +
                          ": send queue full (max_send_wr " + std::to_string(options_.max_send_wr) +
                          ")");
     }
-    sends_.push_back(wr.signaled);
+    NoteSend(wr.signaled);
+    // The NIC refuses a WR, changing nothing, unless the QP is in RTS; the
+    // state is asked only then (a lookup and a StatusOr per post before).
+    Status st = nic_->PostSend(qpn_, wr);
+    if (st.ok()) return st;
     if (state() == QpState::kErr) {
       // verbs accepts WRs in ERR and completes each with a flush error
       // (IBTA C10-42; rxe, mlx5), where the NIC model refuses them.
@@ -159,8 +191,9 @@ class EmulatedQp final : public QueuePair {
       cq_->sim_cq()->Push(c);
       return Status::Ok();
     }
-    Status st = nic_->PostSend(qpn_, wr);
-    if (!st.ok()) sends_.pop_back();
+    --sends_;  // refused: not outstanding
+    if (mixed_) signaled_.pop_back();
+    if (sends_ == 0) EndMixed();
     return st;
   }
   Status PostRecv(const RecvWr& wr) override {
@@ -174,7 +207,7 @@ class EmulatedQp final : public QueuePair {
     if (!st.ok()) --recvs_;
     return st;
   }
-  int outstanding_sends() const override { return static_cast<int>(sends_.size()); }
+  int outstanding_sends() const override { return sends_; }
   int outstanding_recvs() const override { return recvs_; }
   Status ModifyToError() override { return nic_->ModifyToError(qpn_); }
 
@@ -185,15 +218,36 @@ class EmulatedQp final : public QueuePair {
       if (recvs_ > 0) --recvs_;
       return;
     }
-    while (!sends_.empty()) {
-      const bool signaled = sends_.front();
-      sends_.pop_front();
+    if (!mixed_) {
+      // Every outstanding send is signaled: this completion is the oldest's.
+      if (sends_ > 0) --sends_;
+      return;
+    }
+    while (sends_ > 0) {
+      const bool signaled = signaled_.front();
+      signaled_.pop_front();
+      --sends_;
       if (signaled || c.status != WcStatus::kSuccess) break;
     }
+    if (sends_ == 0) EndMixed();  // none outstanding: counting suffices again
   }
 
  private:
   uint32_t Psn() const { return (qpn_ * 0x9E3779B1u) & 0xffffffu; }
+  // A send was accepted: counted, and its signaled flag kept once the QP
+  // has unsignaled sends outstanding.
+  void NoteSend(bool signaled) {
+    if (!signaled && !mixed_) {
+      mixed_ = true;
+      signaled_.assign(static_cast<size_t>(sends_), true);
+    }
+    if (mixed_) signaled_.push_back(signaled);
+    ++sends_;
+  }
+  void EndMixed() {
+    mixed_ = false;
+    signaled_.clear();
+  }
 
   EmulatedFabric* fabric_;
   sim::Nic* nic_;
@@ -203,7 +257,14 @@ class EmulatedQp final : public QueuePair {
   QpOptions options_;
   int path_mtu_, active_mtu_;
   bool connected_ = false;
-  std::deque<bool> sends_;  // posted, not completed: signaled?
+  // Sends posted, not completed. Once one is unsignaled (mixed_, until
+  // none is outstanding), signaled_ holds every outstanding send's flag,
+  // oldest first (an unsignaled send completes with the next signaled one:
+  // verbs); otherwise it is empty and a completion only counts (the
+  // collectives signal every send).
+  int sends_ = 0;
+  bool mixed_ = false;
+  std::deque<bool> signaled_;
   int recvs_ = 0;
 };
 
@@ -214,7 +275,7 @@ void EmulatedCq::OnSim(const sim::Completion& c) {
     out.peer_rank = it->second->peer_rank();
     it->second->OnCompletion(out);
   }
-  entries_.push_back(out);
+  Push(out);
   (void)depth_;
   if (notify_) notify_();
   fabric_->OnCompletion();
