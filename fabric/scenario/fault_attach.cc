@@ -231,7 +231,8 @@ Status FaultAttachment::AttachOne(int i, Picoseconds origin, bool install) {
       }
     }
     if (!install) return Status::Ok();
-    auto reroute = std::make_unique<Reroute>(network, directions, *via, &down_);
+    if (rerouting_ == nullptr) rerouting_ = std::make_unique<Rerouting>(network);
+    auto reroute = std::make_unique<Reroute>(network, directions, *via, rerouting_.get());
     const faults::Window w = faults::WindowOf(spec, origin);
     network->engine().Schedule<&Reroute::OnApply>(w.start, EventKind::kFault,
                                                   static_cast<uint32_t>(*via), reroute.get(), 0);
