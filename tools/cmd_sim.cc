@@ -274,13 +274,6 @@ int RunSimOn(const SimFlags& f, parallel::Comm* comm) {
                ? kExitUsage
                : kExitFailure;
   }
-  if (canonical && !distributed->handoff_refusal().empty()) {
-    // Every process stopped at the same window (parallel_run.h).
-    if (comm->rank() == 0) {
-      std::fprintf(stderr, "fathom sim: %s\n", distributed->handoff_refusal().c_str());
-    }
-    return kExitUsage;
-  }
   if (canonical) {
     // Rank 0 merges every process's report (report_merge.h); the others
     // are done.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
@@ -28,9 +29,6 @@ enum Form : uint8_t {
   // Or-ed in: the packet's RETH address is relative to its region (the
   // memory behind it has another address in each process).
   kRelativeVa = 0x40,
-  // Or-ed in: the egress the packet takes at the far end follows (int32
-  // node, int32 port; -1: none), as its sender looked it up (re-routes).
-  kNextOut = 0x20,
 };
 
 bool HasReth(sim::Opcode op) {
@@ -111,7 +109,7 @@ Status DistributedRun::OnNetwork(sim::Network& net) {
     } else if (!owns_tx && owns_rx) {
       p->set_mirror(true);
     }
-    // A re-route may hand a packet to one of these (HandOff).
+    // A re-route must never hand a packet to one of these (CheckNoHandOff).
     if (!owns_tx && reroutes_) foreign_ports_.push_back(p);
   }
   return Status::Ok();
@@ -144,12 +142,6 @@ Status DistributedRun::AdoptQps(sim::Network& net) {
         return true;
     }
   });
-  if (comm_->size() > 1 && !reroute_refusal_.empty()) {
-    // The collective loop (dist_backend.cc) has no hand-off check (Run's
-    // HandOff): only the re-routes that never hand a packet across.
-    return InvalidArgument("faults: reroute_via across processes in a collective run: " +
-                           reroute_refusal_ + " (run it in one process, or with `fathom sim`)");
-  }
   // Shipped payloads live until the packet that carries them is freed.
   net.pool().set_on_free_data(&DistributedRun::FreeShippedData, this);
   return Status::Ok();
@@ -161,34 +153,6 @@ bool DistributedRun::KeepReroute(const sim::Event& e) {
   if (e.handler != sim::kHandlerOf<&sim::Reroute::OnApply> &&
       e.handler != sim::kHandlerOf<&sim::Reroute::OnRestore>) {
     return false;
-  }
-  // What a partition can follow (parallel_run.h).
-  if (e.handler == sim::kHandlerOf<&sim::Reroute::OnRestore>) {
-    // A collective run (no end time) runs until its collectives end.
-    if ((spec_->end_time_us() <= 0 ||
-         e.time <=
-             static_cast<uint64_t>(Picoseconds::FromSeconds(spec_->end_time_us() * 1e-6).ps())) &&
-        reroute_refusal_.empty()) {
-      reroute_refusal_ =
-          "the link comes back within the run (duration_us), and packets on the detour would "
-          "then be handed to a switch in another process";
-    }
-  } else {
-    if (reroute_start_ >= 0 && reroute_start_ != static_cast<int64_t>(e.time) &&
-        reroute_refusal_.empty()) {
-      reroute_refusal_ =
-          "re-routes start at different times, and packets routed by the first would be "
-          "handed to a switch in another process by the next";
-    }
-    reroute_start_ = static_cast<int64_t>(e.time);
-    for (const sim::Port* p : static_cast<const sim::Reroute*>(e.obj)->failed()) {
-      const topo::Node& lower = topology_->node(p->peer()->config().node);
-      if (lower.tier != 1 && reroute_refusal_.empty()) {
-        reroute_refusal_ = "the failed link leads down to " + lower.name +
-                           ", not a switch with the hosts (tier 1), whose packets would be "
-                           "handed to a switch in another process";
-      }
-    }
   }
   if (e.component >= partition_.owner.size() ||
       !partition_.Owns(comm_->rank(), static_cast<int32_t>(e.component))) {
@@ -204,18 +168,23 @@ void DistributedRun::DropForeignReroutes(int64_t last_until) {
   }
 }
 
-bool DistributedRun::HandedOff() const {
+void DistributedRun::CheckNoHandOff() const {
   // A port this process does not send on sent (or queued, or dropped) a
-  // packet: a switch here handed it over by a changed route.
+  // packet: a switch here put it in another switch's queue, which a switch
+  // never does (reroute.h), and the run is wrong. Counters only grow, so
+  // one look at the end sees any.
   for (const sim::Port* p : foreign_ports_) {
-    if (p->send_attempts() > 0) return true;
+    bool sent = p->send_attempts() > 0;
     if (p->pfc() != nullptr) {
-      for (int tc = 0; tc < 8; ++tc) {
-        if (p->waiting_bytes(tc) > 0) return true;
-      }
+      for (int tc = 0; tc < 8; ++tc) sent = sent || p->waiting_bytes(tc) > 0;
     }
+    if (!sent) continue;
+    std::fprintf(stderr,
+                 "fathom: internal error: process %d handed a packet to port %d of node %s, "
+                 "which another process sends on (a re-route forwarded it outside a link)\n",
+                 comm_->rank(), p->config().index, topology_->node(p->config().node).name.c_str());
+    std::abort();
   }
-  return false;
 }
 
 bool DistributedRun::RelativeVa(const sim::Packet& p, uint64_t* va) const {
@@ -313,6 +282,7 @@ std::vector<std::string> DistributedRun::ExchangeWindow(sim::Network& net,
 
 void DistributedRun::Settle() {
   for (sim::Port* p : remote_ports_) p->SettleShipped();
+  CheckNoHandOff();
 }
 
 Status DistributedRun::OnWorkload(sim::Network& net, sim::FlowDriver& driver) {
@@ -359,9 +329,6 @@ Status DistributedRun::OnWorkload(sim::Network& net, sim::FlowDriver& driver) {
         return true;
     }
   });
-  // The re-routes a static rule would refuse (reroute_refusal_) run: Run
-  // stops with handoff_refusal() only if a packet is actually handed to a
-  // switch another process simulates.
   return Status::Ok();
 }
 
@@ -391,8 +358,6 @@ void DistributedRun::Ship(void* ctx, const sim::Port& port, uint64_t w0, uint64_
   uint64_t va_offset = 0;
   const bool relative = p != nullptr && self->RelativeVa(*p, &va_offset);
   if (relative) form |= kRelativeVa;
-  const bool next_out = p != nullptr && self->reroutes_;
-  if (next_out) form |= kNextOut;
   // When the entry arrives there (Held's words), for Sync.
   const int64_t arrive = alone ? static_cast<int64_t>(w0)
                                : static_cast<int64_t>((w0 & sim::Port::kHeldPooled) != 0
@@ -412,10 +377,6 @@ void DistributedRun::Ship(void* ctx, const sim::Port& port, uint64_t w0, uint64_
     out.append(reinterpret_cast<const char*>(&p->ext()), sizeof(sim::PacketExt));
   }
   if (relative) AppendPod(&out, va_offset);
-  if (next_out) {
-    AppendPod(&out, p->next_out != nullptr ? p->next_out->config().node : int32_t{-1});
-    AppendPod(&out, p->next_out != nullptr ? p->next_out->config().index : int32_t{-1});
-  }
   if (with_data) {
     // The bytes as they are now: the requester may not touch a buffer
     // before its WR completes, which is after this packet arrives.
@@ -436,8 +397,7 @@ void DistributedRun::Deliver(sim::Network& net, std::string_view batch) {
     h.form = Get<uint8_t>(at);
     const bool with_data = (h.form & kWithData) != 0;
     const bool relative = (h.form & kRelativeVa) != 0;
-    const bool next_out = (h.form & kNextOut) != 0;
-    h.form &= static_cast<uint8_t>(~(kWithData | kRelativeVa | kNextOut));
+    h.form &= static_cast<uint8_t>(~(kWithData | kRelativeVa));
     h.w0 = Get<uint64_t>(at);
     h.w1 = Get<uint64_t>(at);
     sim::Port& port = net.port(h.node, h.index);
@@ -463,11 +423,6 @@ void DistributedRun::Deliver(sim::Network& net, std::string_view batch) {
     p->has_data = 0;
     p->ext().data = nullptr;
     if (relative) AbsoluteVa(p, Get<uint64_t>(at));
-    if (next_out) {
-      const int32_t node = Get<int32_t>(at);
-      const int32_t index = Get<int32_t>(at);
-      p->next_out = node < 0 ? nullptr : &net.port(node, index);
-    }
     if (with_data) {
       const uint16_t n = Get<uint16_t>(at);
       std::string& bytes = shipped_data_[p];
@@ -526,8 +481,7 @@ bool DistributedRun::AllDecided(const sim::FlowDriver& driver, uint64_t decided_
   return n == results.size();
 }
 
-DistributedRun::Agreement DistributedRun::Sync(sim::Network& net, const sim::FlowDriver& driver,
-                                               int64_t last_until) {
+DistributedRun::Agreement DistributedRun::Sync(sim::Network& net, const sim::FlowDriver& driver) {
   sim::Engine& engine = net.engine();
   // This process's word on the next window, ahead of its packets to every
   // process: what Run decides from is the state after the delivery, which
@@ -542,9 +496,6 @@ DistributedRun::Agreement DistributedRun::Sync(sim::Network& net, const sim::Flo
   for (const sim::FlowResult& r : results) mine.decided += r.state != sim::FlowState::kPending;
   mine.idle = pfc_field_ != nullptr && shipped_arrival_ == Picoseconds::Max().ps() &&
               OnlyPeriodicPending(engine);
-  // A port this process does not send on sent in the window (HandedOff):
-  // the window's end (INT64_MAX: none).
-  mine.handoff = reroutes_ && HandedOff() ? last_until : Picoseconds::Max().ps();
   shipped_arrival_ = Picoseconds::Max().ps();
   const auto start = std::chrono::steady_clock::now();
   for (std::string& b : outbox_) {
@@ -555,7 +506,6 @@ DistributedRun::Agreement DistributedRun::Sync(sim::Network& net, const sim::Flo
   for (std::string& b : outbox_) b.clear();
   Agreement all;
   all.next = Picoseconds::Max().ps();
-  all.handoff = Picoseconds::Max().ps();
   all.idle = true;
   for (const std::string& b : in) {
     Control c;
@@ -563,7 +513,6 @@ DistributedRun::Agreement DistributedRun::Sync(sim::Network& net, const sim::Flo
     all.next = std::min(all.next, c.next);
     all.decided += c.decided;
     all.idle = all.idle && c.idle != 0;
-    all.handoff = std::min(all.handoff, c.handoff);
     Deliver(net, std::string_view(b).substr(sizeof(Control)));
   }
   stats_.sync_wall_s +=
@@ -600,20 +549,8 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
   int64_t last_until = -1;  // the end of the last window run
   // One exchange a window (Sync) carries the packets and the agreement on
   // the next one; the first has no packets.
-  Agreement agreed = Sync(net, driver, last_until);
+  Agreement agreed = Sync(net, driver);
   for (;;) {
-    if (agreed.handoff != Picoseconds::Max().ps()) {
-      char at[32];
-      std::snprintf(at, sizeof(at), "%.3f", Picoseconds(agreed.handoff + 1).us());
-      handoff_refusal_ = std::string(
-                             "faults: reroute_via across processes: a packet in flight when the "
-                             "routes changed was handed by a switch to a port of another switch, "
-                             "which another process simulates (in the window ending at ") +
-                         at +
-                         " us; the hand-off is instant, a message between processes would have "
-                         "no lookahead); run it in one process";
-      break;
-    }
     // No flows: nothing to finish, run to the end.
     if (!driver.results().empty()) {
       const auto decide_start = Clock::now();
@@ -628,7 +565,7 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
     engine.Run(Picoseconds(until));
     last_until = until;
     ShipStarted(net);
-    agreed = Sync(net, driver, last_until);
+    agreed = Sync(net, driver);
     ++stats_.windows;
     if (pfc_field_ != nullptr) {
       // The deferred deadlock checks it decides may schedule events: agree
@@ -652,6 +589,7 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
   comm_->AllMax(&last);
   engine.SetClock(stopped ? Picoseconds(last[0]) : end);
   for (sim::Port* p : remote_ports_) p->SettleShipped();
+  CheckNoHandOff();
   // Less the settle events of the remote ports (pfc_cross.h), which one
   // process does not run.
   stats_.digest_sum = LocalDigestSum(engine);

@@ -23,18 +23,12 @@
 // count, so the merged figures count it once (a collective world's digest
 // too: LocalDigestSum). Lossless classes (PFC) cross (pfc_cross.h), with the PFC watchdog and
 // the deadlock check (OnPfcField). Refused with more than one process
-// (InvalidArgument): the receive model (planned receives). A packet reads its route by hop count,
-// so when routes change under packets in flight, a switch can hand a packet to another switch's
-// port (reroute.h: the route of a packet already past the failed hop, or
-// on the detour when the old route returns, or routed by an earlier
-// re-route): in one process an instant move, across processes a message
-// with no lookahead. `fathom sim` runs every re-route and stops with
-// handoff_refusal() (exit 2) only when a hand-off crosses processes (a
-// port this process does not send on sent: HandedOff, checked after each
-// window); its hand-offs within a process are exact. A collective run has
-// no such check: there every re-route must start at one time, never end
-// within the run, and fail a link down to a switch with the hosts (tier
-// 1), whose packets past the failure have their egress already.
+// (InvalidArgument): the receive model (planned receives). A switch
+// forwards a packet by its own current route even when routes change
+// under packets in flight (reroute.h), so every hop crosses a link, and a
+// hop between processes is a message with the link's latency as any other;
+// a packet handed to a port another process sends on would be a bug
+// (CheckNoHandOff: an internal error, abort).
 #pragma once
 
 #include <cstdint>
@@ -120,10 +114,6 @@ class DistributedRun final : public sim::RunHooks {
   const Partition& partition() const { return partition_; }
   Picoseconds window() const { return window_; }
   const RunStats& stats() const { return stats_; }
-  // Why Run stopped before the end (empty: it did not): a re-route made a
-  // switch hand a packet to a port another process sends on (HandedOff).
-  // Every process sees the same; the caller reports it (exit 2).
-  const std::string& handoff_refusal() const { return handoff_refusal_; }
 
  private:
   static void Ship(void* ctx, const sim::Port& port, uint64_t w0, uint64_t w1, bool alone);
@@ -141,19 +131,17 @@ class DistributedRun final : public sim::RunHooks {
     int64_t next = 0;      // its next event, or the least arrival it shipped
     uint64_t decided = 0;  // flows decided (FlowResult not pending) here
     int64_t idle = 0;      // 1: only the PFC field's periodic events pending
-    int64_t handoff = 0;   // HandedOff: the window's end (INT64_MAX: none)
   };
   // What every process agrees on from all the Controls.
   struct Agreement {
     int64_t next = 0;  // the earliest event anywhere
     uint64_t decided = 0;
     bool idle = false;  // every process idle
-    int64_t handoff = 0;
   };
   // The end of a window of Run (after ShipStarted), and before the first:
   // ships this window's packets with this process's Control, delivers what the others sent, and
   // returns the agreement. One Comm::Exchange.
-  Agreement Sync(sim::Network& net, const sim::FlowDriver& driver, int64_t last_until);
+  Agreement Sync(sim::Network& net, const sim::FlowDriver& driver);
   // The least arrival time among the entries shipped since the last Sync.
   int64_t shipped_arrival_ = INT64_MAX;
 
@@ -181,16 +169,11 @@ class DistributedRun final : public sim::RunHooks {
   // Payloads that arrived with packets (AdoptQps), until the packet is freed.
   std::unordered_map<const sim::Packet*, std::string> shipped_data_;
   OutputMerge* outputs_ = nullptr;
-  // Re-routes (reroute_via): a shipped pool packet carries the egress its
-  // sender looked up (Port::Leave), since the route may change before the
-  // far end's process delivers it.
+  // The scenario re-routes (reroute_via): the hand-off check watches.
   bool reroutes_ = false;
   // The re-route events this process runs for another's node: their time
   // and component, taken out of the digest and event count (Run).
   std::vector<std::pair<int64_t, uint32_t>> foreign_reroutes_;
-  // Why a re-route cannot run across processes (empty: it can).
-  std::string reroute_refusal_;
-  int64_t reroute_start_ = -1;
   bool KeepReroute(const sim::Event& e);
   void DropForeignReroutes(int64_t last_until);
   // The PFC field (not owned; null: none or not split).
@@ -199,10 +182,10 @@ class DistributedRun final : public sim::RunHooks {
   // pending, no stormed queue, and nothing to ship.
   bool OnlyPeriodicPending(sim::Engine& engine) const;
   // The ports whose sending node another process owns (with re-routes):
-  // none sends here but by a hand-off a changed route makes (HandedOff).
+  // none may send here. CheckNoHandOff (after the last window) aborts,
+  // naming the port, if one did.
   std::vector<const sim::Port*> foreign_ports_;
-  bool HandedOff() const;
-  std::string handoff_refusal_;
+  void CheckNoHandOff() const;
 };
 
 }  // namespace fathom::parallel

@@ -219,9 +219,9 @@ Status FaultAttachment::AttachOne(int i, Picoseconds origin, bool install) {
     if (!via.ok()) {
       return map.Error(config::JoinPath(item, "reroute_via"), via.status().message());
     }
-    // Packets already past the failed hop keep their hop count and read
-    // the new route at the next switch: only a downward direction, whose
-    // far end sends them toward their host, keeps them on their way.
+    // Re-routes model a switch that lost a way down (the bounce); an
+    // upward direction is refused, though switches would forward packets
+    // in flight around it by their own routes (reroute.h).
     for (const Port* d : directions) {
       if (topo.node(d->peer()->config().node).tier >= topo.node(d->config().node).tier) {
         return map.Error(config::JoinPath(item, "from"),
@@ -231,7 +231,8 @@ Status FaultAttachment::AttachOne(int i, Picoseconds origin, bool install) {
       }
     }
     if (!install) return Status::Ok();
-    auto reroute = std::make_unique<Reroute>(network, directions, *via, &down_);
+    if (rerouting_ == nullptr) rerouting_ = std::make_unique<Rerouting>(network);
+    auto reroute = std::make_unique<Reroute>(network, directions, *via, rerouting_.get());
     const faults::Window w = faults::WindowOf(spec, origin);
     network->engine().Schedule<&Reroute::OnApply>(w.start, EventKind::kFault,
                                                   static_cast<uint32_t>(*via), reroute.get(), 0);

@@ -27,6 +27,7 @@
 namespace fathom::sim {
 
 class Reroute;
+class Rerouting;
 
 class FaultAttachment {
  public:
@@ -87,7 +88,8 @@ class FaultAttachment {
   std::vector<proto::FaultSpec> specs_;             // the timeline, for reports
   // link_down with reroute_via, by fault index; events point in.
   std::vector<std::pair<int, std::unique_ptr<Reroute>>> reroutes_;
-  std::vector<Port*> down_;  // link directions down now, for the reroutes
+  // What the reroutes share (created with the first); ports point in.
+  std::unique_ptr<Rerouting> rerouting_;
   // What Arm needs later.
   Network* network_ = nullptr;
   uint64_t seed_ = 0;

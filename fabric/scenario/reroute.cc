@@ -5,41 +5,96 @@
 
 namespace fathom::sim {
 
-Reroute::Reroute(Network* net, std::vector<Port*> failed, int32_t via, std::vector<Port*>* down)
-    : net_(net), down_(down), failed_(std::move(failed)), via_(via) {}
-
-bool Reroute::Failed(const Port* p) const {
-  return std::find(down_->begin(), down_->end(), p) != down_->end();
+bool Rerouting::Failed(const Port* p) const {
+  return std::find(down_.begin(), down_.end(), p) != down_.end();
 }
+
+void Rerouting::Down(const std::vector<Port*>& failed, int32_t via) {
+  for (Port* p : failed) down_.push_back(p);
+  if (via >= 0) vias_.push_back(via);
+  if (installed_) return;
+  // From the first route change on, each switch checks the egress a packet
+  // reads from its route (Port::set_forwarding); it stays so after the
+  // routes return, as packets may then be on a detour.
+  installed_ = true;
+  for (Port* p : net_->ports()) p->set_forwarding(&forwarding_);
+}
+
+void Rerouting::Up(const std::vector<Port*>& failed, int32_t via) {
+  for (Port* p : failed) down_.erase(std::find(down_.begin(), down_.end(), p));
+  if (via >= 0) vias_.erase(std::find(vias_.begin(), vias_.end(), via));
+}
+
+Port* Rerouting::Step(int32_t cur, int32_t prev, const QpFlow& flow, uint32_t hash,
+                      std::span<const int32_t> vias) const {
+  const topo::Topology& topo = net_->topology();
+  const int32_t tier = topo.node(cur).tier;
+  // Kind 0: an ECMP next hop; 1: a port to a bounce neighbour; 2: a port up
+  // a tier. Each up and not straight back.
+  auto takes = [&](int kind, int32_t i) {
+    const int32_t far = topo.Peer(cur, i).node;
+    if (far == prev || Failed(&net_->port(cur, i))) return false;
+    if (kind == 0) return true;
+    if (kind == 1) return std::find(vias.begin(), vias.end(), far) != vias.end();
+    return topo.node(far).kind == topo::NodeKind::kSwitch && topo.node(far).tier > tier;
+  };
+  const std::span<const int32_t> ecmp = topo.NextHops(cur, flow.dst_host);
+  const uint64_t mix = Mix64(hash ^ (uint64_t{static_cast<uint32_t>(cur)} << 32));
+  for (int kind = 0; kind < 3; ++kind) {
+    const int32_t count = kind == 0 ? static_cast<int32_t>(ecmp.size()) : topo.PortCount(cur);
+    auto port_at = [&](int32_t k) { return kind == 0 ? ecmp[static_cast<size_t>(k)] : k; };
+    uint64_t n = 0;
+    for (int32_t k = 0; k < count; ++k) n += takes(kind, port_at(k));
+    if (n == 0) continue;
+    uint64_t pick = ((mix >> 32) * n) >> 32;
+    for (int32_t k = 0; k < count; ++k) {
+      if (takes(kind, port_at(k)) && pick-- == 0) return &net_->port(cur, port_at(k));
+    }
+  }
+  return nullptr;
+}
+
+Port* Rerouting::Pick(void* self, const Port& in, const QpFlow& flow, uint32_t* hops) {
+  const Rerouting& r = *static_cast<const Rerouting*>(self);
+  const int32_t node = in.peer()->config().node;  // the switch forwarding
+  const uint32_t h = *hops;
+  Port* out = NextHop(flow, h);
+  if (out != nullptr && out->config().node == node) return out;  // on its route
+  // The switch is elsewhere on the route (the packet was past the hop the
+  // route was rewritten from, or the route changed back): on from there,
+  // the furthest along if it is there twice.
+  for (uint32_t j = kPathMax - 1; j >= 1; --j) {
+    Port* p = flow.path[j];
+    if (p != nullptr && p->config().node == node) {
+      *hops = j;
+      return p;
+    }
+  }
+  // Past the end of a route of kPathMax links (the switch's table gives
+  // the rest: Switch::Receive), the hop count goes on as usual; off its
+  // route, a packet counts past kPathMax, where nothing reads the route.
+  const Port* last = flow.path[kPathMax - 1];
+  if (h != kPathMax || last == nullptr || last->peer()->config().node != node) {
+    if (h >= kOffRouteHops) return nullptr;
+    *hops = std::max<uint32_t>(h, kPathMax + 1);
+  }
+  return r.Step(node, in.config().node, flow,
+                FlowHash(flow.src_host, flow.dst_host, flow.udp_sport), r.vias_);
+}
+
+Reroute::Reroute(Network* net, std::vector<Port*> failed, int32_t via, Rerouting* shared)
+    : net_(net), shared_(shared), failed_(std::move(failed)), via_(via) {}
 
 bool Reroute::Route(const QpFlow& flow, size_t k, Port** path) const {
   const topo::Topology& topo = net_->topology();
   const uint32_t hash = FlowHash(flow.src_host, flow.dst_host, flow.udp_sport);
   int32_t prev = path[k - 1]->config().node;  // the node the flow came from
   int32_t cur = path[k]->config().node;       // the switch before the failed link
+  const int32_t via[1] = {via_};
+  const std::span<const int32_t> vias(via, via_ >= 0 ? 1 : 0);
   for (size_t h = k; h < kPathMax; ++h) {
-    // The candidates: ECMP next hops that are up and do not go straight
-    // back; else the bounce; else up.
-    std::vector<Port*> next;
-    for (const int32_t i : topo.NextHops(cur, flow.dst_host)) {
-      Port* p = &net_->port(cur, i);
-      if (!Failed(p) && topo.Peer(cur, i).node != prev) next.push_back(p);
-    }
-    for (int pass = 0; pass < 2 && next.empty(); ++pass) {
-      for (int32_t i = 0; i < topo.PortCount(cur); ++i) {
-        Port* p = &net_->port(cur, i);
-        const int32_t far = topo.Peer(cur, i).node;
-        if (Failed(p) || far == prev) continue;
-        const bool take = pass == 0 ? far == via_
-                                    : topo.node(far).kind == topo::NodeKind::kSwitch &&
-                                          topo.node(far).tier > topo.node(cur).tier;
-        if (take) next.push_back(p);
-      }
-    }
-    if (next.empty()) return false;
-    // One pick per flow and switch, by the flow's hash (as ECMP does).
-    const uint64_t mix = Mix64(hash ^ (uint64_t{static_cast<uint32_t>(cur)} << 32));
-    Port* out = next[static_cast<size_t>(((mix >> 32) * next.size()) >> 32)];
+    Port* out = shared_->Step(cur, prev, flow, hash, vias);
+    if (out == nullptr) return false;
     path[h] = out;
     prev = cur;
     cur = out->peer()->config().node;
@@ -65,7 +120,7 @@ bool Reroute::Route(const QpFlow& flow, size_t k, Port** path) const {
 }
 
 void Reroute::Apply() {
-  for (Port* p : failed_) down_->push_back(p);
+  shared_->Down(failed_, via_);
   saved_.clear();
   unrouted_ = 0;
   for (int32_t r = 0; r < net_->host_count(); ++r) {
@@ -89,7 +144,7 @@ void Reroute::Apply() {
 }
 
 void Reroute::Restore() {
-  for (Port* p : failed_) down_->erase(std::find(down_->begin(), down_->end(), p));
+  shared_->Up(failed_, via_);
   for (const Saved& s : saved_) std::copy(s.path.begin(), s.path.end(), s.flow->path);
   saved_.clear();
 }

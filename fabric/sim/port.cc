@@ -564,11 +564,15 @@ void Port::Deliver(Packet* p) {
     Drop(p, DropReason::kBadIcrc);
     return;
   }
-  if (rx_forwards_ && p->next_out != nullptr) {
-    // Send, which takes a full-size packet (one a fault model or a tap saw
-    // as a pool packet) back into a compact entry.
-    p->next_out->Send(p);
-    return;
+  if (rx_forwards_) {
+    if (rx_forwards_ & kPicks) [[unlikely]] {
+      if (ForwardPicked(p)) return;
+    } else if (p->next_out != nullptr) {
+      // Send, which takes a full-size packet (one a fault model or a tap
+      // saw as a pool packet) back into a compact entry.
+      p->next_out->Send(p);
+      return;
+    }
   }
   if (static_cast<uint8_t>(p->opcode) == kPauseOpcode) [[unlikely]] {
     // A PAUSE frame: the far end's egress toward us (our peer) obeys it.
@@ -590,6 +594,10 @@ void Port::DeliverCompact(uint64_t w0, uint64_t w1) {
   engine_->TraceMix((w1 & kPsnMask) | (((w0 >> kOpcodeShift) & 0xFF) << 24) |
                     (uint64_t{flow.dest_qpn} << 32));
   if (rx_forwards_) {
+    if (rx_forwards_ & kPicks) [[unlikely]] {
+      ForwardPickedCompact(w0, w1);
+      return;
+    }
     Port* out = NextHop(flow, static_cast<uint32_t>((w0 >> kHopsShift) & kHopsMax));
     if (out != nullptr) {
       out->SendCompact(w0, w1);
@@ -605,6 +613,40 @@ void Port::DeliverCompact(uint64_t w0, uint64_t w1) {
     return;
   }
   rx_fn_(rx_obj_, Materialize(w0, w1), rx_index_);
+}
+
+bool Port::ForwardPicked(Packet* p) {
+  if (static_cast<uint8_t>(p->opcode) == kPauseOpcode) return false;
+  // By the switch's current route, not the egress the previous hop read
+  // (next_out): the route may have changed since.
+  uint32_t hops = p->hops;
+  Port* out = forwarding_->pick(forwarding_->ctx, *this, *p->flow, &hops);
+  if (out == nullptr) {
+    Drop(p, DropReason::kNoRoute);
+    return true;
+  }
+  p->hops = static_cast<uint8_t>(hops);
+  out->Send(p);
+  return true;
+}
+
+void Port::ForwardPickedCompact(uint64_t w0, uint64_t w1) {
+  uint32_t hops = static_cast<uint32_t>((w0 >> kHopsShift) & kHopsMax);
+  Port* out = forwarding_->pick(forwarding_->ctx, *this, *FlowOf(w1), &hops);
+  if (out == nullptr) {
+    pool_->DropCompact();
+    CountDrop(static_cast<uint32_t>(w1 & kPsnMask), DropReason::kNoRoute);
+    return;
+  }
+  if (hops < kHopsMax) {
+    out->SendCompact((w0 & ~(kHopsMax << kHopsShift)) | uint64_t{hops} << kHopsShift, w1);
+    return;
+  }
+  // Past what a compact entry's hop count holds (off its route): as a pool
+  // packet.
+  Packet* p = Materialize(w0, w1);
+  p->hops = static_cast<uint8_t>(hops);
+  out->Send(p);
 }
 
 // PFC's paths (port_pfc.cc) reach the inline steps through these.

@@ -109,6 +109,18 @@ struct RemoteLink {
   void* ctx;
 };
 
+// How a switch forwards once routes have changed under packets in flight
+// (a link_down's reroute_via; fabric/scenario/reroute.h): a packet reads
+// its egress from its flow's route by hop count, and the route may now
+// name another switch's port there. `pick` returns the egress port of the
+// switch at the far end of `in` (never another node's) for a packet of
+// `flow` that has crossed `*hops` links, and may set `*hops` to where the
+// packet now is on its route; null: no route (the packet is dropped).
+struct Forwarding {
+  class Port* (*pick)(void* ctx, const class Port& in, const QpFlow& flow, uint32_t* hops);
+  void* ctx;
+};
+
 struct PortConfig {
   int32_t node = -1;
   int32_t index = -1;  // port index at the node
@@ -141,7 +153,8 @@ class Port {
     rx_obj_ = receiver;
     rx_prefetch_ = prefetch;
     rx_index_ = static_cast<int16_t>(peer->config_.index);
-    rx_forwards_ = static_cast<uint8_t>((forwards ? kForwards : 0) | (rx_forwards_ & kAccounted));
+    rx_forwards_ =
+        static_cast<uint8_t>((forwards ? kForwards : 0) | (rx_forwards_ & (kAccounted | kPicks)));
     rx_component_ = peer->component_;
   }
 
@@ -260,6 +273,15 @@ class Port {
     }
   }
   bool remote() const { return remote_ != nullptr; }
+  // Re-routes (Forwarding; not owned, null: off): from now on the switch
+  // at the far end forwards what this port delivers by `f` rather than by
+  // the route's entry alone. Set once the first route changes, on every
+  // port whose far end forwards; off costs a test of a bit on line 1.
+  void set_forwarding(const Forwarding* f) {
+    forwarding_ = f;
+    rx_forwards_ = static_cast<uint8_t>((rx_forwards_ & ~kPicks) |
+                                        (f != nullptr && (rx_forwards_ & kForwards) ? kPicks : 0));
+  }
   // Frames this port took to send (serialized, or dropped at admission or
   // over the MTU), without counters()'s walk of the far end's ring: a
   // distributed run checks that a port it does not simulate took none.
@@ -338,6 +360,11 @@ class Port {
   // The same for a compact entry's packet (see Held): to the egress port its
   // route names, or to the receiver as a pool packet.
   [[gnu::always_inline]] inline void DeliverCompact(uint64_t w0, uint64_t w1);
+  // Deliver and DeliverCompact at a switch that forwards by forwarding_
+  // (kPicks), out of line. ForwardPicked returns false, having done
+  // nothing, for a PAUSE frame (link-local: not forwarded).
+  [[gnu::cold, gnu::noinline]] bool ForwardPicked(Packet* p);
+  [[gnu::cold, gnu::noinline]] void ForwardPickedCompact(uint64_t w0, uint64_t w1);
   // Queues a full-size packet given as a compact entry's words (its hop
   // count not yet raised for this link).
   [[gnu::always_inline]] inline void SendCompact(uint64_t w0, uint64_t w1);
@@ -566,10 +593,12 @@ class Port {
   int16_t rx_index_ = -1;  // port index at the far end
   // Nonzero: the far end forwards (kForwards), and its switch accounts
   // this port's deliveries of lossless classes (| kAccounted: the fetch
-  // hint then fetches account_ and the egress's class line too).
+  // hint then fetches account_ and the egress's class line too), and
+  // forwards by forwarding_ (| kPicks: routes have changed).
   uint8_t rx_forwards_ = 0;
   static constexpr uint8_t kForwards = 1;
   static constexpr uint8_t kAccounted = 2;
+  static constexpr uint8_t kPicks = 4;
   bool ecn_ = false;  // ecn_marker_ is set (in line 1's padding: a send reads it)
   uint32_t rx_component_ = 0;
   // Line 2: the serializer and what it counts.
@@ -667,6 +696,7 @@ class Port {
   // Distributed runs (set_remote, set_mirror): cold.
   const RemoteLink* remote_ = nullptr;
   bool mirror_ = false;
+  const Forwarding* forwarding_ = nullptr;  // set_forwarding
   struct ShippedAlone {
     int64_t arrive_ps;
     uint32_t bytes;

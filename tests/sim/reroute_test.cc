@@ -55,8 +55,8 @@ TEST(RerouteTest, ARouteIntoAFailedDownlinkBouncesThroughTheNeighbour) {
     for (Port* p : f.path) via_spine0 += p == failed;
   });
   ASSERT_GT(via_spine0, 0) << "no QP hashed onto spine0: pick other QPs";
-  std::vector<Port*> down;
-  Reroute r(&net, {failed}, leaf1, &down);
+  Rerouting shared(&net);
+  Reroute r(&net, {failed}, leaf1, &shared);
   r.Apply();
   EXPECT_EQ(r.rerouted(), via_spine0);
   EXPECT_EQ(r.unrouted(), 0);
@@ -71,7 +71,7 @@ TEST(RerouteTest, ARouteIntoAFailedDownlinkBouncesThroughTheNeighbour) {
                                              "leaf1>spine1", "spine1>leaf3", "leaf3>h3"}));
   });
   r.Restore();
-  EXPECT_TRUE(down.empty());
+  EXPECT_TRUE(shared.down().empty());
   i = 0;
   net.nic(0).ForEachFlow([&](QpFlow& f) { EXPECT_EQ(Names(t, f.path), before[i++]); });
 }
@@ -106,8 +106,8 @@ TEST(RerouteTest, AFailureAboveTierOneBouncesOverEightLinks) {
     for (Port* p : f.path) via_core0 += p == failed;
   });
   ASSERT_GT(via_core0, 0) << "no QP hashed onto core0: pick other QPs";
-  std::vector<Port*> down;
-  Reroute r(&net, {failed}, t.FindNode("agg2.0").value(), &down);
+  Rerouting shared(&net);
+  Reroute r(&net, {failed}, t.FindNode("agg2.0").value(), &shared);
   r.Apply();
   EXPECT_EQ(r.rerouted(), via_core0);
   EXPECT_EQ(r.unrouted(), 0);
