@@ -102,11 +102,9 @@ StatusOr<int32_t> TopologyBuilder::Connect(int32_t a, int32_t b, const LinkParam
   link.latency = params.latency;
   link.mtu_ab = link.mtu_ba = params.mtu_bytes;
   link.tier = std::max(topo_.nodes_[a].tier, topo_.nodes_[b].tier);
-  int parallel = 0;
-  for (int32_t l : ports_[a]) {
-    const Link& o = topo_.links_[l];
-    if ((o.a == a && o.b == b) || (o.a == b && o.b == a)) ++parallel;
-  }
+  const uint64_t pair =
+      uint64_t{static_cast<uint32_t>(std::min(a, b))} << 32 | static_cast<uint32_t>(std::max(a, b));
+  const int32_t parallel = pair_links_[pair]++;
   link.name = topo_.nodes_[a].name + "-" + topo_.nodes_[b].name;
   if (parallel > 0) link.name += "/" + std::to_string(parallel);
   ports_[a].push_back(link.id);
@@ -118,6 +116,7 @@ StatusOr<int32_t> TopologyBuilder::Connect(int32_t a, int32_t b, const LinkParam
 StatusOr<Topology> TopologyBuilder::Build() && {
   Topology& t = topo_;
   const std::string ctx = "TopologyBuilder::Build(" + t.name_ + ")";
+  pair_links_ = {};  // names are given; free it before the routes are built
   if (t.nodes_.empty()) return InvalidArgument(ctx + ": no nodes");
   std::unordered_map<std::string, int32_t> names;
   for (const Node& n : t.nodes_) {
