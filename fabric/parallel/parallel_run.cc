@@ -588,8 +588,7 @@ void DistributedRun::Run(sim::Network& net, sim::FlowDriver& driver, Picoseconds
   std::vector<int64_t> last{engine.last_event_time().ps()};
   comm_->AllMax(&last);
   engine.SetClock(stopped ? Picoseconds(last[0]) : end);
-  for (sim::Port* p : remote_ports_) p->SettleShipped();
-  CheckNoHandOff();
+  Settle();
   // Less the settle events of the remote ports (pfc_cross.h), which one
   // process does not run.
   stats_.digest_sum = LocalDigestSum(engine);

@@ -86,7 +86,8 @@ class DistributedRun final : public sim::RunHooks {
   // sender. Every process calls it, with as many words.
   std::vector<std::string> ExchangeWindow(sim::Network& net, std::vector<int64_t>* agree,
                                           const std::vector<std::string>& extra, bool window_ran);
-  // After the last window: the ports that shipped settle their accounts.
+  // After the last window: the ports that shipped settle their accounts,
+  // and no port another process sends on took a packet (CheckNoHandOff).
   void Settle();
   // This process's canonical digest sum, less the events one process does
   // not run (pfc_cross.h).

@@ -62,7 +62,8 @@ class Rerouting {
              std::span<const int32_t> vias) const;
 
   // A packet off its route this many links past kPathMax is in a loop: it
-  // is dropped (kNoRoute), as an IP TTL would end it.
+  // is dropped (kNoRoute), as an IP TTL would end it (64: the TTL Linux
+  // sends with by default, net.ipv4.ip_default_ttl).
   static constexpr uint32_t kOffRouteHops = kPathMax + 1 + 64;
 
  private:
