@@ -219,17 +219,8 @@ Status FaultAttachment::AttachOne(int i, Picoseconds origin, bool install) {
     if (!via.ok()) {
       return map.Error(config::JoinPath(item, "reroute_via"), via.status().message());
     }
-    // Re-routes model a switch that lost a way down (the bounce); an
-    // upward direction is refused, though switches would forward packets
-    // in flight around it by their own routes (reroute.h).
-    for (const Port* d : directions) {
-      if (topo.node(d->peer()->config().node).tier >= topo.node(d->config().node).tier) {
-        return map.Error(config::JoinPath(item, "from"),
-                         "reroute_via re-routes a link's downward direction only: set from: "
-                         "to the link's upper end (" +
-                             topo.node(d->peer()->config().node).name + ")");
-      }
-    }
+    // Each direction re-routes: an upward one takes another ECMP next hop
+    // up, a downward one with no other way down bounces through `via`.
     if (!install) return Status::Ok();
     if (rerouting_ == nullptr) rerouting_ = std::make_unique<Rerouting>(network);
     auto reroute = std::make_unique<Reroute>(network, directions, *via, rerouting_.get());

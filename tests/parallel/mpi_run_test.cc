@@ -64,7 +64,7 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, MpiRunTest,
                                          "send.yaml", "reroute.yaml", "pfc_incast.yaml",
                                          "pfc_storm.yaml", "reroute_restore.yaml",
                                          "reroute_core.yaml", "reroute_staggered.yaml",
-                                         "reroute_core_restore.yaml"));
+                                         "reroute_core_restore.yaml", "reroute_both.yaml"));
 
 using fathom::test_util::ReadFile;
 

@@ -76,6 +76,48 @@ TEST(RerouteTest, ARouteIntoAFailedDownlinkBouncesThroughTheNeighbour) {
   net.nic(0).ForEachFlow([&](QpFlow& f) { EXPECT_EQ(Names(t, f.path), before[i++]); });
 }
 
+// An upward direction (leaf3's link up to spine0) re-routes onto the
+// leaf's other spine, its other ECMP next hop: no bounce.
+TEST(RerouteTest, AFailedUplinkTakesAnotherEcmpNextHop) {
+  topo::LeafSpineOptions o;
+  o.leaves = 4;
+  o.spines = 2;
+  o.hosts_per_leaf = 1;
+  o.gpus_per_server = 1;
+  auto built = topo::BuildLeafSpine(o);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  const topo::Topology t = std::move(built).value();
+  Engine engine(1);
+  Network net(&engine, &t, NetworkConfig{});
+  QpAttr attr;
+  for (int i = 0; i < 8; ++i) testing::Connect(net, 3, 0, attr);
+  const int32_t spine0 = t.FindNode("spine0").value();
+  const int32_t leaf3 = t.FindNode("leaf3").value();
+  Port* failed = nullptr;
+  for (int32_t i = 0; i < t.PortCount(leaf3); ++i) {
+    if (t.Peer(leaf3, i).node == spine0) failed = &net.port(leaf3, i);
+  }
+  ASSERT_NE(failed, nullptr);
+  std::vector<std::vector<std::string>> before;
+  int via_spine0 = 0;
+  net.nic(3).ForEachFlow([&](QpFlow& f) {
+    before.push_back(Names(t, f.path));
+    for (Port* p : f.path) via_spine0 += p == failed;
+  });
+  ASSERT_GT(via_spine0, 0) << "no QP hashed onto spine0: pick other QPs";
+  ASSERT_LT(via_spine0, 8) << "every QP hashed onto spine0: pick other QPs";
+  Rerouting shared(&net);
+  Reroute r(&net, {failed}, t.FindNode("leaf1").value(), &shared);
+  r.Apply();
+  EXPECT_EQ(r.rerouted(), via_spine0);
+  EXPECT_EQ(r.unrouted(), 0);
+  const std::vector<std::string> other{"h3>leaf3", "leaf3>spine1", "spine1>leaf0", "leaf0>h0"};
+  net.nic(3).ForEachFlow([&](QpFlow& f) { EXPECT_EQ(Names(t, f.path), other); });
+  r.Restore();
+  size_t i = 0;
+  net.nic(3).ForEachFlow([&](QpFlow& f) { EXPECT_EQ(Names(t, f.path), before[i++]); });
+}
+
 // A failure above tier 1 in a 3-tier fat-tree (k=4): core0's link down to
 // agg3.0. The flows from pod 0 to pod 3 over core0 bounce through agg2.0
 // and up to core1: 8 links, one more than a route holds (kPathMax). The
@@ -139,6 +181,24 @@ TEST(RerouteTest, ATierTwoFailureReroutesAndDelivers) {
   EXPECT_EQ(r->flows_completed, 6);
   EXPECT_EQ(r->flows_failed, 0);
   EXPECT_TRUE(CheckExpectations(sc->spec, *r).empty());
+}
+
+// Both directions of a leaf-spine link in a run (tests/parallel/scenarios/
+// reroute_both.yaml): the flows up over it take the other spine, those down
+// over it bounce through leaf1, and every flow completes.
+TEST(RerouteTest, BothDirectionsOfALinkRerouteAndDeliver) {
+  auto sc =
+      LoadScenario(std::string(FATHOM_SOURCE_DIR) + "/tests/parallel/scenarios/reroute_both.yaml");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  auto r = RunScenario(*sc, RunOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->flows_completed, 6);
+  EXPECT_EQ(r->flows_failed, 0);
+  ASSERT_EQ(r->fault_stats.size(), 1u);
+  EXPECT_EQ(r->fault_stats[0].attachments, 2);  // both directions
+  const size_t at = r->faults_summary.find("flows_rerouted=");
+  ASSERT_NE(at, std::string::npos) << r->faults_summary;
+  EXPECT_GT(std::stoi(r->faults_summary.substr(at + 15)), 0) << r->faults_summary;
 }
 
 }  // namespace
