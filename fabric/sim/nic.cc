@@ -418,6 +418,13 @@ Status Nic::PostRecv(uint32_t qpn, const RecvWr& wr) {
   return Status::Ok();
 }
 
+Status Nic::SetQpContext(uint32_t qpn, void* context) {
+  Qp* qp = FindQp(qpn);
+  if (qp == nullptr) return NotFound("SetQpContext qpn=" + Hex(qpn) + ": no such QP");
+  qp->context = context;
+  return Status::Ok();
+}
+
 StatusOr<QpState> Nic::GetQpState(uint32_t qpn) const {
   const Qp* qp = FindQp(qpn);
   if (qp == nullptr) return NotFound("ibv_query_qp qpn=" + Hex(qpn) + ": no such QP");
@@ -483,7 +490,7 @@ void Nic::Complete(Qp& qp, CompletionQueue* cq, const WorkCompletion& c) {
   engine_->TraceMix((uint64_t{qp.qpn} << 40) ^ (uint64_t{static_cast<uint8_t>(c.status)} << 32) ^
                     c.wr_id);
   if (!timed_) {
-    cq->Push(out);
+    cq->Push(out, qp.context);
     return;
   }
   // The CQE is written later: after the payload's DMA write for a message

@@ -107,6 +107,11 @@ class Nic {
   Status PostSend(uint32_t qpn, const SendWr& wr);
   Status PostRecv(uint32_t qpn, const RecvWr& wr);
 
+  // What the QP's completions carry to a CQ's direct function
+  // (CompletionQueue::set_direct): the transport's own QP object, found
+  // without a lookup. Null (the default) clears it.
+  Status SetQpContext(uint32_t qpn, void* context);
+
   StatusOr<QpState> GetQpState(uint32_t qpn) const;
   StatusOr<QpCounters> GetQpCounters(uint32_t qpn) const;
   // Sum over all QPs.
@@ -186,7 +191,9 @@ class Nic {
   // else of the QP. Line 2 holds the sender's other checks (attributes, READ
   // responses queued), line 3 the responder; the rest is rare. Every
   // packet's counters are here too; the others live in `counters` (see
-  // Counters()). 128-byte aligned, as its QpFlow is.
+  // Counters()). 128-byte aligned, as its QpFlow is. (The "lines" are
+  // approximate: line 1's rings reach into line 2, and line 2 ends with
+  // the send CQ and the context, read by every completion.)
   struct alignas(128) Qp {
     // Line 0.
     QpState state = QpState::kReset;
@@ -226,10 +233,11 @@ class Nic {
     // Line 2.
     uint32_t next_psn = 0;   // PSN for the next new WQE
     uint32_t acked_psn = 0;  // oldest PSN not yet acknowledged
-    int outstanding_rd = 0;
     QpAttr attr;
-    uint32_t retry_psn = 0;  // PSN of the last go-back-N (dedups implied NAKs)
     CompletionQueue* send_cq = nullptr;
+    // SetQpContext: here, in a line that both a completing send and a
+    // received message read (and the flow model's hints fetch).
+    void* context = nullptr;
     // Line 3: the responder. A WRITE's full-size packet received reads this
     // line and line 0 only (ReceiveFullSize).
     Ring<RecvWqe> rq;
@@ -240,6 +248,8 @@ class Nic {
     uint32_t deferred_ack_psn = 0;
     uint64_t rcvd_pkts = 0;
     // Rare.
+    int outstanding_rd = 0;
+    uint32_t retry_psn = 0;   // PSN of the last go-back-N (dedups implied NAKs)
     int64_t timer_at_ps = 0;  // time of the live timer event, 0 = none
     uint32_t timer_gen = 0;
     int retries_left = 0;

@@ -43,7 +43,10 @@ void Nic::OnDelayed(void* nic, uint64_t which) {
   while (!q.empty() && q.front().at_ps <= now) {
     const DelayedCompletion d = q.front();
     q.pop_front();
-    if (!self->crashed_) d.cq->Push(d.c);
+    if (self->crashed_) continue;
+    // The QP's context now (the transport may have let go of the QP since).
+    const Qp* qp = self->FindQp(d.c.qp_num);
+    d.cq->Push(d.c, qp != nullptr ? qp->context : nullptr);
   }
   if (!q.empty()) self->ScheduleDelayed(1, q.front().at_ps);
 }

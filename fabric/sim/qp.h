@@ -72,8 +72,19 @@ class CompletionQueue {
   int Poll(std::span<Completion> out);
   size_t size() const { return entries_.size(); }
   void set_callback(std::function<void(const Completion&)> cb) { callback_ = std::move(cb); }
-  void Push(const Completion& c) {
-    if (callback_) {
+  // A plain function instead (takes precedence over the callback): it also
+  // gets the context the completion's QP carries (Nic::SetQpContext; null
+  // when none), so that a transport above finds its own QP without a
+  // lookup. `owner` is passed back as the first argument.
+  using DirectFn = void (*)(void* owner, void* qp_context, const Completion& c);
+  void set_direct(DirectFn fn, void* owner) {
+    direct_ = fn;
+    direct_owner_ = owner;
+  }
+  void Push(const Completion& c, void* qp_context = nullptr) {
+    if (direct_ != nullptr) {
+      direct_(direct_owner_, qp_context, c);
+    } else if (callback_) {
       callback_(c);
     } else {
       entries_.push_back(c);
@@ -81,6 +92,9 @@ class CompletionQueue {
   }
 
  private:
+  // First: what a completion delivered to its owner reads.
+  DirectFn direct_ = nullptr;
+  void* direct_owner_ = nullptr;
   std::deque<Completion> entries_;
   std::function<void(const Completion&)> callback_;
 };

@@ -26,15 +26,17 @@ class EmulatedMr final : public MemoryRegion {
 
 class EmulatedQp;
 
-// Completions arrive from the engine through the sim CQ's callback and wait
-// here, converted, until Poll().
+// Completions arrive from the engine through the sim CQ's direct function,
+// with the EmulatedQp their sim QP carries (Nic::SetQpContext: no lookup,
+// no std::function between the NIC and here), and wait, converted, until
+// Poll().
 class EmulatedCq final : public CompletionQueue {
  public:
   EmulatedCq(EmulatedFabric* fabric, sim::CompletionQueue* cq, int depth)
       : fabric_(fabric), cq_(cq), depth_(depth) {
-    cq_->set_callback([this](const sim::Completion& c) { OnSim(c); });
+    cq_->set_direct(&EmulatedCq::OnSim, this);
   }
-  ~EmulatedCq() override { cq_->set_callback(nullptr); }
+  ~EmulatedCq() override { cq_->set_direct(nullptr, nullptr); }
   int Poll(std::span<Completion> out) override {
     int n = 0;
     while (n < static_cast<int>(out.size()) && head_ < count_) {
@@ -55,21 +57,11 @@ class EmulatedCq final : public CompletionQueue {
   }
   void SetNotify(std::function<void()> notify) override { notify_ = std::move(notify); }
   sim::CompletionQueue* sim_cq() const { return cq_; }
-  void Attach(uint32_t qpn, EmulatedQp* qp) {
-    auto it = Find(qpn);
-    if (it != qps_.end() && it->first == qpn) {
-      it->second = qp;
-    } else {
-      qps_.insert(it, {qpn, qp});
-    }
-  }
-  void Detach(uint32_t qpn) {
-    auto it = Find(qpn);
-    if (it != qps_.end() && it->first == qpn) qps_.erase(it);
-  }
 
  private:
-  void OnSim(const sim::Completion& c);
+  // sim::CompletionQueue::DirectFn; `qp` is the EmulatedQp (null: the QP
+  // is being destroyed, its flushes carry no peer).
+  static void OnSim(void* cq, void* qp, const sim::Completion& c);
 
   // The waiting completions in arrival order: slots [0, kInline) here, the
   // rest in more_. The driver polls after each completion, so the queue is
@@ -94,13 +86,6 @@ class EmulatedCq final : public CompletionQueue {
   Completion inline_[kInline];
   std::vector<Completion> more_;
   std::function<void()> notify_;
-  // By QPN, sorted: one completion looks its QP up in one contiguous array
-  // (a tree's nodes were a cache miss each at thousands of ranks).
-  std::vector<std::pair<uint32_t, EmulatedQp*>> qps_;
-  std::vector<std::pair<uint32_t, EmulatedQp*>>::iterator Find(uint32_t qpn) {
-    return std::lower_bound(qps_.begin(), qps_.end(), qpn,
-                            [](const auto& e, uint32_t q) { return e.first < q; });
-  }
 };
 
 class EmulatedQp final : public QueuePair {
@@ -116,10 +101,10 @@ class EmulatedQp final : public QueuePair {
         options_(options),
         path_mtu_(path_mtu),
         active_mtu_(active_mtu) {
-    cq_->Attach(qpn_, this);
+    (void)nic_->SetQpContext(qpn_, this);  // the QP exists: CreateQp made it
   }
   ~EmulatedQp() override {
-    cq_->Detach(qpn_);
+    (void)nic_->SetQpContext(qpn_, nullptr);
     (void)nic_->ModifyToError(qpn_);
   }
   uint32_t qp_num() const override { return qpn_; }
@@ -188,7 +173,7 @@ class EmulatedQp final : public QueuePair {
       c.opcode = SendCompletionOpcode(wr.opcode);
       c.qp_num = qpn_;
       c.time = fabric_->engine().Now();
-      cq_->sim_cq()->Push(c);
+      cq_->sim_cq()->Push(c, this);
       return Status::Ok();
     }
     --sends_;  // refused: not outstanding
@@ -249,36 +234,39 @@ class EmulatedQp final : public QueuePair {
     signaled_.clear();
   }
 
+  // A post and a completion read the first line only: the NIC and QPN,
+  // the peer, the counts and (options_ first) the queue limits.
   EmulatedFabric* fabric_;
   sim::Nic* nic_;
   EmulatedCq* cq_;
   int rank_, peer_;
   uint32_t qpn_;
-  QpOptions options_;
-  int path_mtu_, active_mtu_;
-  bool connected_ = false;
   // Sends posted, not completed. Once one is unsignaled (mixed_, until
   // none is outstanding), signaled_ holds every outstanding send's flag,
   // oldest first (an unsignaled send completes with the next signaled one:
   // verbs); otherwise it is empty and a completion only counts (the
   // collectives signal every send).
   int sends_ = 0;
-  bool mixed_ = false;
-  std::deque<bool> signaled_;
   int recvs_ = 0;
+  bool mixed_ = false;
+  bool connected_ = false;
+  QpOptions options_;
+  int path_mtu_, active_mtu_;
+  std::deque<bool> signaled_;
 };
 
-void EmulatedCq::OnSim(const sim::Completion& c) {
+void EmulatedCq::OnSim(void* cq, void* qp, const sim::Completion& c) {
+  EmulatedCq* self = static_cast<EmulatedCq*>(cq);
   Completion out{c};  // the verbs fields as the NIC reported them; the peer below
-  auto it = Find(c.qp_num);
-  if (it != qps_.end() && it->first == c.qp_num) {
-    out.peer_rank = it->second->peer_rank();
-    it->second->OnCompletion(out);
+  if (qp != nullptr) {
+    EmulatedQp* eqp = static_cast<EmulatedQp*>(qp);
+    out.peer_rank = eqp->peer_rank();
+    eqp->OnCompletion(out);
   }
-  Push(out);
-  (void)depth_;
-  if (notify_) notify_();
-  fabric_->OnCompletion();
+  self->Push(out);
+  (void)self->depth_;
+  if (self->notify_) self->notify_();
+  self->fabric_->OnCompletion();
 }
 
 class EmulatedDevice final : public Device {
