@@ -320,8 +320,13 @@ int RunSimOn(const CollOptions& o, const CollParsed& p, parallel::Comm* comm) {
   const SweepResult result = RunSweep(sweep, backend, world->comm_options());
   if (dist) {
     parallel::RunStats mine = dist->stats();
-    std::vector<uint64_t> v{mine.windows, mine.shipped, mine.shipped_bytes,
-                            dist->flow_posts_shipped(), dist->flow_acks_shipped()};
+    std::vector<uint64_t> v{mine.windows,
+                            mine.shipped,
+                            mine.shipped_bytes,
+                            dist->flow_posts_shipped(),
+                            dist->flow_acks_shipped(),
+                            dist->flow_arrivals_shipped(),
+                            dist->flow_posts_kept()};
     comm->AllSum(&v);
     if (comm->rank() == 0 && !o.json) {
       std::printf("# trace digest %016llx (canonical event order, %d %s)\n",
@@ -336,8 +341,10 @@ int RunSimOn(const CollOptions& o, const CollParsed& p, parallel::Comm* comm) {
                    static_cast<unsigned long long>(v[1]), static_cast<unsigned long long>(v[2]));
       if (p.flow_model) {
         std::fprintf(stderr,
-                     "parallel   flow model: %llu posted WRs and %llu ACKs between processes\n",
-                     static_cast<unsigned long long>(v[3]), static_cast<unsigned long long>(v[4]));
+                     "parallel   flow model: %llu posted WRs and %llu ACKs between processes, "
+                     "%llu arrivals; %llu one-packet posts kept in their process\n",
+                     static_cast<unsigned long long>(v[3]), static_cast<unsigned long long>(v[4]),
+                     static_cast<unsigned long long>(v[5]), static_cast<unsigned long long>(v[6]));
       }
     }
   }

@@ -20,6 +20,7 @@ StatusOr<std::unique_ptr<FlowFabric>> FlowFabric::Attach(Network* network,
   Engine& e = network->engine();
   e.set_prefetcher<&FlowFabric::OnArrive>(&FlowFabric::PrefetchArrive);
   e.set_prefetcher<&FlowFabric::OnAck>(&FlowFabric::PrefetchAck);
+  e.set_prefetcher<&FlowFabric::OnPassSent>(&FlowFabric::PrefetchPassSent);
   // A flow's finish: its sender's NIC and QP (Nic::OnFlowSent).
   f->model_.set_done_hint([](const void* nic, uint64_t qpn) {
     Nic::PrefetchFlowQp(static_cast<const Nic*>(nic), static_cast<uint32_t>(qpn), false);
@@ -135,21 +136,95 @@ void FlowFabric::Split(std::vector<char> local, bool counts_replicas) {
 }
 
 void FlowFabric::NotePost(const Nic& nic, uint32_t qpn, const SendWr& wr, int64_t at_ps) {
-  if (split_) posts_out_.push_back(PostNote{at_ps, nic.host(), qpn, wr});
+  if (!split_) return;
+  Nic* n = NicOfHost(nic.host());
+  Nic::Qp* qp = n->FindQp(qpn);
+  Nic::Qp::FlowRoute& r = qp->flow_route;
+  ++r.split_posts;
+  // The replicas' copy of the QP is idle when every message shipped to
+  // them has been sent here (the same flows finish at the same times
+  // there); messages leave in post order.
+  const bool replica_idle = r.split_sent >= r.split_shipped;
+  const bool one_packet = wr.sge.length <= static_cast<uint32_t>(qp->attr.path_mtu_bytes);
+  if (one_packet && replica_idle) {
+    // Kept home: it shares no link (FlowModel::Pass) and the replicas have
+    // nothing of this QP to send behind it. It leaves when it reaches the
+    // send queue or when the one kept before it left, whichever is later
+    // (a shipped one before it has left already).
+    const int64_t start = std::max(at_ps, r.split_kept_until);
+    r.split_kept_until = start + n->FlowLoneTime(*qp, wr);
+    ++posts_kept_;
+    return;
+  }
+  // A message kept home may still be leaving when this one reaches the
+  // send queue: the replicas hold the QP until it has.
+  const int64_t free_at = replica_idle && r.split_kept_until >= at_ps ? r.split_kept_until : -1;
+  r.split_shipped = r.split_posts;
+  posts_out_.push_back(PostNote{at_ps, nic.host(), qpn, wr, free_at});
+}
+
+void FlowFabric::SchedulePass(Nic* nic, uint32_t qpn, int64_t at_ps) {
+  network_->engine().Schedule<&FlowFabric::OnPassSent>(Picoseconds(at_ps), EventKind::kUser,
+                                                       PassKey(nic->host(), qpn), nic, qpn);
+}
+
+void FlowFabric::OnPassSent(void* nic, uint64_t qpn) {
+  Nic* n = static_cast<Nic*>(nic);
+  FlowFabric* self = n->flow_;
+  if (!self->Local(n->host())) {
+    self->Uncount(self->network_->engine().Now().ps(), EventKind::kUser,
+                  PassKey(n->host(), static_cast<uint32_t>(qpn)));
+  }
+  Nic::OnFlowSent(nic, qpn);
+}
+
+void FlowFabric::PrefetchPassSent(const void* nic, uint64_t qpn) {
+  Nic::PrefetchFlowQp(static_cast<const Nic*>(nic), static_cast<uint32_t>(qpn), false);
+}
+
+void FlowFabric::OnKeptDone(void* nic, uint64_t qpn) {
+  Nic* n = static_cast<Nic*>(nic);
+  FlowFabric* self = n->flow_;
+  self->Uncount(self->network_->engine().Now().ps(), EventKind::kUser,
+                PassKey(n->host(), static_cast<uint32_t>(qpn)));
+  Nic::Qp* qp = n->FindQp(static_cast<uint32_t>(qpn));
+  qp->flow_busy = false;
+  n->FlowActivate(*qp);
+}
+
+void FlowFabric::NoteArrival(Nic* src, uint32_t src_qpn, Nic* dst, uint32_t dst_qpn,
+                             const SendWr& wr, uint32_t npkts, uint32_t end_psn,
+                             Picoseconds forward, Picoseconds back, int rnr_retry,
+                             int64_t rnr_wait_ps) {
+  arrivals_out_.push_back(ArriveNote{(network_->engine().Now() + forward).ps(), src->host(),
+                                     dst->host(), src_qpn, dst_qpn, wr, npkts, end_psn, back.ps(),
+                                     rnr_retry, rnr_wait_ps});
 }
 
 std::vector<std::string> FlowFabric::TakeOutbox(const std::vector<int32_t>& owner, int32_t me,
                                                 int32_t procs, int64_t* least) {
-  // Per destination: the post count, the posts, then the ACKs.
+  // Per destination: the post count, the posts, the arrival count, the
+  // arrivals, then the ACKs.
+  std::vector<std::vector<const ArriveNote*>> arrivals(static_cast<size_t>(procs));
+  for (const ArriveNote& a : arrivals_out_) {
+    const int32_t p = owner[static_cast<size_t>(a.dst_host)];
+    arrivals[static_cast<size_t>(p)].push_back(&a);
+    *least = std::min(*least, a.at_ps);
+    if (p != me) ++arrivals_shipped_;
+  }
   std::vector<std::string> out(static_cast<size_t>(procs));
   for (int32_t p = 0; p < procs; ++p) {
-    if (p == me) continue;  // its own posts are in its send queues already
     std::string& o = out[static_cast<size_t>(p)];
-    AppendPod(&o, static_cast<uint64_t>(posts_out_.size()));
-    for (const PostNote& n : posts_out_) AppendPod(&o, n);
-    posts_shipped_ += posts_out_.size();
+    if (p == me) {
+      AppendPod(&o, uint64_t{0});  // its own posts are in its send queues already
+    } else {
+      AppendPod(&o, static_cast<uint64_t>(posts_out_.size()));
+      for (const PostNote& n : posts_out_) AppendPod(&o, n);
+      posts_shipped_ += posts_out_.size();
+    }
+    AppendPod(&o, static_cast<uint64_t>(arrivals[static_cast<size_t>(p)].size()));
+    for (const ArriveNote* a : arrivals[static_cast<size_t>(p)]) AppendPod(&o, *a);
   }
-  if (out[static_cast<size_t>(me)].empty()) AppendPod(&out[static_cast<size_t>(me)], uint64_t{0});
   for (const AckNote& a : acks_out_) {
     const int32_t p = owner[static_cast<size_t>(a.src_host)];
     AppendPod(&out[static_cast<size_t>(p)], a);
@@ -158,11 +233,14 @@ std::vector<std::string> FlowFabric::TakeOutbox(const std::vector<int32_t>& owne
   }
   posts_out_.clear();
   acks_out_.clear();
+  arrivals_out_.clear();
   return out;
 }
 
 void FlowFabric::TakeInbox(const std::vector<std::string>& in) {
   std::vector<AckNote> acks;
+  std::vector<ArriveNote> arrivals;
+  Engine& e = network_->engine();
   for (const std::string& batch : in) {
     const char* at = batch.data();
     const char* const end = at + batch.size();
@@ -175,7 +253,19 @@ void FlowFabric::TakeInbox(const std::vector<std::string>& in) {
       if (nic == nullptr) continue;
       nic->delayed_posts_.push_back(Nic::DelayedPost{n.at_ps, n.qpn, n.wr});
       if (nic->delayed_posts_.size() == 1) nic->ScheduleDelayed(0, n.at_ps);
+      if (n.free_at >= 0) {
+        // Busy with what was kept home until it leaves, at the time and
+        // component of its finish in its own process (SchedulePass).
+        nic->FindQp(n.qpn)->flow_busy = true;
+        ++replica_holds_;
+        e.Schedule<&FlowFabric::OnKeptDone>(Picoseconds(n.free_at), EventKind::kUser,
+                                            PassKey(n.host, n.qpn), nic, n.qpn);
+      }
     }
+    uint64_t narrivals = 0;
+    if (!ReadPod(at, end, &narrivals)) continue;
+    ArriveNote r;
+    for (uint64_t i = 0; i < narrivals && ReadPod(at, end, &r); ++i) arrivals.push_back(r);
     AckNote a;
     while (ReadPod(at, end, &a)) acks.push_back(a);
   }
@@ -186,7 +276,12 @@ void FlowFabric::TakeInbox(const std::vector<std::string>& in) {
     if (a.src_qpn != b.src_qpn) return a.src_qpn < b.src_qpn;
     return wire::PsnDiff(a.end_psn, b.end_psn) < 0;
   });
-  Engine& e = network_->engine();
+  std::sort(arrivals.begin(), arrivals.end(), [](const ArriveNote& a, const ArriveNote& b) {
+    if (a.at_ps != b.at_ps) return a.at_ps < b.at_ps;
+    if (a.dst_host != b.dst_host) return a.dst_host < b.dst_host;
+    if (a.dst_qpn != b.dst_qpn) return a.dst_qpn < b.dst_qpn;
+    return wire::PsnDiff(a.end_psn, b.end_psn) < 0;
+  });
   for (const AckNote& a : acks) {
     const uint32_t index = TakeSlot();
     Message& m = messages_pool_[index];
@@ -197,6 +292,22 @@ void FlowFabric::TakeInbox(const std::vector<std::string>& in) {
     m.rnr_left = a.rnr_left;
     e.Schedule<&FlowFabric::OnAck>(Picoseconds(a.at_ps), EventKind::kQpTimer,
                                    static_cast<uint32_t>(a.src_host), this, index);
+  }
+  for (const ArriveNote& r : arrivals) {
+    const uint32_t index = TakeSlot();
+    messages_pool_[index] = Message{NicOfHost(r.src_host),
+                                    NicOfHost(r.dst_host),
+                                    r.src_qpn,
+                                    r.dst_qpn,
+                                    r.wr,
+                                    r.npkts,
+                                    r.end_psn,
+                                    Picoseconds(r.back_ps),
+                                    r.rnr_retry,
+                                    r.rnr_wait_ps};
+    ++messages_;
+    e.Schedule<&FlowFabric::OnArrive>(Picoseconds(r.at_ps), EventKind::kQpTimer,
+                                      static_cast<uint32_t>(r.dst_host), this, index);
   }
 }
 

@@ -11,13 +11,19 @@
 //
 // Split (the canonical order, one process or several; docs/FLOW.md, "Across
 // processes"): every process keeps a whole replica of the model (links and
-// flows) and of every QP's send queue, and runs every flow's start and
-// finish; a message's arrival (data, receive CQE, RNR) runs only where its
-// receiver's host is, the requester's completion only where the requester's
-// is. What crosses between windows (TakeOutbox/TakeInbox): every posted send
-// WR, to every other process (it reaches the wire after the NIC profile's
-// PostToWireDelay, the lookahead), and each ACK, from the receiver's process
-// to the requester's (after the ACK route's latency, at least one window).
+// flows) and runs every flow's start and finish; a message's arrival (data,
+// receive CQE, RNR) runs only where its receiver's host is, the requester's
+// completion only where the requester's is. A message of one packet shares
+// nothing (FlowModel::Pass), so it runs only in its requester's process
+// unless the replicas need it to order the QP's next flow: "kept home".
+// What crosses between windows (TakeOutbox/TakeInbox): the posted send WRs
+// that the replicas need (every multi-packet one, and a one-packet one
+// behind a message the replicas still send), to every other process (each
+// reaches the wire after the NIC profile's PostToWireDelay, the lookahead),
+// with the time the QP is free of what was kept home; each message's
+// arrival, from the requester's process to the receiver's (after the
+// route's latency, at least one window), and each ACK, back (after the ACK
+// route's latency).
 //
 // Ownership: owns the FlowModel and the in-flight messages; the Network (and
 // its Engine) must outlive it. Detach is implicit: destroy the Network after.
@@ -62,18 +68,38 @@ class FlowFabric {
     return static_cast<size_t>(host_node) >= local_.size() ||
            local_[static_cast<size_t>(host_node)] != 0;
   }
-  // A WR posted at a local NIC that reaches its send queue at `at_ps`.
+  // A WR posted at a local NIC that reaches its send queue at `at_ps`:
+  // shipped to the replicas, or kept home (one packet, and the replicas'
+  // copy of the QP has nothing left to send).
   void NotePost(const Nic& nic, uint32_t qpn, const SendWr& wr, int64_t at_ps);
+  // Split: a one-packet message of `nic`'s QP `qpn` leaves at `at_ps`
+  // (Nic::FlowActivate). Its finish event's component is the QP's
+  // (PassKey), the same in every process; only its requester's process
+  // counts it.
+  void SchedulePass(Nic* nic, uint32_t qpn, int64_t at_ps);
+  // The component of a split run's one-packet finish: above every flow
+  // slot, by host node (below 2^17) and QP index (below 2^14; beyond, two
+  // QPs may share one, which only orders their ties by insertion).
+  static uint32_t PassKey(int32_t host, uint32_t qpn) {
+    return 0x80000000u | ((static_cast<uint32_t>(host) & 0x1FFFFu) << 14) |
+           ((qpn - kFirstQpn) & 0x3FFFu);
+  }
+  // Split: the requester's process notes a message's arrival for the
+  // receiver's (Deliver's arguments; through the exchange, as an ACK).
+  void NoteArrival(Nic* src, uint32_t src_qpn, Nic* dst, uint32_t dst_qpn, const SendWr& wr,
+                   uint32_t npkts, uint32_t end_psn, Picoseconds forward, Picoseconds back,
+                   int rnr_retry, int64_t rnr_wait_ps);
   // This window's crossings, by destination process (`owner` by node id):
   // the posts for every other process, the ACKs for the requester's (this
   // one's too: in the canonical order an ACK always goes through here, so
   // that one process schedules it where several do).
-  // `least`: lowered to the earliest ACK taken (the posts are in this
+  // `least`: lowered to the earliest ACK or arrival taken (the posts are in this
   // process's NIC queues already, so its engine's next event covers them).
   std::vector<std::string> TakeOutbox(const std::vector<int32_t>& owner, int32_t me, int32_t procs,
                                       int64_t* least);
   // What the processes sent (by sender): posts join their NIC's replica
-  // send queue; ACKs are scheduled in (time, host, QPN, PSN) order.
+  // send queue; ACKs, then arrivals, are scheduled in (time, host, QPN,
+  // PSN) order.
   void TakeInbox(const std::vector<std::string>& in);
   // A replicated event this process runs but does not count (Split).
   void Uncount(int64_t time_ps, EventKind kind, uint32_t component) {
@@ -83,6 +109,11 @@ class FlowFabric {
   uint64_t uncounted_sum() const { return uncounted_sum_ + model_.uncounted_sum(); }
   uint64_t posts_shipped() const { return posts_shipped_; }
   uint64_t acks_shipped() const { return acks_shipped_; }
+  uint64_t arrivals_shipped() const { return arrivals_shipped_; }
+  // Posts of this process's NICs that no other process needed.
+  uint64_t posts_kept() const { return posts_kept_; }
+  // Replica QPs held for a message kept in another process (OnKeptDone).
+  uint64_t replica_holds() const { return replica_holds_; }
   uint64_t rnr_retries() const { return rnr_retries_; }
 
   // A message whose last byte left `src` (Nic::OnFlowSent): the receiver
@@ -116,7 +147,26 @@ class FlowFabric {
     int32_t host;
     uint32_t qpn;
     SendWr wr;
+    // When the QP's last one-packet message kept home leaves, if not before
+    // at_ps: the replica holds the QP busy until then (OnKeptDone).
+    int64_t free_at;
   };
+  // A message for the receiver's process (NoteArrival).
+  struct ArriveNote {
+    int64_t at_ps;
+    int32_t src_host, dst_host;
+    uint32_t src_qpn, dst_qpn;
+    SendWr wr;
+    uint32_t npkts, end_psn;
+    int64_t back_ps;
+    int32_t rnr_retry;
+    int64_t rnr_wait_ps;
+  };
+  static void OnPassSent(void* nic, uint64_t qpn);
+  static void PrefetchPassSent(const void* nic, uint64_t qpn);
+  // A replica's stand-in for a kept-home message's finish (same time and
+  // component): the QP is free for its next message.
+  static void OnKeptDone(void* nic, uint64_t qpn);
   // Schedules message `index`'s ACK at `at` (or notes it for the exchange).
   void SendAck(uint32_t index, Picoseconds at);
   static void OnArrive(void* fabric, uint64_t index);
@@ -149,8 +199,10 @@ class FlowFabric {
   std::vector<char> local_;  // Split's, by node id
   std::vector<PostNote> posts_out_;
   std::vector<AckNote> acks_out_;
+  std::vector<ArriveNote> arrivals_out_;
   uint64_t uncounted_sum_ = 0;
-  uint64_t posts_shipped_ = 0, acks_shipped_ = 0;
+  uint64_t posts_shipped_ = 0, acks_shipped_ = 0, arrivals_shipped_ = 0, posts_kept_ = 0;
+  uint64_t replica_holds_ = 0;
 };
 
 }  // namespace fathom::sim

@@ -46,19 +46,28 @@ int32_t FlowModel::TakeFlow(uint64_t bytes, DoneFn done, void* ctx, uint64_t tag
   return id;
 }
 
+double FlowModel::Slowest(std::span<const int32_t> links) const {
+  double slowest = 0;
+  for (int32_t l : links) {
+    const double c = links_[static_cast<size_t>(l)].capacity;
+    if (slowest == 0 || c < slowest) slowest = c;
+  }
+  return slowest;
+}
+
+int64_t FlowModel::LoneTime(std::span<const int32_t> links, uint64_t bytes) const {
+  const double slowest = Slowest(links);
+  return slowest > 0 ? static_cast<int64_t>(std::ceil(static_cast<double>(bytes) / slowest)) : 0;
+}
+
 int32_t FlowModel::Pass(std::span<const int32_t> links, uint64_t bytes, DoneFn done, void* ctx,
                         uint64_t tag) {
   const int32_t id = TakeFlow(bytes, done, ctx, tag);
   ++stats_.passes;
   Flow& f = flows_[static_cast<size_t>(id)];
   // On no link's list: OnFinish finds nothing to take it off or re-fill.
-  double slowest = 0;
-  for (int32_t l : links) {
-    const double c = links_[static_cast<size_t>(l)].capacity;
-    if (slowest == 0 || c < slowest) slowest = c;
-  }
-  f.rate = slowest;
-  const int64_t ps = slowest > 0 ? static_cast<int64_t>(std::ceil(f.remaining / slowest)) : 0;
+  f.rate = Slowest(links);
+  const int64_t ps = LoneTime(links, bytes);
   ScheduleFinish(id, f.last_ps + ps);
   return id;
 }

@@ -62,6 +62,13 @@ class FlowModel {
   int32_t Pass(std::span<const int32_t> links, uint64_t bytes, DoneFn done, void* ctx,
                uint64_t tag);
 
+  // Pass's time: `bytes` at the slowest of `links` (ceiling, picoseconds).
+  int64_t LoneTime(std::span<const int32_t> links, uint64_t bytes) const;
+  // A split run's pass (flow_fabric.h) takes no flow slot (the slots must
+  // be the same in every process): its caller schedules the finish and
+  // counts it here.
+  void CountPass() { ++stats_.passes; }
+
   // A running flow's current rate in bits per second (0 when not running).
   double RateBps(int32_t flow) const;
   size_t running() const { return running_; }
@@ -105,6 +112,7 @@ class FlowModel {
     uint64_t tag = 0;
   };
   static void OnFinish(void* model, uint64_t arg);
+  double Slowest(std::span<const int32_t> links) const;  // capacity, bytes per ps
   static void PrefetchFinish(const void* model, uint64_t arg);
   // Re-fills the component reachable from `seeds` and re-schedules the
   // finish of every flow in it whose rate changed.

@@ -277,6 +277,13 @@ class Nic {
       Picoseconds fwd;
       bool ack_known = false;  // `ack`: an ACK's latency on this QP's route
       Picoseconds ack;
+      // A split run's requester (FlowFabric::NotePost, in the QP's own
+      // process): posts noted, the number of the last one shipped to the
+      // replicas, messages sent, and when the last post kept home leaves.
+      uint32_t split_posts = 0;
+      uint32_t split_shipped = 0;
+      uint32_t split_sent = 0;
+      int64_t split_kept_until = 0;
     } flow_route;
     QpCounters Counters() const {
       QpCounters c = counters;
@@ -455,6 +462,10 @@ class Nic {
   // NAK to retry); the requester's ACK.
   friend class FlowFabric;
   void FlowActivate(Qp& qp);
+  // The QP's route as model links (computed once: Qp::flow_route).
+  void FlowRouteOf(Qp& qp);
+  // The time `wr` takes alone on the QP's route (FlowModel::LoneTime).
+  int64_t FlowLoneTime(Qp& qp, const SendWr& wr);
   static void OnFlowSent(void* nic, uint64_t qpn);
   WcStatus FlowReceive(uint32_t qpn, const SendWr& wr, uint32_t npkts, uint32_t end_psn, bool* rnr);
   void FlowAcked(uint32_t qpn, uint32_t end_psn, WcStatus status);

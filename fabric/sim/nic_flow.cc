@@ -45,6 +45,28 @@ uint64_t MessageWireBytes(const SendWr& wr, uint32_t npkts, uint32_t mtu, bool i
 
 }  // namespace
 
+void Nic::FlowRouteOf(Qp& qp) {
+  // The QP's fixed route (QpFlow::path, from the NIC's own port on), as the
+  // model's links, looked up once per route.
+  Qp::FlowRoute& route = qp.flow_route;
+  if (route.known) return;
+  route.known = true;
+  route.nlinks = 0;
+  for (size_t i = 0; i < kPathMax && qp.flow.path[i] != nullptr; ++i) {
+    route.links[route.nlinks++] = flow_->LinkOf(qp.flow.path[i]);
+  }
+}
+
+int64_t Nic::FlowLoneTime(Qp& qp, const SendWr& wr) {
+  FlowRouteOf(qp);
+  const uint32_t mtu = static_cast<uint32_t>(qp.attr.path_mtu_bytes);
+  const uint32_t npkts = wr.sge.length == 0 ? 1u : (wr.sge.length + mtu - 1) / mtu;
+  uint32_t last_wire = 0;
+  const uint64_t bytes = MessageWireBytes(wr, npkts, mtu, ipv6_, &last_wire);
+  return flow_->model().LoneTime(
+      std::span<const int32_t>(qp.flow_route.links, qp.flow_route.nlinks), bytes);
+}
+
 void Nic::FlowActivate(Qp& qp) {
   if (crashed_ || qp.flow_busy || !RequesterHasWork(qp)) return;
   SendWqe& w = qp.sq[qp.send_idx];
@@ -52,16 +74,8 @@ void Nic::FlowActivate(Qp& qp) {
     FailFront(qp, WcStatus::kLocProtErr);
     return;
   }
-  // The route: the QP's fixed route (QpFlow::path, from the NIC's own port
-  // on), as the model's links, looked up once per route.
-  Qp::FlowRoute& route = qp.flow_route;
-  if (!route.known) {
-    route.known = true;
-    route.nlinks = 0;
-    for (size_t i = 0; i < kPathMax && qp.flow.path[i] != nullptr; ++i) {
-      route.links[route.nlinks++] = flow_->LinkOf(qp.flow.path[i]);
-    }
-  }
+  FlowRouteOf(qp);
+  const Qp::FlowRoute& route = qp.flow_route;
   const size_t n = route.nlinks;
   if (n == 0) {
     // No route (a disconnected pair): the packets would be dropped until the
@@ -80,6 +94,14 @@ void Nic::FlowActivate(Qp& qp) {
     // costing them one small packet's wire time, not a fair share. It
     // takes its lone time and stays out of the max-min sharing
     // (docs/FLOW.md, "Single-packet messages").
+    if (flow_->split()) {
+      // Split: no flow slot (the model's slots stay alike in every
+      // process, and only its own process may run it: flow_fabric.h).
+      flow_->model().CountPass();
+      flow_->SchedulePass(this, qp.qpn,
+                          engine_->Now().ps() + flow_->model().LoneTime(links, bytes));
+      return;
+    }
     flow_->model().Pass(links, bytes, &Nic::OnFlowSent, this, qp.qpn);
     return;
   }
@@ -101,6 +123,14 @@ void Nic::OnFlowSent(void* nic, uint64_t qpn) {
   qp->max_sent_psn = end_psn;
   qp->sent_pkts += w.npkts;
   if (IsWriteWr(w.wr.opcode) && local) ++qp->counters.rdma_sends;
+  const bool split = self->flow_->split();
+  if (split && !local) {
+    // A replica: its process's copy sends the message on (NoteArrival).
+    self->RetireFront(*qp);
+    self->FlowActivate(*qp);
+    return;
+  }
+  if (split) ++qp->flow_route.split_sent;
   Nic* dst = self->flow_->NicOfHost(qp->flow.dst_host);
   Qp* peer = dst != nullptr ? dst->FindQp(qp->remote_qpn) : nullptr;
   uint32_t last_wire = 0;
@@ -138,13 +168,19 @@ void Nic::OnFlowSent(void* nic, uint64_t qpn) {
     }
     back = peer_route.ack;
   }
-  if (dst != nullptr && self->flow_->Local(dst->host())) {
+  if (dst != nullptr) {
     const int rnr_retry = qp->attr.rnr_retry;
     const int64_t rnr_wait = RnrTimerPs(peer != nullptr ? peer->attr.min_rnr_timer : 0);
-    self->flow_->Deliver(self, qp->qpn, dst, qp->remote_qpn, w.wr, w.npkts, end_psn, forward, back,
-                         rnr_retry, rnr_wait);
+    if (split) {
+      // To the receiver's process, through the exchange (forward is at
+      // least a window: the route's propagation).
+      self->flow_->NoteArrival(self, qp->qpn, dst, qp->remote_qpn, w.wr, w.npkts, end_psn, forward,
+                               back, rnr_retry, rnr_wait);
+    } else {
+      self->flow_->Deliver(self, qp->qpn, dst, qp->remote_qpn, w.wr, w.npkts, end_psn, forward,
+                           back, rnr_retry, rnr_wait);
+    }
   }
-  if (!local) self->RetireFront(*qp);
   self->FlowActivate(*qp);  // the next message follows at once
 }
 

@@ -645,20 +645,26 @@ TEST_P(MpiFlowTest, SameRowsAndDigestForOneToFourProcesses) {
   const CollRun one = Coll("", args + " --event-order canonical");
   EXPECT_EQ(one.j["status"], "ok") << one.j.dump();
   EXPECT_EQ(one.j["nranks"], 128) << one.j.dump();
-  // Split by hosts, every process owns ranks: ACKs cross between them.
+  // Split by hosts, every process owns ranks: arrivals and ACKs cross
+  // between them; the data messages' posts cross, the credits' (one
+  // packet, on QPs that send nothing else) stay in their process.
   for (int n = 2; n <= 4; n += 2) {
     const test_util::CommandResult r = test_util::RunCommand(Mpirun(n) + kFathom + " coll " + args);
     ASSERT_EQ(r.exit_code, 0) << r.out;
     const std::string key = "parallel   flow model: ";
     const size_t at = r.out.find(key);
     ASSERT_NE(at, std::string::npos) << r.out;
-    unsigned long long posts = 0, acks = 0;
+    unsigned long long posts = 0, acks = 0, arrivals = 0, kept = 0;
     ASSERT_EQ(std::sscanf(r.out.c_str() + at + key.size(),
-                          "%llu posted WRs and %llu ACKs between processes", &posts, &acks),
-              2)
+                          "%llu posted WRs and %llu ACKs between processes, %llu arrivals; %llu "
+                          "one-packet posts kept in their process",
+                          &posts, &acks, &arrivals, &kept),
+              4)
         << r.out;
     EXPECT_GT(posts, 0u) << n << " processes";
     EXPECT_GT(acks, 0u) << n << " processes";
+    EXPECT_GT(arrivals, 0u) << n << " processes";
+    EXPECT_GT(kept, 0u) << n << " processes";
   }
   ASSERT_EQ(one.j["rows"].size(), 2u) << one.j.dump();
   // The canonical order models what the default order does: each row's

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "fabric/sim/flow_fabric.h"
 #include "fabric/sim/network.h"
+#include "fabric/sim/nic_profile.h"
 #include "fabric/sim/pfc.h"
 #include "tests/sim/sim_test_util.h"
 #include "topologies/builders.h"
@@ -19,6 +21,7 @@ namespace {
 
 using testing::Connect;
 using testing::Drain;
+using testing::QpPair;
 using testing::TwoHosts;
 
 QpAttr Attr() {
@@ -138,6 +141,92 @@ TEST(FlowNicTest, APermutationAcrossLeavesTakesAboutThePacketModelsTime) {
               packet_sum / packets.size() / 1e6);
   EXPECT_NEAR(flow_last, packet_last, packet_last * kLastTolerance);
   EXPECT_NEAR(flow_sum, packet_sum, packet_sum * kMeanTolerance);
+}
+
+// The split flow model (flow_fabric.h, Split) with two "processes" in one
+// test: each half has its own engine and network and owns one host; the
+// halves swap their outboxes after every window, as DistSimBackend does.
+struct SplitHalf {
+  Engine engine;
+  std::unique_ptr<Network> net;
+  std::unique_ptr<FlowFabric> ff;
+  QpPair qp;
+};
+
+void BuildHalf(SplitHalf* h, const topo::Topology& topo, std::vector<char> local,
+               bool counts_replicas) {
+  h->engine.set_canonical_order(true);
+  NetworkConfig config;
+  config.flow_model = true;
+  config.nic = NicProfileNamed("cx6").value();
+  h->net = std::make_unique<Network>(&h->engine, &topo, config);
+  h->ff = FlowFabric::Attach(h->net.get(), config).value();
+  h->qp = Connect(*h->net, 0, 1, Attr());
+  h->ff->Split(std::move(local), counts_replicas);
+}
+
+// Host 0 posts four one-packet WRITEs and then a 1 MiB one at once: the
+// small ones stay in host 0's half, the large one crosses with the time
+// the last small one leaves, and host 1's half (the replica of host 0's
+// QP, counting the flows' finishes) starts its flow there, as one process
+// does: the same completions and the same digest.
+TEST(FlowNicTest, SplitKeepsOnePacketMessagesHomeAndTheReplicaWaitsForThem) {
+  const topo::Topology topo = TwoHosts(/*direct=*/false);
+  const size_t nodes = topo.nodes().size();
+  const int32_t h0 = topo.hosts()[0], h1 = topo.hosts()[1];
+  const std::vector<int32_t> one_owner(nodes, 0);
+  std::vector<int32_t> owner(nodes, 0);
+  owner[static_cast<size_t>(h1)] = 1;
+  std::vector<char> all(nodes, 1), first(nodes, 1), second(nodes, 0);
+  first[static_cast<size_t>(h1)] = 0;
+  second[static_cast<size_t>(h1)] = 1;
+  SplitHalf one, a, b;
+  BuildHalf(&one, topo, all, true);
+  BuildHalf(&a, topo, first, false);
+  BuildHalf(&b, topo, second, true);
+  (void)h0;
+  for (SplitHalf* h : {&one, &a}) {
+    SendWr wr;
+    wr.opcode = WrOpcode::kRdmaWrite;
+    for (int i = 0; i < 4; ++i) {
+      wr.sge.length = 4096;  // one packet (path MTU 4096), 334 ns on the wire
+      wr.wr_id = static_cast<uint64_t>(i);
+      ASSERT_TRUE(h->net->nic(0).PostSend(h->qp.a, wr).ok());
+    }
+    wr.sge.length = 1 << 20;
+    wr.wr_id = 4;
+    ASSERT_TRUE(h->net->nic(0).PostSend(h->qp.a, wr).ok());
+  }
+  const int64_t q = 300'000;  // cx6's post-to-wire delay, below the links' 1 us
+  for (int64_t from = 0; from < 200'000'000; from += q) {
+    int64_t least = INT64_MAX;
+    one.engine.Run(Picoseconds(from + q - 1));
+    one.ff->TakeInbox(one.ff->TakeOutbox(one_owner, 0, 1, &least));
+    a.engine.Run(Picoseconds(from + q - 1));
+    b.engine.Run(Picoseconds(from + q - 1));
+    const std::vector<std::string> out_a = a.ff->TakeOutbox(owner, 0, 2, &least);
+    const std::vector<std::string> out_b = b.ff->TakeOutbox(owner, 1, 2, &least);
+    a.ff->TakeInbox({out_a[0], out_b[0]});
+    b.ff->TakeInbox({out_a[1], out_b[1]});
+  }
+  const std::vector<Completion> want = Drain(one.qp.acq);
+  const std::vector<Completion> got = Drain(a.qp.acq);
+  ASSERT_EQ(want.size(), 5u);
+  ASSERT_EQ(got.size(), 5u);
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].status, WcStatus::kSuccess) << i;
+    EXPECT_EQ(got[i].time.ps(), want[i].time.ps()) << i;
+  }
+  EXPECT_EQ(a.ff->posts_kept(), 4u);
+  EXPECT_EQ(a.ff->posts_shipped(), 1u);
+  EXPECT_EQ(a.ff->arrivals_shipped(), 5u);
+  EXPECT_EQ(b.ff->acks_shipped(), 5u);
+  EXPECT_EQ(b.ff->replica_holds(), 1u);  // the large one waited for the small ones
+  EXPECT_EQ(b.ff->model().stats().flows, 1u);
+  EXPECT_EQ(b.ff->model().stats().passes, 0u);
+  const uint64_t split = (a.engine.digest_sum() - a.ff->uncounted_sum()) +
+                         (b.engine.digest_sum() - b.ff->uncounted_sum());
+  EXPECT_EQ(split, one.engine.digest_sum() - one.ff->uncounted_sum());
 }
 
 }  // namespace

@@ -87,6 +87,14 @@ uint64_t DistSimBackend::flow_acks_shipped() const {
   return world_->flow() != nullptr ? world_->flow()->acks_shipped() : 0;
 }
 
+uint64_t DistSimBackend::flow_arrivals_shipped() const {
+  return world_->flow() != nullptr ? world_->flow()->arrivals_shipped() : 0;
+}
+
+uint64_t DistSimBackend::flow_posts_kept() const {
+  return world_->flow() != nullptr ? world_->flow()->posts_kept() : 0;
+}
+
 std::string DistSimBackend::Where() const {
   return base_.Where() + ", canonical event order, " + std::to_string(comm_->size()) +
          (comm_->size() == 1 ? " process" : " processes");

@@ -70,10 +70,12 @@ class DistSimBackend final : public Backend {
   uint64_t trace_digest() const { return sim::Engine::CanonicalDigest(digest_sum_); }
   const parallel::RunStats& stats() const { return run_->stats(); }
   Picoseconds window() const { return Picoseconds(window_ps_); }
-  // The flow model's crossings (flow_fabric.h, Split): posts and ACKs this
-  // process sent to others.
+  // The flow model's crossings (flow_fabric.h, Split): posts, ACKs and
+  // arrivals this process sent to others.
   uint64_t flow_posts_shipped() const;
   uint64_t flow_acks_shipped() const;
+  uint64_t flow_arrivals_shipped() const;
+  uint64_t flow_posts_kept() const;  // one-packet posts no other process needed
 
  private:
   DistSimBackend(SimWorld* world, parallel::Comm* comm);
