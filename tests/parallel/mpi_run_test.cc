@@ -561,6 +561,21 @@ TEST(MpiTrainTest, FaultAtAnIterationSameForOneToThreeProcesses) {
   EXPECT_EQ(one.j["armed_faults"].size(), 1u) << one.j.dump();
 }
 
+// Verbs faults placed at iterations (delayed completions of rank 1 from
+// iteration 2, rank 2's QPs in error at iteration 7): each acts where its
+// rank is; the iteration times they lengthen, the error and the faults'
+// report are the same for 1 to 3 processes.
+TEST(MpiTrainTest, VerbsFaultsAtIterationsSameForOneToThreeProcesses) {
+  ExpectSameTrainingForOneToN(kScenarios + "training_verbs_faults.yaml", 3, 0);
+  const CollRun one = Coll(
+      "", "train --scenario " + kScenarios + "training_verbs_faults.yaml --event-order canonical");
+  EXPECT_EQ(one.j["first_failed_iteration"], 7) << one.j.dump();
+  EXPECT_EQ(one.j["armed_faults"].size(), 2u) << one.j.dump();
+  EXPECT_NE(one.j["report"].get<std::string>().find("verbs fault delay_completions"),
+            std::string::npos)
+      << one.j.dump();
+}
+
 // Four leaves: tensor-parallel pairs and data-parallel groups across the
 // leaves, checkpoints, and a link down at iteration 12 that stalls one
 // data-parallel group: the watchdog's verdict (the stalled ranks, every
