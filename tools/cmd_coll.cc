@@ -102,8 +102,8 @@ int ExpectVerdict(const proto::ExpectSpec& e, const CollFacts& f, bool wrong, bo
 // `fathom coll train --scenario FILE`: the scenario's training loop on
 // `world` (tools/train_run.h, shared with `fathom sim`).
 int RunTrainingLoop(const CollOptions& o, const sim::LoadedScenario& sc, SimWorld* world,
-                    const proto::ExpectSpec* expect) {
-  return RunTrainingScenario("fathom coll", sc, world, o.json, expect);
+                    const proto::ExpectSpec* expect, parallel::Comm* comm) {
+  return RunTrainingScenario("fathom coll", sc, world, o.json, expect, comm);
 }
 
 int RunSimOn(const CollOptions& o, const CollParsed& p, parallel::Comm* comm);
@@ -153,14 +153,6 @@ int RunSim(const CollOptions& o, const CollParsed& p) {
     refusal = "--fabric-model flow across " + std::to_string(procs) +
               " processes moves no data between them: add --modelled (timing only), or run "
               "with data in one process";
-  } else if (procs > 1 && o.op == "train") {
-    // The loop starts a collective when the last rank of the one before
-    // finished, at that picosecond: an instant no process learns before its
-    // window has run past it (docs/PARALLEL.md, "Training loops").
-    refusal = "train: training loops run in one process (" + std::to_string(procs) +
-              " were started): the default order, or --event-order canonical for the canonical "
-              "digest; across processes a collective could not start at the picosecond the "
-              "last rank of the one before finished";
   }
   if (comm != nullptr && procs > 1) {
     std::vector<int64_t> lo{CommandLineHash()}, hi{lo[0]};
@@ -303,7 +295,7 @@ int RunSimOn(const CollOptions& o, const CollParsed& p, parallel::Comm* comm) {
       return usage(InvalidArgument("train: the scenario " + o.scenario +
                                    " has no training workload (workload.pattern: training)"));
     }
-    if (training) return RunTrainingLoop(o, *scenario, world.get(), expect);
+    if (training) return RunTrainingLoop(o, *scenario, world.get(), expect, comm);
   }
   SimBackend sim_backend(world.get());
   std::unique_ptr<DistSimBackend> dist;
@@ -711,7 +703,8 @@ FATHOM_REGISTER_COMMAND(
                           "sim: schedule (default: ties in time go in schedule order) or "
                           "canonical (time, kind, component; the order a run split across MPI "
                           "processes takes, mpirun -np N fathom coll ... --backend sim, which "
-                          "prints its trace digest; train: one process only; "
+                          "prints its trace digest; train: a collective starts at the window "
+                          "boundary after the one before it, as across processes; "
                           "docs/PARALLEL.md)");
           sub->add_option("--fabric-model", o->fabric_model,
                           "sim: packet (default: every packet through ports and switches) or "

@@ -126,9 +126,6 @@ int RunTrainingSim(const SimFlags& f, sim::LoadedScenario& sc, parallel::Comm* c
   const std::string flows =
       "a training scenario has no flows to report (its report is the "
       "iteration table)";
-  if (comm != nullptr && comm->size() > 1) {
-    return refuse("mpirun", "a training scenario runs in one process");
-  }
   if (!f.pcap.empty()) return refuse("--pcap", "not for a training scenario");
   if (!f.trace.empty()) return refuse("--trace", "not for a training scenario");
   if (!f.json_out.empty()) return refuse("--json-out", "use --json");
@@ -137,9 +134,10 @@ int RunTrainingSim(const SimFlags& f, sim::LoadedScenario& sc, parallel::Comm* c
   // --seed over the scenario's, as for flows.
   if (f.seed) sc.spec.set_seed(*f.seed);
   transport::worlds::SimWorldOptions options;
-  // --event-order canonical: the same loop, and the report gives the
-  // canonical trace digest (as `fathom coll train --event-order canonical`).
-  options.canonical_order = f.event_order == "canonical";
+  // The canonical order (--event-order canonical, or mpirun): the windowed
+  // loop across the processes, and the report gives the canonical trace
+  // digest (as `fathom coll train --event-order canonical`).
+  options.canonical_order = comm != nullptr;
   auto world = transport::worlds::SimWorld::CreateFromScenario(sc, options);
   if (!world.ok()) {
     std::fprintf(stderr, "fathom sim: %s\n", world.status().message().c_str());
@@ -150,7 +148,7 @@ int RunTrainingSim(const SimFlags& f, sim::LoadedScenario& sc, parallel::Comm* c
     return kExitUsage;
   }
   const proto::ExpectSpec* expect = sc.spec.has_expect() ? &sc.spec.expect() : nullptr;
-  const int code = RunTrainingScenario("fathom sim", sc, world.value().get(), f.json, expect);
+  const int code = RunTrainingScenario("fathom sim", sc, world.value().get(), f.json, expect, comm);
   return code;
 }
 
@@ -484,7 +482,8 @@ FATHOM_REGISTER_COMMAND(
                               "default); canonical: by kind and component, the order a run "
                               "split across MPI processes (mpirun -np N fathom sim ...) takes "
                               "and the default there: its digest and report are the same for "
-                              "any number of processes (a training scenario: one process)")
+                              "any number of processes (a training scenario too: its loop starts "
+                              "each collective at a window boundary, docs/PARALLEL.md)")
                   ->check(CLI::IsMember({"schedule", "canonical"}));
               sub->footer(
                   "Exit codes: 0 the run met its expectations; 1 it did not (an `expect` "

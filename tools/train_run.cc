@@ -10,6 +10,7 @@
 
 #include "tools/command.h"
 #include "transport/worlds/coll_expect.h"
+#include "transport/worlds/dist_backend.h"
 #include "transport/worlds/training.h"
 
 namespace fathom::tools {
@@ -39,7 +40,7 @@ double Nearest(const std::vector<double>& sorted, double q) {
 }  // namespace
 
 int RunTrainingScenario(const char* tool, const sim::LoadedScenario& sc, SimWorld* world, bool json,
-                        const proto::ExpectSpec* expect) {
+                        const proto::ExpectSpec* expect, parallel::Comm* comm) {
   auto plan = TrainingPlanFromScenario(sc, world->nranks());
   if (!plan.ok()) {
     std::fprintf(stderr, "%s: %s\n", tool, plan.status().message().c_str());
@@ -52,8 +53,22 @@ int RunTrainingScenario(const char* tool, const sim::LoadedScenario& sc, SimWorl
     std::fprintf(stderr, "%s: %s\n", tool, runner.status().message().c_str());
     return kExitFailure;
   }
+  // Across processes the split adopts the groups' QPs, which the runner
+  // made: after it.
+  std::unique_ptr<DistSimBackend> dist;
+  if (comm != nullptr) {
+    auto b = DistSimBackend::Create(world, comm);
+    if (!b.ok()) {
+      std::fprintf(stderr, "%s: %s\n", tool, b.status().message().c_str());
+      return kExitUsage;
+    }
+    dist = std::move(b).value();
+  }
+  // Rank 0 speaks for the run (the others' output goes nowhere).
+  const bool prints = comm == nullptr || comm->rank() == 0;
   const auto wall_start = std::chrono::steady_clock::now();
-  const TrainingResult r = runner.value()->Run();
+  const TrainingResult r =
+      dist != nullptr ? runner.value()->RunWindowed(dist.get()) : runner.value()->Run();
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   std::vector<double> us;
@@ -76,11 +91,14 @@ int RunTrainingScenario(const char* tool, const sim::LoadedScenario& sc, SimWorl
   // A world in the canonical order (--event-order canonical) gives its
   // trace digest, as the other canonical runs do.
   const bool canonical = world->engine().canonical_order();
+  const int processes = comm != nullptr ? comm->size() : 1;
   char digest[24];
   std::snprintf(digest, sizeof(digest), "%016llx",
-                static_cast<unsigned long long>(world->engine().trace_digest()));
+                static_cast<unsigned long long>(dist != nullptr ? dist->trace_digest()
+                                                                : world->engine().trace_digest()));
   const double events_per_s = wall > 0 ? static_cast<double>(r.events) / wall : 0;
-  if (json) {
+  if (!prints) {
+  } else if (json) {
     nlohmann::ordered_json j;
     j["op"] = "train";
     j["backend"] = "sim";
@@ -111,7 +129,7 @@ int RunTrainingScenario(const char* tool, const sim::LoadedScenario& sc, SimWorl
     j["armed_faults"] = armed;
     if (canonical) {
       j["event_order"] = "canonical";
-      j["processes"] = 1;
+      j["processes"] = processes;
       j["trace_digest"] = digest;
     }
     j["events"] = r.events;
@@ -151,12 +169,13 @@ int RunTrainingScenario(const char* tool, const sim::LoadedScenario& sc, SimWorl
     std::printf("# wall %.3f s (compute/checkpoint gaps %.3f s), %llu events, %.0f events/s\n",
                 wall, r.idle_wall_s, static_cast<unsigned long long>(r.events), events_per_s);
     if (canonical) {
-      std::printf("# trace digest %s (canonical event order, 1 process)\n", digest);
+      std::printf("# trace digest %s (canonical event order, %d %s)\n", digest, processes,
+                  processes == 1 ? "process" : "processes");
     }
   }
-  if (r.failed) std::fprintf(stderr, "%s", r.report.c_str());
+  if (r.failed && prints) std::fprintf(stderr, "%s", r.report.c_str());
   if (!r.status.ok()) {
-    std::fprintf(stderr, "%s: %s\n", tool, r.status.message().c_str());
+    if (prints) std::fprintf(stderr, "%s: %s\n", tool, r.status.message().c_str());
     return kExitFailure;
   }
   if (expect != nullptr) return Verdict(tool, *expect, f, json);

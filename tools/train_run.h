@@ -5,6 +5,7 @@
 // wall time and events) and one verdict on its expect block.
 #pragma once
 
+#include "fabric/parallel/comm.h"
 #include "fabric/scenario/scenario.h"
 #include "transport/worlds/sim_world.h"
 
@@ -16,8 +17,12 @@ namespace fathom::tools {
 // watchdog report on stderr, then checks `expect` (null: none). Returns the
 // exit code: 0, 1 for a failed run or an unmet expectation, 2 for a plan the
 // world cannot run. Messages start with `tool` ("fathom sim").
+// With `comm` (the world in the canonical order: one process, LocalComm,
+// or mpirun's), the windowed loop across its processes
+// (TrainingRunner::RunWindowed); rank 0 prints, every process returns the
+// same code.
 int RunTrainingScenario(const char* tool, const sim::LoadedScenario& sc,
                         transport::worlds::SimWorld* world, bool json,
-                        const proto::ExpectSpec* expect);
+                        const proto::ExpectSpec* expect, parallel::Comm* comm = nullptr);
 
 }  // namespace fathom::tools

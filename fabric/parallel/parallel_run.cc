@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string_view>
 
 #include "base/pod_bytes.h"
@@ -126,25 +127,49 @@ void DistributedRun::NumberFlows(sim::Network& net) {
 
 Status DistributedRun::AdoptQps(sim::Network& net) {
   NumberFlows(net);
-  const int32_t me = comm_->rank();
-  net.engine().RetainEvents([&](const sim::Event& e) {
-    switch (e.kind) {
-      case sim::EventKind::kFault:
-        if (KeepReroute(e)) return true;
-        [[fallthrough]];
-      case sim::EventKind::kNicPump:
-        return e.component < partition_.owner.size() &&
-               partition_.Owns(me, static_cast<int32_t>(e.component));
-      case sim::EventKind::kQpTimer:
-        return e.component / 65536u < partition_.owner.size() &&
-               partition_.Owns(me, static_cast<int32_t>(e.component / 65536u));
-      default:
-        return true;
-    }
-  });
+  net.engine().RetainEvents([this](const sim::Event& e) { return KeepHere(e); });
   // Shipped payloads live until the packet that carries them is freed.
   net.pool().set_on_free_data(&DistributedRun::FreeShippedData, this);
   return Status::Ok();
+}
+
+bool DistributedRun::KeepHere(const sim::Event& e) {
+  const int32_t me = comm_->rank();
+  switch (e.kind) {
+    case sim::EventKind::kFault:
+      if (KeepReroute(e)) return true;
+      [[fallthrough]];
+    case sim::EventKind::kNicPump:
+      return e.component < partition_.owner.size() &&
+             partition_.Owns(me, static_cast<int32_t>(e.component));
+    case sim::EventKind::kQpTimer:
+      return e.component / 65536u < partition_.owner.size() &&
+             partition_.Owns(me, static_cast<int32_t>(e.component / 65536u));
+    default:
+      return true;
+  }
+}
+
+void DistributedRun::RetainOwnEvents(sim::Network& net) {
+  // The pending re-routes kept before are seen again: the list keeps each
+  // (time, node) as often as the more of the two counts.
+  std::vector<std::pair<int64_t, uint32_t>> before;
+  before.swap(foreign_reroutes_);
+  net.engine().RetainEvents([this](const sim::Event& e) { return KeepHere(e); });
+  std::sort(before.begin(), before.end());
+  std::sort(foreign_reroutes_.begin(), foreign_reroutes_.end());
+  std::vector<std::pair<int64_t, uint32_t>> merged;
+  std::set_union(before.begin(), before.end(), foreign_reroutes_.begin(), foreign_reroutes_.end(),
+                 std::back_inserter(merged));
+  foreign_reroutes_ = std::move(merged);
+}
+
+uint64_t DistributedRun::LocalEvents(const sim::Engine& engine) const {
+  uint64_t events = engine.events_dispatched() - SettleEvents(remote_ports_);
+  for (const auto& [time, component] : foreign_reroutes_) {
+    if (time <= engine.last_event_time().ps()) --events;
+  }
+  return events;
 }
 
 bool DistributedRun::KeepReroute(const sim::Event& e) {

@@ -89,6 +89,13 @@ class DistributedRun final : public sim::RunHooks {
   // After the last window: the ports that shipped settle their accounts,
   // and no port another process sends on took a packet (CheckNoHandOff).
   void Settle();
+  // Keeps the events scheduled since AdoptQps (a fault armed mid-run, as a
+  // training loop arms them: transport/worlds/training.h) only where their
+  // node is, as AdoptQps did with the setup's.
+  void RetainOwnEvents(sim::Network& net);
+  // The events this process dispatched, less those one process does not
+  // run (as LocalDigestSum): their sum over the processes is one's count.
+  uint64_t LocalEvents(const sim::Engine& engine) const;
   // This process's canonical digest sum, less the events one process does
   // not run (pfc_cross.h).
   uint64_t LocalDigestSum(const sim::Engine& engine) const;
@@ -176,6 +183,8 @@ class DistributedRun final : public sim::RunHooks {
   // and component, taken out of the digest and event count (Run).
   std::vector<std::pair<int64_t, uint32_t>> foreign_reroutes_;
   bool KeepReroute(const sim::Event& e);
+  // Whether a pending event is this process's to run (AdoptQps).
+  bool KeepHere(const sim::Event& e);
   void DropForeignReroutes(int64_t last_until);
   // The PFC field (not owned; null: none or not split).
   sim::PfcField* pfc_field_ = nullptr;

@@ -451,12 +451,22 @@ std::string DigestIn(const std::string& out) {
   return at == std::string::npos ? std::string() : out.substr(at + head.size(), 16);
 }
 
-// `--event-order canonical` (one process): the loop of the default order
-// (its iterations, iteration times, the failing iteration, collective and
-// group, the error or the watchdog's report with its fabric evidence, the
-// faults armed and the expectations' verdict), line for line, and the
-// canonical trace digest, the same run to run.
-TEST(CollTrainingTest, CanonicalOrderRunsTheDefaultOrdersLoop) {
+// The line of `out` that starts with `head` ("" when none).
+std::string LineOf(const std::string& out, const std::string& head) {
+  const size_t at = out.find(head);
+  return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+}
+
+// `--event-order canonical` (one process): the windowed loop that runs
+// across MPI processes (a collective starts at the window boundary after
+// the one before it; docs/PARALLEL.md, "Training loops"). With one
+// collective per iteration and compute of at least a window, that is the
+// default order's loop: every line of the report but the wall time is the
+// same. With two (training_dp_stall.yaml), the second starts up to a
+// window later: the iterations, the failing iteration, collective and group
+// are the default order's, the times not. The canonical trace digest is
+// the same run to run, and `fathom sim` gives it too.
+TEST(CollTrainingTest, CanonicalOrderRunsTheWindowedLoop) {
   for (const char* name : {"training_dp_stall.yaml", "training_link_down_at_iteration.yaml",
                            "training_link_down_hour7.yaml"}) {
     SCOPED_TRACE(name);
@@ -469,12 +479,20 @@ TEST(CollTrainingTest, CanonicalOrderRunsTheDefaultOrdersLoop) {
     ASSERT_EQ(canon.exit_code, 0) << canon.out;
     EXPECT_NE(canon.out.find("# FAILED: iteration "), std::string::npos) << canon.out;
     EXPECT_NE(canon.out.find("# expectations met"), std::string::npos) << canon.out;
-    EXPECT_EQ(WithoutWallAndDigest(canon.out), WithoutWallAndDigest(def.out));
-    const std::string def_err = test_util::RunCommand(cmd + " 2>&1 >/dev/null", false).out;
+    if (std::string(name) == "training_dp_stall.yaml") {
+      EXPECT_NE(LineOf(def.out, "# iterations completed 839,"), "") << def.out;
+      EXPECT_NE(LineOf(canon.out, "# iterations completed 839,"), "") << canon.out;
+      const std::string failed = "# FAILED: iteration 839 (started t=";
+      EXPECT_NE(canon.out.find(failed), std::string::npos) << canon.out;
+      EXPECT_NE(canon.out.find("collective 'tp' group 1: no progress"), std::string::npos)
+          << canon.out;
+      EXPECT_NE(WithoutWallAndDigest(canon.out), WithoutWallAndDigest(def.out));
+    } else {
+      EXPECT_EQ(WithoutWallAndDigest(canon.out), WithoutWallAndDigest(def.out));
+    }
     const std::string canon_err =
         test_util::RunCommand(cmd + " --event-order canonical 2>&1 >/dev/null", false).out;
-    EXPECT_NE(def_err.find("training: iteration "), std::string::npos) << def_err;
-    EXPECT_EQ(canon_err, def_err);
+    EXPECT_NE(canon_err.find("training: iteration "), std::string::npos) << canon_err;
     EXPECT_EQ(DigestIn(def.out), "") << def.out;
     const std::string digest = DigestIn(canon.out);
     ASSERT_EQ(digest.size(), 16u) << canon.out;

@@ -521,31 +521,76 @@ TEST(MpiCollTest, BadLaunchesAreExit2OnRank0) {
       << r.out;
 }
 
-// `fathom coll train` (a training loop) runs in one process: under mpirun
-// with one process in the canonical order it gives the canonical digest of
-// the run without mpirun; with two it is exit 2 on rank 0, saying why
-// (docs/PARALLEL.md, "Training loops").
-TEST(MpiCollTest, TrainingLoopOneProcessCanonicalElseExit2) {
-  const std::string train = kFathom + " coll train --scenario " + std::string(FATHOM_SOURCE_DIR) +
-                            "/scenarios/coll/training_link_down_at_iteration.yaml";
-  auto digest = [](const std::string& out) {
-    const size_t at = out.find("# trace digest ");
-    return at == std::string::npos ? std::string() : out.substr(at, 31);
-  };
-  const test_util::CommandResult one =
-      test_util::RunCommand(train + " --event-order canonical", /*merge_stderr=*/false);
-  ASSERT_EQ(one.exit_code, 0) << one.out;
-  ASSERT_NE(digest(one.out), "") << one.out;
-  const test_util::CommandResult np1 =
-      test_util::RunCommand(Mpirun(1) + train + " --event-order canonical", /*merge_stderr=*/false);
-  EXPECT_EQ(np1.exit_code, 0) << np1.out;
-  EXPECT_EQ(digest(np1.out), digest(one.out)) << np1.out;
-  const test_util::CommandResult np2 = test_util::RunCommand(Mpirun(2) + train);
-  EXPECT_EQ(np2.exit_code, 2) << np2.out;
-  EXPECT_NE(np2.out.find("fathom coll: train: training loops run in one process (2 were "
-                         "started)"),
+// `mpirun -np N fathom coll train` (a training loop across processes,
+// docs/PARALLEL.md "Training loops"): the JSON report (iterations, their
+// times, the failing iteration, collective and group, the error or the
+// stalled ranks, the watchdog's report, the faults armed at an iteration,
+// events) and the trace digest are those of one process in the canonical
+// order, for every N the topology's partitions allow. `max` processes;
+// `exit_code` of every run.
+void ExpectSameTrainingForOneToN(const std::string& scenario, int max, int exit_code) {
+  const std::string args = "train --scenario " + scenario;
+  CollRun one = Coll("", args + " --event-order canonical");
+  ASSERT_EQ(one.exit_code, exit_code) << one.j.dump();
+  ASSERT_TRUE(one.j.is_object());
+  ASSERT_TRUE(one.j.contains("trace_digest")) << one.j.dump();
+  one.j.erase("wall_s");
+  one.j.erase("idle_wall_s");
+  for (int n = 1; n <= max; ++n) {
+    CollRun many = Coll(Mpirun(n), args + (n == 1 ? " --event-order canonical" : ""));
+    EXPECT_EQ(many.exit_code, exit_code) << n << " processes";
+    if (!many.j.is_object()) continue;
+    many.j.erase("wall_s");
+    many.j.erase("idle_wall_s");
+    EXPECT_EQ(many.j["trace_digest"], one.j["trace_digest"]) << n << " processes";
+    EXPECT_EQ(many.j, one.j) << n << " processes: " << nlohmann::json::diff(one.j, many.j).dump();
+  }
+}
+
+// The example scenario: a link down armed at iteration 42 (on every
+// process, its events kept where the link's node is) ends the loop with a
+// retry-exceeded error. Its two leaves and a spine are three partitions.
+TEST(MpiTrainTest, FaultAtAnIterationSameForOneToThreeProcesses) {
+  const std::string scenario =
+      std::string(FATHOM_SOURCE_DIR) + "/scenarios/coll/training_link_down_at_iteration.yaml";
+  ExpectSameTrainingForOneToN(scenario, 3, 0);
+  const CollRun one = Coll("", "train --scenario " + scenario + " --event-order canonical");
+  EXPECT_EQ(one.j["status"], "failed") << one.j.dump();
+  EXPECT_EQ(one.j["first_failed_iteration"], 42) << one.j.dump();
+  EXPECT_EQ(one.j["error_status"], "IBV_WC_RETRY_EXC_ERR") << one.j.dump();
+  EXPECT_EQ(one.j["armed_faults"].size(), 1u) << one.j.dump();
+}
+
+// Verbs faults placed at iterations (delayed completions of rank 1 from
+// iteration 2, rank 2's QPs in error at iteration 7): each acts where its
+// rank is; the iteration times they lengthen, the error and the faults'
+// report are the same for 1 to 3 processes.
+TEST(MpiTrainTest, VerbsFaultsAtIterationsSameForOneToThreeProcesses) {
+  ExpectSameTrainingForOneToN(kScenarios + "training_verbs_faults.yaml", 3, 0);
+  const CollRun one = Coll(
+      "", "train --scenario " + kScenarios + "training_verbs_faults.yaml --event-order canonical");
+  EXPECT_EQ(one.j["first_failed_iteration"], 7) << one.j.dump();
+  EXPECT_EQ(one.j["armed_faults"].size(), 2u) << one.j.dump();
+  EXPECT_NE(one.j["report"].get<std::string>().find("verbs fault delay_completions"),
             std::string::npos)
-      << np2.out;
+      << one.j.dump();
+}
+
+// Four leaves: tensor-parallel pairs and data-parallel groups across the
+// leaves, checkpoints, and a link down at iteration 12 that stalls one
+// data-parallel group: the watchdog's verdict (the stalled ranks, every
+// process's stuck ranks in the report) is the same for 1 to 4 processes.
+TEST(MpiTrainTest, StalledGroupSameForOneToFourProcesses) {
+  ExpectSameTrainingForOneToN(kScenarios + "training_stall.yaml", 4, 0);
+  const CollRun one =
+      Coll("", "train --scenario " + kScenarios + "training_stall.yaml --event-order canonical");
+  EXPECT_EQ(one.j["status"], "hung") << one.j.dump();
+  EXPECT_EQ(one.j["failed_collective"], "dp") << one.j.dump();
+  EXPECT_EQ(one.j["failed_group"], 1) << one.j.dump();
+  EXPECT_EQ(one.j["stalled_ranks"], nlohmann::json::parse("[1, 3, 5, 7]")) << one.j.dump();
+  EXPECT_NE(one.j["report"].get<std::string>().find("watchdog: no progress on any rank"),
+            std::string::npos)
+      << one.j.dump();
 }
 
 // The server tier (--server h100: eight GPUs per server, NVLink inside):

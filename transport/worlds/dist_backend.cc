@@ -177,23 +177,105 @@ bool DistSimBackend::WriteTrace(const std::string& path, const Trace& trace, boo
 RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
                                const std::vector<const void*>& in, const std::vector<void*>& out,
                                Trace* trace) {
-  sim::Engine& engine = world_->engine();
-  emulated::EmulatedFabric& fabric = world_->fabric();
-  const int64_t q = window_ps_;
-  sim::FlowFabric* flow = world_->flow();
-  const int64_t timeout = world_->driver_options().timeout.ps();
-  constexpr int64_t kNever = INT64_MAX;
-  RunOutcome res;
-  res.start = engine.Now();
   const size_t n = local_.size();
   std::vector<std::unique_ptr<RankCollective>> colls;
+  std::vector<RankCollective*> ptrs;
   std::vector<Communicator*> comms;
   for (size_t i = 0; i < n; ++i) {
     comms.push_back(&world_->comm(local_[i]));
     colls.push_back(std::make_unique<RankCollective>(comms[i], spec, type, op,
                                                      i < in.size() ? in[i] : nullptr,
                                                      i < out.size() ? out[i] : nullptr, trace));
+    ptrs.push_back(colls.back().get());
   }
+  RunOutcome res = RunWindows(comms, ptrs, local_, nranks());
+  UpdateDigest();
+  return res;
+}
+
+void DistSimBackend::UpdateDigest() {
+  sim::FlowFabric* flow = world_->flow();
+  std::vector<uint64_t> sum{run_->LocalDigestSum(world_->engine()) -
+                            (flow != nullptr ? flow->uncounted_sum() : 0)};
+  comm_->AllSum(&sum);
+  digest_sum_ = sum[0];
+}
+
+uint64_t DistSimBackend::EventsSum() {
+  std::vector<uint64_t> v{run_->LocalEvents(world_->engine())};
+  comm_->AllSum(&v);
+  return v[0];
+}
+
+bool DistSimBackend::Owns(int rank) const {
+  return std::binary_search(local_.begin(), local_.end(), rank);
+}
+
+std::vector<int64_t> DistSimBackend::ExchangeWindow(int64_t next_local,
+                                                    const std::vector<int64_t>& words,
+                                                    bool window_ran) {
+  // One exchange between windows (DistributedRun::ExchangeWindow): the
+  // window's packets, the flow model's posts and ACKs (flow_fabric.h), and
+  // the words every process agrees on (their least). Each process's next
+  // time is known before the delivery: the packets' arrivals and the ACKs
+  // it ships are in it, and a post is in its poster's NIC queue already.
+  sim::FlowFabric* flow = world_->flow();
+  std::vector<std::string> flow_out;
+  if (flow != nullptr) {
+    flow_out = flow->TakeOutbox(run_->partition().owner, comm_->rank(), comm_->size(), &next_local);
+  }
+  std::vector<int64_t> v{next_local};
+  v.insert(v.end(), words.begin(), words.end());
+  const std::vector<std::string> in =
+      run_->ExchangeWindow(world_->network(), &v, flow_out, window_ran);
+  if (flow != nullptr) flow->TakeInbox(in);
+  return v;
+}
+
+void DistSimBackend::RunUntil(int64_t stop_at) {
+  // A completion stops the engine (EmulatedFabric::OnCompletion): go on
+  // (no collective runs while the loop idles).
+  emulated::EmulatedFabric& fabric = world_->fabric();
+  sim::Engine& engine = world_->engine();
+  do {
+    fabric.TakeCompletionFlag();
+    engine.Run(Picoseconds(stop_at));
+    fabric.TakeCompletionFlag();
+  } while (engine.Now().ps() < stop_at);
+}
+
+void DistSimBackend::Idle(Picoseconds until) {
+  // Window by window where some process has an event (a fault's, a late
+  // packet's or completion's), skipping to the agreed next event otherwise,
+  // as RunWindows skips empty windows; the clock ends at `until` in every
+  // process.
+  sim::Engine& engine = world_->engine();
+  const int64_t q = window_ps_;
+  bool window_ran = false;
+  while (engine.Now() < until) {
+    const std::vector<int64_t> v = ExchangeWindow(INT64_MAX, {}, window_ran);
+    window_ran = true;
+    const int64_t next = std::max(v[0], engine.Now().ps());
+    if (next >= until.ps()) {
+      engine.SetClock(until);
+      break;
+    }
+    const int64_t from = next - next % q;
+    RunUntil(std::min(from + q - 1, until.ps() - 1));
+  }
+}
+
+RunOutcome DistSimBackend::RunWindows(const std::vector<Communicator*>& comms,
+                                      const std::vector<RankCollective*>& colls,
+                                      const std::vector<int>& ids, int total) {
+  sim::Engine& engine = world_->engine();
+  emulated::EmulatedFabric& fabric = world_->fabric();
+  const int64_t q = window_ps_;
+  const int64_t timeout = world_->driver_options().timeout.ps();
+  constexpr int64_t kNever = INT64_MAX;
+  RunOutcome res;
+  res.start = engine.Now();
+  const size_t n = comms.size();
   // The ready list, fed by the CQs (as the Driver's).
   std::vector<int> ready, batch;
   std::vector<char> queued(n, 0);
@@ -209,14 +291,14 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
   size_t done_count = 0;
   int64_t finish = res.start.ps();  // when the last local rank finished
   int64_t last_progress = res.start.ps();
-  // The first local error by (not a flush, time, rank): NCCL reports the
+  // The first local error by (not a flush, time, id): NCCL reports the
   // completion that broke the run, not the WRs flushed after it.
   int64_t err_key = kNever, err_time = kNever;
   std::string err_msg;
   auto fail_rank = [&](size_t i, const Status& s) {
     failed[i] = 1;
     const bool flush = s.message().find("IBV_WC_WR_FLUSH_ERR") != std::string::npos;
-    const int64_t key = (int64_t{flush} << 32) | local_[i];
+    const int64_t key = (int64_t{flush} << 32) | ids[i];
     const int64_t t = engine.Now().ps();
     if (t < err_time || (t == err_time && key < err_key)) {
       err_time = t;
@@ -252,7 +334,7 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
   for (size_t i = 0; i < n; ++i) {
     Status s = colls[i]->Start(engine.Now());
     if (!s.ok()) {
-      fail_rank(i, s.WithContext("rank " + std::to_string(local_[i])));
+      fail_rank(i, s.WithContext("rank " + std::to_string(comms[i]->rank())));
       continue;
     }
     note_done(i);
@@ -276,7 +358,7 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
         bool ran = false;
         Status s = colls[i]->Advance(now, &ran);
         if (!s.ok()) {
-          fail_rank(i, s.WithContext("rank " + std::to_string(local_[i])));
+          fail_rank(i, s.WithContext("rank " + std::to_string(comms[i]->rank())));
           continue;
         }
         note_done(i);
@@ -287,46 +369,32 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
       if (progressed) last_progress = now.ps();
     }
   };
-  // One exchange between windows, and before the first
-  // (DistributedRun::ExchangeWindow): the window's packets, the flow
-  // model's posts and ACKs (flow_fabric.h), and what every process agrees
-  // on: the earliest event or reduction anywhere, the latest progress,
-  // whether every rank is done (and when the last finished), the earliest
-  // error. Each process's next time is known before the delivery: the
-  // packets' arrivals and the ACKs it ships are in it, and a post is in
-  // its poster's NIC queue already.
+  // Agreed between windows, and before the first: the earliest event or
+  // reduction anywhere, the latest progress, whether every rank is done
+  // (and when the last finished), the earliest error.
   std::vector<int64_t> v;
-  std::vector<std::string> flow_out;
-  auto exchange = [&](bool window_ran) {
-    int64_t next_local = wakes.empty() ? kNever : wakes.top().first;
-    if (flow != nullptr) {
-      flow_out =
-          flow->TakeOutbox(run_->partition().owner, comm_->rank(), comm_->size(), &next_local);
-    }
-    v = {next_local, -last_progress, -static_cast<int64_t>(done_count < n ? 1 : 0), -finish,
-         err_time};
-    const std::vector<std::string> in =
-        run_->ExchangeWindow(world_->network(), &v, flow_out, window_ran);
-    if (flow != nullptr) flow->TakeInbox(in);
-  };
   int64_t clock_after = res.start.ps();
   bool window_ran = false;
   for (;;) {
     drain();
-    exchange(window_ran);
+    v = ExchangeWindow(
+        wakes.empty() ? kNever : wakes.top().first,
+        {-last_progress, -static_cast<int64_t>(done_count < n ? 1 : 0), -finish, err_time},
+        window_ran);
     window_ran = true;
     const int64_t next = v[0], progress = -v[1], finish_all = -v[3], error_at = v[4];
     const bool all_done = v[2] == 0;
     if (error_at != kNever) {
-      // The earliest error anywhere; rank 0 gets its message.
+      // The earliest error anywhere; every process gets its message (the
+      // outcome is the same everywhere).
       std::vector<int64_t> key{err_time == error_at ? err_key : kNever};
       comm_->AllMin(&key);
-      const std::vector<std::string> msgs =
-          comm_->Gather(err_time == error_at && err_key == key[0] ? err_msg : std::string());
+      const std::vector<std::string> msgs = comm_->Exchange(std::vector<std::string>(
+          static_cast<size_t>(comm_->size()),
+          err_time == error_at && err_key == key[0] ? err_msg : std::string()));
       std::string msg;
       for (const std::string& m : msgs) msg = msg.empty() ? m : msg;
-      res.status =
-          Aborted(msg + "; collective aborted on all " + std::to_string(nranks()) + " ranks");
+      res.status = Aborted(msg + "; collective aborted on all " + std::to_string(total) + " ranks");
       res.report = res.status.message() + "\n" + fault_report();
       res.end = Picoseconds(error_at);
       break;
@@ -341,19 +409,19 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
       // at the deadline, with every process's stuck ranks.
       engine.SetClock(Picoseconds(deadline));
       clock_after = deadline;
-      std::vector<uint64_t> stuck_bits((static_cast<size_t>(nranks()) + 63) / 64, 0);
+      std::vector<uint64_t> stuck_bits((static_cast<size_t>(total) + 63) / 64, 0);
       std::string lines;
       for (size_t i = 0; i < n; ++i) {
         if (colls[i]->done()) continue;
-        const int r = local_[i];
+        const int r = ids[i];
         stuck_bits[static_cast<size_t>(r) / 64] |= uint64_t{1} << (r % 64);
         std::vector<int> peers;
         for (const std::string& l : colls[i]->DescribeWait(&peers)) {
-          lines += "  rank " + std::to_string(r) + ": " + l + "\n";
+          lines += "  rank " + std::to_string(comms[i]->rank()) + ": " + l + "\n";
         }
       }
       comm_->AllOr(&stuck_bits);
-      for (int r = 0; r < nranks(); ++r) {
+      for (int r = 0; r < total; ++r) {
         if ((stuck_bits[static_cast<size_t>(r) / 64] >> (r % 64)) & 1) res.stuck_ranks.push_back(r);
       }
       const std::vector<std::string> all = comm_->Gather(lines);
@@ -361,7 +429,7 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
       std::snprintf(
           head, sizeof(head),
           "watchdog: no progress on any rank for %.6f s; %zu of %d ranks stuck%s\n",
-          Picoseconds(deadline - progress).seconds(), res.stuck_ranks.size(), nranks(),
+          Picoseconds(deadline - progress).seconds(), res.stuck_ranks.size(), total,
           next == kNever ? " (the simulator has no event left: nothing can ever complete)" : "");
       res.hung = true;
       res.report = head;
@@ -399,10 +467,6 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
   // The next collective starts at the next window boundary, the same for
   // every process.
   if (!res.hung) engine.SetClock(Picoseconds(clock_after));
-  std::vector<uint64_t> sum{run_->LocalDigestSum(engine) -
-                            (flow != nullptr ? flow->uncounted_sum() : 0)};
-  comm_->AllSum(&sum);
-  digest_sum_ = sum[0];
   return res;
 }
 

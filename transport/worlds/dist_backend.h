@@ -65,10 +65,37 @@ class DistSimBackend final : public Backend {
   // name) order; the others write nothing.
   bool WriteTrace(const std::string& path, const coll::Trace& trace, bool failed) override;
 
+  // The windowed loop of Run, for any collectives (the training loop's
+  // groups, transport/worlds/training.h): colls[i] runs on comms[i], this
+  // process's; ids[i] names it among `total` across every process (the
+  // error's order, the stuck set: RunOutcome::stuck_ranks holds ids). It
+  // starts at the clock's time and leaves the clock at the window boundary
+  // after the end (RunOutcome::end: the last finish, agreed); at the
+  // deadline on a hang. Every process calls it.
+  coll::RunOutcome RunWindows(const std::vector<coll::Communicator*>& comms,
+                              const std::vector<coll::RankCollective*>& colls,
+                              const std::vector<int>& ids, int total);
+  // Lets virtual time pass to `until` with no new traffic, window by window
+  // where some process has an event, skipping to the agreed next event
+  // otherwise. Every process calls it.
+  void Idle(Picoseconds until);
+  // Agrees on the trace digest of everything run so far (trace_digest).
+  // Every process calls it; Run does.
+  void UpdateDigest();
+  // The events every process dispatched so far, each counted once (the
+  // same for any number of processes). Every process calls it.
+  uint64_t EventsSum();
+  // Whether this process runs `rank`'s state machine (its host is here).
+  bool Owns(int rank) const;
+  // Keeps the events scheduled since setup (a fault armed mid-run) only
+  // where their node is, as the setup's are (DistributedRun::AdoptQps).
+  void RetainArmed() { run_->RetainOwnEvents(world_->network()); }
+
   // The canonical trace digest of everything run so far, every process's
   // events (the same for any number of processes).
   uint64_t trace_digest() const { return sim::Engine::CanonicalDigest(digest_sum_); }
   const parallel::RunStats& stats() const { return run_->stats(); }
+  parallel::Comm* comm() const { return comm_; }
   Picoseconds window() const { return Picoseconds(window_ps_); }
   // The flow model's crossings (flow_fabric.h, Split): posts, ACKs and
   // arrivals this process sent to others.
@@ -79,6 +106,13 @@ class DistSimBackend final : public Backend {
 
  private:
   DistSimBackend(SimWorld* world, parallel::Comm* comm);
+  // One exchange between windows: `next_local` (this process's earliest
+  // wake-up) and `words`, returned as their least over every process
+  // ([0]: the earliest event anywhere, then `words`).
+  std::vector<int64_t> ExchangeWindow(int64_t next_local, const std::vector<int64_t>& words,
+                                      bool window_ran);
+  // Runs the engine to `stop_at`, past the completions that stop it.
+  void RunUntil(int64_t stop_at);
 
   SimWorld* world_;
   parallel::Comm* comm_;

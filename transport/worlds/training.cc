@@ -11,6 +11,7 @@
 #include "transport/collectives/collective.h"
 #include "transport/collectives/cost_model.h"
 #include "transport/collectives/nccl_tests.h"
+#include "transport/worlds/dist_backend.h"
 #include "transport/worlds/sweep.h"
 
 namespace fathom::transport::worlds {
@@ -237,12 +238,43 @@ TrainingRunner::~TrainingRunner() {
   }
 }
 
-void TrainingRunner::Idle(Picoseconds until) {
+void TrainingRunner::Idle(Picoseconds until, DistSimBackend* dist) {
   sim::Engine& engine = world_->engine();
   const auto wall = std::chrono::steady_clock::now();
-  // A completion stops the engine (EmulatedFabric::OnCompletion): go on.
-  while (engine.Now() < until) engine.Run(until);
+  if (dist != nullptr) {
+    dist->Idle(until);
+  } else {
+    // A completion stops the engine (EmulatedFabric::OnCompletion): go on.
+    while (engine.Now() < until) engine.Run(until);
+  }
   idle_wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
+}
+
+void TrainingRunner::NoteFailure(const Entry& e, int64_t it, Picoseconds t0, const RunOutcome& out,
+                                 int failed_group, std::vector<int> stalled,
+                                 TrainingResult* res) const {
+  res->failed = true;
+  res->hung = out.hung;
+  res->failed_iteration = it;
+  res->failed_iteration_start = t0;
+  res->failed_collective = e.spec.name;
+  res->failed_at = out.end;
+  res->error_status = out.hung ? "" : ErrorStatusIn(out.status.message());
+  res->failed_group = failed_group;
+  res->stalled_ranks = std::move(stalled);
+  std::sort(res->stalled_ranks.begin(), res->stalled_ranks.end());
+  std::string where =
+      "training: iteration " + std::to_string(it) + ", collective '" + e.spec.name + "'";
+  if (e.spec.groups.size() > 1) {
+    where += ": the ranks below are group ranks; group g rank i is world rank groups[g][i]:";
+    for (size_t g = 0; g < e.spec.groups.size(); ++g) {
+      where += " " + std::to_string(g) + "=" + Ranks(e.spec.groups[g]);
+    }
+  } else if (e.spec.groups[0].size() != static_cast<size_t>(world_->nranks())) {
+    where += ": the ranks below are group ranks; rank i is world rank " + Ranks(e.spec.groups[0]) +
+             "[i]";
+  }
+  res->report = where + "\n" + out.report;
 }
 
 TrainingResult TrainingRunner::Run() {
@@ -280,32 +312,15 @@ TrainingResult TrainingRunner::Run() {
       }
       RunOutcome out = e->driver->Run(ptrs);
       if (out.status.ok()) continue;
-      res.failed = true;
-      res.hung = out.hung;
-      res.failed_iteration = it;
-      res.failed_iteration_start = t0;
-      res.failed_collective = e->spec.name;
-      res.failed_at = out.end;
-      res.error_status = out.hung ? "" : ErrorStatusIn(out.status.message());
       // Which group: the first whose ranks had not finished.
+      int failed_group = -1;
+      std::vector<int> stalled;
       for (size_t i = 0; i < colls.size(); ++i) {
         if (colls[i]->done()) continue;
-        if (res.failed_group < 0) res.failed_group = e->group[i];
-        if (out.hung) res.stalled_ranks.push_back(e->world_rank[i]);
+        if (failed_group < 0) failed_group = e->group[i];
+        if (out.hung) stalled.push_back(e->world_rank[i]);
       }
-      std::sort(res.stalled_ranks.begin(), res.stalled_ranks.end());
-      std::string where =
-          "training: iteration " + std::to_string(it) + ", collective '" + e->spec.name + "'";
-      if (e->spec.groups.size() > 1) {
-        where += ": the ranks below are group ranks; group g rank i is world rank groups[g][i]:";
-        for (size_t g = 0; g < e->spec.groups.size(); ++g) {
-          where += " " + std::to_string(g) + "=" + Ranks(e->spec.groups[g]);
-        }
-      } else if (e->spec.groups[0].size() != static_cast<size_t>(world_->nranks())) {
-        where += ": the ranks below are group ranks; rank i is world rank " +
-                 Ranks(e->spec.groups[0]) + "[i]";
-      }
-      res.report = where + "\n" + out.report;
+      NoteFailure(*e, it, t0, out, failed_group, std::move(stalled), &res);
       break;
     }
     if (res.failed) break;
@@ -317,6 +332,81 @@ TrainingResult TrainingRunner::Run() {
   }
   res.end = clock.Now();
   res.events = engine.events_dispatched() - events_before;
+  res.idle_wall_s = idle_wall_s_;
+  return res;
+}
+
+TrainingResult TrainingRunner::RunWindowed(DistSimBackend* dist) {
+  TrainingResult res;
+  parallel::Comm* comm = dist->comm();
+  Clock& clock = world_->fabric().clock();
+  // The windowed loop hooks the CQs of the ranks this process runs.
+  for (auto& e : entries_) e->driver.reset();
+  const uint64_t events_before = dist->EventsSum();
+  res.start = clock.Now();
+  // The agreed end of the last collective: where the next compute starts
+  // (the clock is at the window boundary after it).
+  Picoseconds last_end = res.start;
+  for (int64_t it = 0;; ++it) {
+    if (plan_.iterations >= 0 && it >= plan_.iterations) break;
+    if (plan_.duration > Picoseconds() && last_end - res.start >= plan_.duration) break;
+    if (it >= sim::kMaxTrainingIterations) break;
+    const Picoseconds t0 = last_end;
+    Idle(std::max(t0 + plan_.compute, clock.Now()), dist);
+    for (const IterationFault& f : plan_.iteration_faults) {
+      if (f.iteration != it) continue;
+      const Picoseconds at = clock.Now() + f.offset;
+      res.status =
+          world_->ArmScenarioFault(f.verbs, f.index, at)
+              .WithContext("training: arming " + f.name + " at iteration " + std::to_string(it));
+      if (!res.status.ok()) break;
+      res.armed.push_back({f.name, it, at});
+    }
+    if (!res.status.ok()) break;
+    // The armed fault's events act where their node is.
+    if (!res.armed.empty() && res.armed.back().iteration == it) dist->RetainArmed();
+    for (auto& e : entries_) {
+      std::vector<std::unique_ptr<RankCollective>> colls;
+      std::vector<RankCollective*> ptrs;
+      std::vector<Communicator*> comms;
+      std::vector<int> ids;
+      for (size_t i = 0; i < e->comms.size(); ++i) {
+        if (!dist->Owns(e->world_rank[i])) continue;
+        colls.push_back(std::make_unique<RankCollective>(
+            e->comms[i].get(), e->specs[static_cast<size_t>(e->group[i])], DataType::kFloat32,
+            RedOp::kSum, nullptr, nullptr));
+        ptrs.push_back(colls.back().get());
+        comms.push_back(e->comms[i].get());
+        ids.push_back(static_cast<int>(i));
+      }
+      const RunOutcome out = dist->RunWindows(comms, ptrs, ids, static_cast<int>(e->comms.size()));
+      last_end = out.end;
+      if (out.status.ok()) continue;
+      // The first group with a rank not finished, over every process's.
+      std::vector<int64_t> group{INT64_MAX};
+      for (size_t k = 0; k < colls.size(); ++k) {
+        if (!colls[k]->done()) {
+          group[0] = std::min<int64_t>(group[0], e->group[static_cast<size_t>(ids[k])]);
+        }
+      }
+      comm->AllMin(&group);
+      std::vector<int> stalled;
+      for (int id : out.stuck_ranks) stalled.push_back(e->world_rank[static_cast<size_t>(id)]);
+      NoteFailure(*e, it, t0, out, group[0] == INT64_MAX ? -1 : static_cast<int>(group[0]),
+                  std::move(stalled), &res);
+      break;
+    }
+    if (res.failed) break;
+    if (plan_.checkpoint_every > 0 && (it + 1) % plan_.checkpoint_every == 0) {
+      last_end = last_end + plan_.checkpoint;
+      Idle(std::max(last_end, clock.Now()), dist);
+    }
+    res.iteration_times.push_back(last_end - t0);
+    ++res.completed;
+  }
+  res.end = last_end;
+  dist->UpdateDigest();
+  res.events = dist->EventsSum() - events_before;
   res.idle_wall_s = idle_wall_s_;
   return res;
 }

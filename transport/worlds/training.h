@@ -34,6 +34,8 @@
 
 namespace fathom::transport::worlds {
 
+class DistSimBackend;
+
 struct TrainingCollective {
   std::string name;  // "dp", or "<op>#<index>"
   coll::CollKind kind = coll::CollKind::kAllReduce;
@@ -111,13 +113,27 @@ class TrainingRunner {
 
   // Runs the loop to its end or its first failure.
   TrainingResult Run();
+  // The same loop in the canonical order, in one process or split across
+  // MPI processes (`dist`, created after this runner so that it adopts the
+  // groups' QPs; the world's engine in the canonical order). A collective
+  // starts at the window boundary after the one before it ended (the
+  // windowed rule of DistSimBackend), so the results are the same for any
+  // number of processes; an iteration's compute and checkpoint start at the
+  // agreed end of its last collective. Every process calls it and gets the
+  // same result (TrainingResult::events: every process's, summed).
+  TrainingResult RunWindowed(DistSimBackend* dist);
 
  private:
   struct Entry;
   TrainingRunner() = default;
   // Lets virtual time pass to `until` with no new traffic (events due in
-  // between, a fault's or a late completion's, still run).
-  void Idle(Picoseconds until);
+  // between, a fault's or a late completion's, still run); across
+  // processes through `dist` (DistSimBackend::Idle).
+  void Idle(Picoseconds until, DistSimBackend* dist = nullptr);
+  // The first failure of an entry's run, in `res` (both loops).
+  void NoteFailure(const Entry& e, int64_t iteration, Picoseconds iteration_start,
+                   const coll::RunOutcome& out, int failed_group, std::vector<int> stalled,
+                   TrainingResult* res) const;
   double idle_wall_s_ = 0;
 
   SimWorld* world_ = nullptr;
