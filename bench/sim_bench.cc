@@ -21,6 +21,10 @@
 //                                  --repeat N: N of each, lossy first), each mode's
 //                                  figures, and the ratio of their packet-hops/s at
 //                                  the median wall time (issue 26's target: >= 75%)
+//   sim_bench --kinds ...          each run's events per packet-hop by kind (arrival,
+//                                  NIC pump, QP timer, user: PFC's and DCQCN's timers
+//                                  are kQpTimer and kUser), counted by a tracer that
+//                                  slows the run: not for timing
 //   sim_bench --repeat N ...       each run N times over (a fresh network each
 //                                  time), then its min / median / max wall time:
 //                                  a shared machine's noise is several percent.
@@ -57,6 +61,11 @@ struct Figures {
 
 // --lossless: the network and the flows' traffic class.
 bool g_lossless = false;
+// --kinds: count events by kind (EventKind's values, 1 to 6).
+bool g_kinds = false;
+void CountKind(void* ctx, Picoseconds /*at*/, EventKind kind, uint32_t /*component*/) {
+  ++static_cast<uint64_t*>(ctx)[static_cast<size_t>(kind) & 7];
+}
 
 NetworkConfig BenchConfig() {
   NetworkConfig nc;
@@ -110,6 +119,8 @@ int RunOnce(const topo::Topology& topo, uint64_t flow_bytes, std::string label,
     std::fprintf(stderr, "sim_bench: %s\n", s.ToString().c_str());
     return 1;
   }
+  uint64_t kinds[8] = {};
+  if (g_kinds) engine.set_tracer(&CountKind, kinds);
   struct rusage before {};
   getrusage(RUSAGE_SELF, &before);
   const auto t0 = std::chrono::steady_clock::now();
@@ -137,6 +148,15 @@ int RunOnce(const topo::Topology& topo, uint64_t flow_bytes, std::string label,
     label += " (pause " + std::to_string(pauses) + " ce " +
              std::to_string(net.TotalEcnMarkedPackets()) + " cnp " + std::to_string(d.np_cnp_sent) +
              " drops " + std::to_string(net.drops().total()) + ")";
+  }
+  if (g_kinds) {
+    char buf[160];
+    const double h = hops > 0 ? static_cast<double>(hops) : 1;
+    std::snprintf(buf, sizeof buf,
+                  " (events per hop: arrival %.3f pump %.3f qp-timer %.3f user %.3f other %.3f)",
+                  kinds[1] / h, kinds[2] / h, kinds[3] / h, kinds[5] / h,
+                  (kinds[0] + kinds[4] + kinds[6] + kinds[7]) / h);
+    label += buf;
   }
   std::printf(
       "%-28s hosts %5d  flows %5d done %5d  sim %.3f ms  wall %.3f s  events %llu  "
@@ -243,9 +263,12 @@ topo::Topology FatTree(int k) {
 int main(int argc, char** argv) {
   using namespace fathom;
   int repeat = 1;
-  while (argc >= 2 &&
-         (std::string(argv[1]) == "--lossless" || std::string(argv[1]) == "--compare")) {
-    (std::string(argv[1]) == "--lossless" ? sim::g_lossless : sim::g_compare) = true;
+  while (argc >= 2 && (std::string(argv[1]) == "--lossless" ||
+                       std::string(argv[1]) == "--compare" || std::string(argv[1]) == "--kinds")) {
+    const std::string flag = argv[1];
+    (flag == "--lossless"  ? sim::g_lossless
+     : flag == "--compare" ? sim::g_compare
+                           : sim::g_kinds) = true;
     argv[1] = argv[0];
     ++argv;
     --argc;

@@ -209,8 +209,8 @@ void Port::SendCompactSized(uint64_t w0, uint64_t w1, uint32_t bytes, uint8_t tc
     CountDrop(static_cast<uint32_t>(w1 & kPsnMask), DropReason::kTailDrop);
     return;
   }
-  if (ecn_ && EcnMarks(bytes, tc, now, *FlowOf(w1),
-                       static_cast<Opcode>(static_cast<uint8_t>(w0 >> kOpcodeShift)))) {
+  if ((flags_ & kEcn) && EcnMarks(bytes, tc, now, *FlowOf(w1),
+                                  static_cast<Opcode>(static_cast<uint8_t>(w0 >> kOpcodeShift)))) {
     w0 |= kEcnCe;
   }
   Serialize(bytes, now);
@@ -246,7 +246,7 @@ void Port::SendInline(Packet* p) {
     DropOnSend(p, DropReason::kTailDrop);
     return;
   }
-  if (ecn_ && EcnMarks(bytes, ClassOf(*p), now, *p->flow, p->opcode)) p->ecn_ce = 1;
+  if ((flags_ & kEcn) && EcnMarks(bytes, ClassOf(*p), now, *p->flow, p->opcode)) p->ecn_ce = 1;
   const int64_t start = Serialize(bytes, now);
   if (hooked_) {
     SendImpaired(p, start, busy_until_ps_);
@@ -258,9 +258,9 @@ void Port::SendInline(Packet* p) {
 
 void Port::set_ecn(EcnMarker* m) {
   ecn_marker_ = m;
-  ecn_ = m != nullptr;
-  ecn_kmin_ = ecn_ ? m->min_kmin() : INT32_MAX;
-  if (ecn_ && !buffered_) {
+  flags_ = static_cast<uint8_t>(m != nullptr ? flags_ | kEcn : flags_ & ~kEcn);
+  ecn_kmin_ = m != nullptr ? m->min_kmin() : INT32_MAX;
+  if (m != nullptr && !buffered_) {
     buffered_ = true;
     buffer_bytes_ = INT32_MAX;
   }
@@ -336,7 +336,7 @@ void Port::Hold(uintptr_t tagged, int64_t arrive_ps) {
 }
 
 void Port::HoldWords(uint64_t w0, uint64_t w1) {
-  if (remote_ != nullptr) [[unlikely]] {
+  if (flags_ & kRemote) [[unlikely]] {
     HoldShipped(w0, w1);
     return;
   }

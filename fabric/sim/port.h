@@ -261,7 +261,10 @@ class Port {
   // `remote`. set_mirror: the sending end is simulated elsewhere; this copy
   // only delivers what is shipped to it (ReceiveShipped) and counts nothing
   // (Delivered() is the sending process's). Off: one branch per hold.
-  void set_remote(const RemoteLink* remote) { remote_ = remote; }
+  void set_remote(const RemoteLink* remote) {
+    remote_ = remote;
+    flags_ = static_cast<uint8_t>(remote != nullptr ? flags_ | kRemote : flags_ & ~kRemote);
+  }
   void set_mirror(bool on) {
     mirror_ = on;
     // A mirror never sends, so it keeps no buffer account: its arrivals
@@ -394,7 +397,7 @@ class Port {
   // The traffic class a packet is buffered in.
   static uint8_t ClassOf(const Packet& p) { return p.buffer_class; }
   // Whether a packet of `bytes` just admitted into class `tc` is marked
-  // CE (ecn.h): called only when ecn_ is set.
+  // CE (ecn.h): called only when kEcn is set.
   [[gnu::cold, gnu::noinline]] bool EcnMarks(uint32_t bytes, uint8_t tc, int64_t now,
                                              const QpFlow& flow, Opcode opcode);
   // PFC's policy path (port_pfc.cc), out of line: takes an entry (Held
@@ -599,7 +602,12 @@ class Port {
   static constexpr uint8_t kForwards = 1;
   static constexpr uint8_t kAccounted = 2;
   static constexpr uint8_t kPicks = 4;
-  bool ecn_ = false;  // ecn_marker_ is set (in line 1's padding: a send reads it)
+  // In line 1's padding, which every send reads: kEcn, ecn_marker_ is
+  // set; kRemote, remote_ is (HoldWords tests it at every send, and
+  // remote_ itself is on a cold line).
+  uint8_t flags_ = 0;
+  static constexpr uint8_t kEcn = 1;
+  static constexpr uint8_t kRemote = 2;
   uint32_t rx_component_ = 0;
   // Line 2: the serializer and what it counts.
   int64_t busy_until_ps_ = 0;
