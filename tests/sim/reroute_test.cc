@@ -26,27 +26,37 @@ std::vector<std::string> Names(const topo::Topology& t, Port* const* path) {
   return out;
 }
 
-TEST(RerouteTest, ARouteIntoAFailedDownlinkBouncesThroughTheNeighbour) {
+// The 4-leaf, 2-spine leaf-spine with one host a leaf (h<i> on leaf<i>).
+topo::Topology FourLeavesTwoSpines() {
   topo::LeafSpineOptions o;
   o.leaves = 4;
   o.spines = 2;
   o.hosts_per_leaf = 1;
   o.gpus_per_server = 1;
   auto built = topo::BuildLeafSpine(o);
-  ASSERT_TRUE(built.ok()) << built.status().ToString();
-  const topo::Topology t = std::move(built).value();
+  EXPECT_TRUE(built.ok()) << built.status().ToString();
+  return std::move(built).value();
+}
+
+// Node `from`'s egress port to node `to` (null: no link).
+Port* PortTo(const topo::Topology& t, Network& net, const char* from, const char* to) {
+  const int32_t a = t.FindNode(from).value();
+  const int32_t b = t.FindNode(to).value();
+  for (int32_t i = 0; i < t.PortCount(a); ++i) {
+    if (t.Peer(a, i).node == b) return &net.port(a, i);
+  }
+  return nullptr;
+}
+
+TEST(RerouteTest, ARouteIntoAFailedDownlinkBouncesThroughTheNeighbour) {
+  const topo::Topology t = FourLeavesTwoSpines();
   Engine engine(1);
   Network net(&engine, &t, NetworkConfig{});
   QpAttr attr;
   // QPs from h0 (leaf0) to h3 (leaf3): some hash onto spine0.
   for (int i = 0; i < 8; ++i) testing::Connect(net, 0, 3, attr);
-  const int32_t spine0 = t.FindNode("spine0").value();
   const int32_t leaf1 = t.FindNode("leaf1").value();
-  const int32_t leaf3 = t.FindNode("leaf3").value();
-  Port* failed = nullptr;
-  for (int32_t i = 0; i < t.PortCount(spine0); ++i) {
-    if (t.Peer(spine0, i).node == leaf3) failed = &net.port(spine0, i);
-  }
+  Port* failed = PortTo(t, net, "spine0", "leaf3");
   ASSERT_NE(failed, nullptr);
   std::vector<std::vector<std::string>> before;
   int via_spine0 = 0;
@@ -79,24 +89,12 @@ TEST(RerouteTest, ARouteIntoAFailedDownlinkBouncesThroughTheNeighbour) {
 // An upward direction (leaf3's link up to spine0) re-routes onto the
 // leaf's other spine, its other ECMP next hop: no bounce.
 TEST(RerouteTest, AFailedUplinkTakesAnotherEcmpNextHop) {
-  topo::LeafSpineOptions o;
-  o.leaves = 4;
-  o.spines = 2;
-  o.hosts_per_leaf = 1;
-  o.gpus_per_server = 1;
-  auto built = topo::BuildLeafSpine(o);
-  ASSERT_TRUE(built.ok()) << built.status().ToString();
-  const topo::Topology t = std::move(built).value();
+  const topo::Topology t = FourLeavesTwoSpines();
   Engine engine(1);
   Network net(&engine, &t, NetworkConfig{});
   QpAttr attr;
   for (int i = 0; i < 8; ++i) testing::Connect(net, 3, 0, attr);
-  const int32_t spine0 = t.FindNode("spine0").value();
-  const int32_t leaf3 = t.FindNode("leaf3").value();
-  Port* failed = nullptr;
-  for (int32_t i = 0; i < t.PortCount(leaf3); ++i) {
-    if (t.Peer(leaf3, i).node == spine0) failed = &net.port(leaf3, i);
-  }
+  Port* failed = PortTo(t, net, "leaf3", "spine0");
   ASSERT_NE(failed, nullptr);
   std::vector<std::vector<std::string>> before;
   int via_spine0 = 0;
@@ -136,12 +134,7 @@ TEST(RerouteTest, AFailureAboveTierOneBouncesOverEightLinks) {
   const int32_t h0 = t.HostRank(t.FindNode("h0").value());
   const int32_t h12 = t.HostRank(t.FindNode("h12").value());
   for (int i = 0; i < 16; ++i) testing::Connect(net, h0, h12, attr);
-  const int32_t core0 = t.FindNode("core0").value();
-  const int32_t agg3 = t.FindNode("agg3.0").value();
-  Port* failed = nullptr;
-  for (int32_t i = 0; i < t.PortCount(core0); ++i) {
-    if (t.Peer(core0, i).node == agg3) failed = &net.port(core0, i);
-  }
+  Port* failed = PortTo(t, net, "core0", "agg3.0");
   ASSERT_NE(failed, nullptr);
   int via_core0 = 0;
   net.nic(h0).ForEachFlow([&](QpFlow& f) {

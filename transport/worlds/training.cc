@@ -277,6 +277,20 @@ void TrainingRunner::NoteFailure(const Entry& e, int64_t it, Picoseconds t0, con
   res->report = where + "\n" + out.report;
 }
 
+bool TrainingRunner::ArmIterationFaults(int64_t it, TrainingResult* res) {
+  const Picoseconds now = world_->fabric().clock().Now();
+  for (const IterationFault& f : plan_.iteration_faults) {
+    if (f.iteration != it) continue;
+    const Picoseconds at = now + f.offset;
+    res->status =
+        world_->ArmScenarioFault(f.verbs, f.index, at)
+            .WithContext("training: arming " + f.name + " at iteration " + std::to_string(it));
+    if (!res->status.ok()) return false;
+    res->armed.push_back({f.name, it, at});
+  }
+  return true;
+}
+
 TrainingResult TrainingRunner::Run() {
   TrainingResult res;
   sim::Engine& engine = world_->engine();
@@ -290,16 +304,7 @@ TrainingResult TrainingRunner::Run() {
     const Picoseconds t0 = clock.Now();
     Idle(t0 + plan_.compute);
     // This iteration's faults act from its first post on (IterationFault).
-    for (const IterationFault& f : plan_.iteration_faults) {
-      if (f.iteration != it) continue;
-      const Picoseconds at = clock.Now() + f.offset;
-      res.status =
-          world_->ArmScenarioFault(f.verbs, f.index, at)
-              .WithContext("training: arming " + f.name + " at iteration " + std::to_string(it));
-      if (!res.status.ok()) break;
-      res.armed.push_back({f.name, it, at});
-    }
-    if (!res.status.ok()) break;
+    if (!ArmIterationFaults(it, &res)) break;
     for (auto& e : entries_) {
       std::vector<std::unique_ptr<RankCollective>> colls;
       std::vector<RankCollective*> ptrs;
@@ -353,16 +358,7 @@ TrainingResult TrainingRunner::RunWindowed(DistSimBackend* dist) {
     if (it >= sim::kMaxTrainingIterations) break;
     const Picoseconds t0 = last_end;
     Idle(std::max(t0 + plan_.compute, clock.Now()), dist);
-    for (const IterationFault& f : plan_.iteration_faults) {
-      if (f.iteration != it) continue;
-      const Picoseconds at = clock.Now() + f.offset;
-      res.status =
-          world_->ArmScenarioFault(f.verbs, f.index, at)
-              .WithContext("training: arming " + f.name + " at iteration " + std::to_string(it));
-      if (!res.status.ok()) break;
-      res.armed.push_back({f.name, it, at});
-    }
-    if (!res.status.ok()) break;
+    if (!ArmIterationFaults(it, &res)) break;
     // The armed fault's events act where their node is.
     if (!res.armed.empty() && res.armed.back().iteration == it) dist->RetainArmed();
     for (auto& e : entries_) {

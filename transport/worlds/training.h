@@ -130,6 +130,10 @@ class TrainingRunner {
   // between, a fault's or a late completion's, still run); across
   // processes through `dist` (DistSimBackend::Idle).
   void Idle(Picoseconds until, DistSimBackend* dist = nullptr);
+  // Arms the faults placed at `iteration` from now on (each at its offset
+  // past the iteration's first post: IterationFault), noting them in
+  // res->armed; false (res->status set) when one cannot be armed.
+  bool ArmIterationFaults(int64_t iteration, TrainingResult* res);
   // The first failure of an entry's run, in `res` (both loops).
   void NoteFailure(const Entry& e, int64_t iteration, Picoseconds iteration_start,
                    const coll::RunOutcome& out, int failed_group, std::vector<int> stalled,
