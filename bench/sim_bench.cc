@@ -36,7 +36,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -152,10 +154,17 @@ int RunOnce(const topo::Topology& topo, uint64_t flow_bytes, std::string label,
   if (g_kinds) {
     char buf[160];
     const double h = hops > 0 ? static_cast<double>(hops) : 1;
+    uint64_t other = std::accumulate(std::begin(kinds), std::end(kinds), uint64_t{0});
+    auto per_hop = [&](EventKind k) {
+      const uint64_t n = kinds[static_cast<size_t>(k)];
+      other -= n;
+      return static_cast<double>(n) / h;
+    };
+    const double arrival = per_hop(EventKind::kArrival), pump = per_hop(EventKind::kNicPump),
+                 timer = per_hop(EventKind::kQpTimer), user = per_hop(EventKind::kUser);
     std::snprintf(buf, sizeof buf,
                   " (events per hop: arrival %.3f pump %.3f qp-timer %.3f user %.3f other %.3f)",
-                  kinds[1] / h, kinds[2] / h, kinds[3] / h, kinds[5] / h,
-                  (kinds[0] + kinds[4] + kinds[6] + kinds[7]) / h);
+                  arrival, pump, timer, user, static_cast<double>(other) / h);
     label += buf;
   }
   std::printf(

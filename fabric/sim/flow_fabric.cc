@@ -294,20 +294,10 @@ void FlowFabric::TakeInbox(const std::vector<std::string>& in) {
                                    static_cast<uint32_t>(a.src_host), this, index);
   }
   for (const ArriveNote& r : arrivals) {
-    const uint32_t index = TakeSlot();
-    messages_pool_[index] = Message{NicOfHost(r.src_host),
-                                    NicOfHost(r.dst_host),
-                                    r.src_qpn,
-                                    r.dst_qpn,
-                                    r.wr,
-                                    r.npkts,
-                                    r.end_psn,
-                                    Picoseconds(r.back_ps),
-                                    r.rnr_retry,
-                                    r.rnr_wait_ps};
-    ++messages_;
-    e.Schedule<&FlowFabric::OnArrive>(Picoseconds(r.at_ps), EventKind::kQpTimer,
-                                      static_cast<uint32_t>(r.dst_host), this, index);
+    // At r.at_ps (at least a window ahead: the route's latency).
+    Deliver(NicOfHost(r.src_host), r.src_qpn, NicOfHost(r.dst_host), r.dst_qpn, r.wr, r.npkts,
+            r.end_psn, Picoseconds(r.at_ps) - e.Now(), Picoseconds(r.back_ps), r.rnr_retry,
+            r.rnr_wait_ps);
   }
 }
 

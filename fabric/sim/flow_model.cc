@@ -55,9 +55,15 @@ double FlowModel::Slowest(std::span<const int32_t> links) const {
   return slowest;
 }
 
+namespace {
+// `bytes` at `rate` (bytes per ps; 0: no link), rounded up.
+int64_t TimeAt(double rate, uint64_t bytes) {
+  return rate > 0 ? static_cast<int64_t>(std::ceil(static_cast<double>(bytes) / rate)) : 0;
+}
+}  // namespace
+
 int64_t FlowModel::LoneTime(std::span<const int32_t> links, uint64_t bytes) const {
-  const double slowest = Slowest(links);
-  return slowest > 0 ? static_cast<int64_t>(std::ceil(static_cast<double>(bytes) / slowest)) : 0;
+  return TimeAt(Slowest(links), bytes);
 }
 
 int32_t FlowModel::Pass(std::span<const int32_t> links, uint64_t bytes, DoneFn done, void* ctx,
@@ -67,7 +73,7 @@ int32_t FlowModel::Pass(std::span<const int32_t> links, uint64_t bytes, DoneFn d
   Flow& f = flows_[static_cast<size_t>(id)];
   // On no link's list: OnFinish finds nothing to take it off or re-fill.
   f.rate = Slowest(links);
-  const int64_t ps = LoneTime(links, bytes);
+  const int64_t ps = TimeAt(f.rate, bytes);
   ScheduleFinish(id, f.last_ps + ps);
   return id;
 }
