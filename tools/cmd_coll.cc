@@ -39,6 +39,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -320,6 +321,30 @@ int RunSimOn(const CollOptions& o, const CollParsed& p, parallel::Comm* comm) {
                             dist->flow_arrivals_shipped(),
                             dist->flow_posts_kept()};
     comm->AllSum(&v);
+    // Each process's own share of the work and of the waiting: the events
+    // its engine ran (replicas included) and the wall time it spent in the
+    // exchanges between windows (blocked on the slowest process, mostly) and
+    // the CPU time it used there (polling or yielding while it waits).
+    // With the flow model, the flows its replica started and how many
+    // shared a link (a component re-filled) or passed outside the sharing.
+    char mine_line[320];
+    int at =
+        std::snprintf(mine_line, sizeof(mine_line),
+                      "parallel   process %d: %llu events run, %.3f s in exchanges (%.3f s of CPU)",
+                      comm->rank(), static_cast<unsigned long long>(dist->local_events_run()),
+                      mine.sync_wall_s, mine.sync_cpu_s);
+    if (const sim::FlowModel::Stats* fs = dist->flow_stats(); fs != nullptr) {
+      std::snprintf(mine_line + at, sizeof(mine_line) - static_cast<size_t>(at),
+                    "; flow model: %llu flows started, %llu passes, %llu component re-fills "
+                    "(largest %llu flows)",
+                    static_cast<unsigned long long>(fs->flows),
+                    static_cast<unsigned long long>(fs->passes),
+                    static_cast<unsigned long long>(fs->recomputes),
+                    static_cast<unsigned long long>(fs->largest_component));
+      at = static_cast<int>(std::strlen(mine_line));
+    }
+    std::snprintf(mine_line + at, sizeof(mine_line) - static_cast<size_t>(at), "\n");
+    const std::vector<std::string> lines = comm->Gather(mine_line);
     if (comm->rank() == 0 && !o.json) {
       std::printf("# trace digest %016llx (canonical event order, %d %s)\n",
                   static_cast<unsigned long long>(dist->trace_digest()), comm->size(),
@@ -338,6 +363,7 @@ int RunSimOn(const CollOptions& o, const CollParsed& p, parallel::Comm* comm) {
                      static_cast<unsigned long long>(v[3]), static_cast<unsigned long long>(v[4]),
                      static_cast<unsigned long long>(v[5]), static_cast<unsigned long long>(v[6]));
       }
+      for (const std::string& l : lines) std::fputs(l.c_str(), stderr);
     }
   }
   if (expect == nullptr || result == SweepResult::kUsage) return ExitCode(result);

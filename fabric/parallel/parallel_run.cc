@@ -1,5 +1,7 @@
 #include "fabric/parallel/parallel_run.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +18,13 @@
 
 namespace fathom::parallel {
 namespace {
+
+// This thread's CPU time (user and system), in seconds.
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 // A shipped entry's form (see Ship).
 enum Form : uint8_t {
@@ -266,6 +275,7 @@ std::vector<std::string> DistributedRun::ExchangeWindow(sim::Network& net,
   words[0] = std::min({words[0], NextTime(net.engine()), shipped_arrival_});
   shipped_arrival_ = Picoseconds::Max().ps();
   const auto exchange_start = std::chrono::steady_clock::now();
+  const double cpu_start = ThreadCpuSeconds();
   // Per destination: the words, the packets' byte count, the packets, the
   // caller's batch.
   const size_t head = words.size() * sizeof(int64_t);
@@ -301,6 +311,7 @@ std::vector<std::string> DistributedRun::ExchangeWindow(sim::Network& net,
   }
   stats_.sync_wall_s +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - exchange_start).count();
+  stats_.sync_cpu_s += ThreadCpuSeconds() - cpu_start;
   if (window_ran) ++stats_.windows;
   return extra_in;
 }

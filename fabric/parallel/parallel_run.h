@@ -55,6 +55,10 @@ struct RunStats {
   uint64_t shipped_bytes = 0;  // bytes of those batches
   uint64_t events = 0;
   double sync_wall_s = 0;  // wall time in exchanges and reductions
+  // CPU time (user and system, this thread) in ExchangeWindow: a waiting
+  // process polls (or yields) for its peers' messages, so its CPU time is
+  // not all simulation.
+  double sync_cpu_s = 0;
 };
 
 class DistributedRun final : public sim::RunHooks {

@@ -710,6 +710,26 @@ TEST_P(MpiFlowTest, SameRowsAndDigestForOneToFourProcesses) {
     EXPECT_GT(acks, 0u) << n << " processes";
     EXPECT_GT(arrivals, 0u) << n << " processes";
     EXPECT_GT(kept, 0u) << n << " processes";
+    // Each process's line: every replica starts every data flow (the
+    // same count in each), and each runs events of its own.
+    unsigned long long flows0 = 0;
+    for (int p = 0; p < n; ++p) {
+      const std::string mine = "parallel   process " + std::to_string(p) + ": ";
+      const size_t pat = r.out.find(mine);
+      ASSERT_NE(pat, std::string::npos) << r.out;
+      unsigned long long events = 0, flows = 0;
+      double wall = 0, cpu = 0;
+      ASSERT_EQ(std::sscanf(r.out.c_str() + pat + mine.size(),
+                            "%llu events run, %lf s in exchanges (%lf s of CPU); flow model: %llu "
+                            "flows started",
+                            &events, &wall, &cpu, &flows),
+                4)
+          << r.out;
+      EXPECT_GT(events, 0u) << "process " << p << " of " << n;
+      EXPECT_GT(flows, 0u) << "process " << p << " of " << n;
+      if (p == 0) flows0 = flows;
+      EXPECT_EQ(flows, flows0) << "process " << p << " of " << n;
+    }
   }
   ASSERT_EQ(one.j["rows"].size(), 2u) << one.j.dump();
   // The canonical order models what the default order does: each row's

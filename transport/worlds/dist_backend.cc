@@ -95,6 +95,10 @@ uint64_t DistSimBackend::flow_posts_kept() const {
   return world_->flow() != nullptr ? world_->flow()->posts_kept() : 0;
 }
 
+const sim::FlowModel::Stats* DistSimBackend::flow_stats() const {
+  return world_->flow() != nullptr ? &world_->flow()->model().stats() : nullptr;
+}
+
 std::string DistSimBackend::Where() const {
   return base_.Where() + ", canonical event order, " + std::to_string(comm_->size()) +
          (comm_->size() == 1 ? " process" : " processes");

@@ -29,6 +29,7 @@
 
 #include "fabric/parallel/comm.h"
 #include "fabric/parallel/parallel_run.h"
+#include "fabric/sim/flow_model.h"
 #include "transport/worlds/backend.h"
 #include "transport/worlds/sim_backend.h"
 #include "transport/worlds/sim_world.h"
@@ -103,6 +104,13 @@ class DistSimBackend final : public Backend {
   uint64_t flow_acks_shipped() const;
   uint64_t flow_arrivals_shipped() const;
   uint64_t flow_posts_kept() const;  // one-packet posts no other process needed
+  // The events this process's engine dispatched, its replicas' included
+  // (with the flow model every process runs every data flow's post, start
+  // and finish): against one process's count, the work replicated.
+  uint64_t local_events_run() const { return world_->engine().events_dispatched(); }
+  // This process's flow model counters (flows started, re-fills of shared
+  // components), or null without the flow model.
+  const sim::FlowModel::Stats* flow_stats() const;
 
  private:
   DistSimBackend(SimWorld* world, parallel::Comm* comm);
