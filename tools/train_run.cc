@@ -20,13 +20,16 @@ using namespace fathom::transport::worlds;  // NOLINT: one report of its results
 
 // The expectations' verdict (coll_expect.h): each unmet item on stderr;
 // exit 1 when one is unmet or the run failed and the block does not say
-// it should.
-int Verdict(const char* tool, const proto::ExpectSpec& e, const CollFacts& f, bool json) {
+// it should. Only where `prints` (rank 0 across processes) says so.
+int Verdict(const char* tool, const proto::ExpectSpec& e, const CollFacts& f, bool json,
+            bool prints) {
   const std::vector<std::string> misses = CheckCollExpect(e, f);
-  for (const std::string& m : misses) std::fprintf(stderr, "%s: %s\n", tool, m.c_str());
+  for (const std::string& m : misses) {
+    if (prints) std::fprintf(stderr, "%s: %s\n", tool, m.c_str());
+  }
   if (!misses.empty()) return kExitFailure;
   if (f.failed && !ExpectsFailure(e)) return kExitFailure;
-  if (!json) std::printf("# expectations met\n");
+  if (!json && prints) std::printf("# expectations met\n");
   return kExitOk;
 }
 
@@ -178,7 +181,7 @@ int RunTrainingScenario(const char* tool, const sim::LoadedScenario& sc, SimWorl
     if (prints) std::fprintf(stderr, "%s: %s\n", tool, r.status.message().c_str());
     return kExitFailure;
   }
-  if (expect != nullptr) return Verdict(tool, *expect, f, json);
+  if (expect != nullptr) return Verdict(tool, *expect, f, json, prints);
   return r.failed ? kExitFailure : kExitOk;
 }
 

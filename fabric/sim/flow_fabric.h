@@ -104,9 +104,13 @@ class FlowFabric {
   // A replicated event this process runs but does not count (Split).
   void Uncount(int64_t time_ps, EventKind kind, uint32_t component) {
     uncounted_sum_ += Engine::CanonicalEventDigest(time_ps, kind, component);
+    ++uncounted_events_;
   }
   // What to take out of the engine's digest sum (Uncount's and the model's).
   uint64_t uncounted_sum() const { return uncounted_sum_ + model_.uncounted_sum(); }
+  // How many such events (the engine's count less these is this process's
+  // share of the run's events).
+  uint64_t uncounted_events() const { return uncounted_events_ + model_.uncounted_events(); }
   uint64_t posts_shipped() const { return posts_shipped_; }
   uint64_t acks_shipped() const { return acks_shipped_; }
   uint64_t arrivals_shipped() const { return arrivals_shipped_; }
@@ -201,6 +205,7 @@ class FlowFabric {
   std::vector<AckNote> acks_out_;
   std::vector<ArriveNote> arrivals_out_;
   uint64_t uncounted_sum_ = 0;
+  uint64_t uncounted_events_ = 0;
   uint64_t posts_shipped_ = 0, acks_shipped_ = 0, arrivals_shipped_ = 0, posts_kept_ = 0;
   uint64_t replica_holds_ = 0;
 };

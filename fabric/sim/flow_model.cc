@@ -134,6 +134,7 @@ void FlowModel::OnFinish(void* model, uint64_t arg) {
   FlowModel* self = static_cast<FlowModel*>(model);
   const int32_t id = static_cast<int32_t>(arg >> 32);
   if (self->uncounted_) [[unlikely]] {
+    ++self->uncounted_events_;
     self->uncounted_sum_ += Engine::CanonicalEventDigest(
         self->engine_->Now().ps(), EventKind::kUser, static_cast<uint32_t>(id));
   }

@@ -84,6 +84,7 @@ class FlowModel {
   // counts them; the others take each one's digest out (uncounted_sum).
   void set_uncounted(bool on) { uncounted_ = on; }
   uint64_t uncounted_sum() const { return uncounted_sum_; }
+  uint64_t uncounted_events() const { return uncounted_events_; }
 
  private:
   struct Link {
@@ -141,6 +142,7 @@ class FlowModel {
   Stats stats_;
   bool uncounted_ = false;
   uint64_t uncounted_sum_ = 0;
+  uint64_t uncounted_events_ = 0;
 };
 
 }  // namespace fathom::sim

@@ -9,13 +9,6 @@
 #include "transport/wait.h"
 
 namespace fathom::transport::coll {
-namespace {
-
-// Reports stay readable at 1024 ranks: the first ranks and QPs in full.
-constexpr int kMaxRanksInReport = 32;
-constexpr int kMaxQpLines = 64;
-
-}  // namespace
 
 Driver::Driver(Clock* clock, std::vector<Communicator*> comms, DriverOptions options)
     : clock_(clock), comms_(std::move(comms)), options_(std::move(options)) {
@@ -202,47 +195,16 @@ std::string Driver::WatchdogReport(const std::vector<RankCollective*>& colls,
   std::vector<Picoseconds> silent_for;                      // parallel to *stuck
   for (size_t i = 0; i < colls.size(); ++i) {
     if (colls[i]->done()) continue;
-    Communicator& comm = *comms_[i];
-    std::vector<int> peers;
-    const auto waits = colls[i]->DescribeWait(&peers);
-    waits_for.emplace_back(comm.rank(), peers);
-    if (shown < kMaxRanksInReport) {
-      for (const auto& w : waits) r += "rank " + std::to_string(comm.rank()) + ": " + w + "\n";
+    StuckRankReport part = DescribeStuckRank(*comms_[i], *colls[i], now);
+    waits_for.emplace_back(comms_[i]->rank(), std::move(part.waits_for));
+    if (shown < kMaxRanksInReport) r += part.text;
+    for (const std::string& l : part.qp_lines) {
+      if (qp_line_count >= kMaxQpLines) break;
+      qp_lines += l;
+      ++qp_line_count;
     }
-    for (Conn* c : comm.conns()) {
-      const int os = c->qp->outstanding_sends();
-      bool waited = false;
-      for (int p : peers) waited = waited || p == c->peer;
-      if (os == 0 && !waited) continue;
-      StuckQp q{
-          comm.rank(),  c->peer,       c->channel, c->qp->qp_num(), os, c->qp->outstanding_recvs(),
-          c->have_last, c->last.status};
-      q.in_error = c->qp->state() == QpState::kErr;
-      stuck->push_back(q);
-      silent_for.push_back(c->have_last ? now - c->last_completion_time : now);
-      const std::string last =
-          c->have_last ? std::string(WcStatusName(c->last.status)) : std::string("none");
-      if (shown < kMaxRanksInReport) {
-        std::snprintf(buf, sizeof(buf),
-                      "  qp to rank %d channel %d qpn 0x%x state %s: %d send WRs and %d recv "
-                      "WRs outstanding; last completion %s\n",
-                      c->peer, c->channel, c->qp->qp_num(),
-                      std::string(QpStateName(c->qp->state())).c_str(), os,
-                      c->qp->outstanding_recvs(),
-                      c->have_last ? DescribeCompletion(c->last).c_str() : "none");
-        r += buf;
-      }
-      if (os > 0 && qp_line_count < kMaxQpLines) {
-        const Picoseconds since = c->have_last ? now - c->last_completion_time : now;
-        std::snprintf(buf, sizeof(buf),
-                      "rank %d -> rank %d qpn 0x%x: no completion for %.6f s (outstanding %d "
-                      "WRs, last status %s)\n",
-                      comm.rank(), c->peer, c->qp->qp_num(), since.seconds(), os, last.c_str());
-        qp_lines += buf;
-        ++qp_line_count;
-      }
-    }
-    AddMoreQps(comm, now, stuck, &silent_for, &qp_lines, &qp_line_count);
+    stuck->insert(stuck->end(), part.qps.begin(), part.qps.end());
+    silent_for.insert(silent_for.end(), part.silent_for.begin(), part.silent_for.end());
     ++shown;
   }
   if (shown > kMaxRanksInReport) {
@@ -255,9 +217,46 @@ std::string Driver::WatchdogReport(const std::vector<RankCollective*>& colls,
   return r;
 }
 
-void Driver::AddMoreQps(Communicator& comm, Picoseconds now, std::vector<StuckQp>* stuck,
-                        std::vector<Picoseconds>* silent_for, std::string* qp_lines,
-                        int* qp_line_count) {
+StuckRankReport Driver::DescribeStuckRank(Communicator& comm, RankCollective& coll,
+                                          Picoseconds now) {
+  StuckRankReport part;
+  char buf[512];
+  const auto waits = coll.DescribeWait(&part.waits_for);
+  for (const auto& w : waits) part.text += "rank " + std::to_string(comm.rank()) + ": " + w + "\n";
+  for (Conn* c : comm.conns()) {
+    const int os = c->qp->outstanding_sends();
+    bool waited = false;
+    for (int p : part.waits_for) waited = waited || p == c->peer;
+    if (os == 0 && !waited) continue;
+    StuckQp q{
+        comm.rank(),  c->peer,       c->channel, c->qp->qp_num(), os, c->qp->outstanding_recvs(),
+        c->have_last, c->last.status};
+    q.in_error = c->qp->state() == QpState::kErr;
+    part.qps.push_back(q);
+    part.silent_for.push_back(c->have_last ? now - c->last_completion_time : now);
+    const std::string last =
+        c->have_last ? std::string(WcStatusName(c->last.status)) : std::string("none");
+    std::snprintf(buf, sizeof(buf),
+                  "  qp to rank %d channel %d qpn 0x%x state %s: %d send WRs and %d recv "
+                  "WRs outstanding; last completion %s\n",
+                  c->peer, c->channel, c->qp->qp_num(),
+                  std::string(QpStateName(c->qp->state())).c_str(), os, c->qp->outstanding_recvs(),
+                  c->have_last ? DescribeCompletion(c->last).c_str() : "none");
+    part.text += buf;
+    if (os > 0) {
+      const Picoseconds since = c->have_last ? now - c->last_completion_time : now;
+      std::snprintf(buf, sizeof(buf),
+                    "rank %d -> rank %d qpn 0x%x: no completion for %.6f s (outstanding %d "
+                    "WRs, last status %s)\n",
+                    comm.rank(), c->peer, c->qp->qp_num(), since.seconds(), os, last.c_str());
+      part.qp_lines.push_back(buf);
+    }
+  }
+  AddMoreQps(comm, now, &part);
+  return part;
+}
+
+void Driver::AddMoreQps(Communicator& comm, Picoseconds now, StuckRankReport* part) {
   // A connection's QPs past the first (multi_qp.h) hash onto paths of their
   // own: each with sends that do not complete is a stuck QP of its own, for
   // the culprit and the fabric's evidence. Silence is the connection's.
@@ -270,17 +269,14 @@ void Driver::AddMoreQps(Communicator& comm, Picoseconds now, std::vector<StuckQp
       StuckQp q{comm.rank(),  c->peer,       c->channel, qp.qp_num(), os, qp.outstanding_recvs(),
                 c->have_last, c->last.status};
       q.in_error = qp.state() == QpState::kErr;
-      stuck->push_back(q);
+      part->qps.push_back(q);
       const Picoseconds since = c->have_last ? now - c->last_completion_time : now;
-      silent_for->push_back(since);
-      if (*qp_line_count < kMaxQpLines) {
-        std::snprintf(buf, sizeof(buf),
-                      "rank %d -> rank %d qpn 0x%x (QP %d of its connection): no completion for "
-                      "%.6f s (outstanding %d WRs)\n",
-                      comm.rank(), c->peer, qp.qp_num(), k, since.seconds(), os);
-        *qp_lines += buf;
-        ++*qp_line_count;
-      }
+      part->silent_for.push_back(since);
+      std::snprintf(buf, sizeof(buf),
+                    "rank %d -> rank %d qpn 0x%x (QP %d of its connection): no completion for "
+                    "%.6f s (outstanding %d WRs)\n",
+                    comm.rank(), c->peer, qp.qp_num(), k, since.seconds(), os);
+      part->qp_lines.push_back(buf);
     }
   }
 }
@@ -359,11 +355,17 @@ std::string Driver::AsyncEventLines() {
     Device* d = &c->device();
     if (std::find(seen.begin(), seen.end(), d) != seen.end()) continue;
     seen.push_back(d);
-    for (const AsyncEvent& e : d->TakeAsyncEvents()) {
-      r += "rank " + std::to_string(c->rank()) + ": async event " + e.type;
-      if (!e.detail.empty()) r += " (" + e.detail + ")";
-      r += "\n";
-    }
+    r += AsyncEventLinesOf(*c);
+  }
+  return r;
+}
+
+std::string Driver::AsyncEventLinesOf(Communicator& comm) {
+  std::string r;
+  for (const AsyncEvent& e : comm.device().TakeAsyncEvents()) {
+    r += "rank " + std::to_string(comm.rank()) + ": async event " + e.type;
+    if (!e.detail.empty()) r += " (" + e.detail + ")";
+    r += "\n";
   }
   return r;
 }

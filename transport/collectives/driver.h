@@ -71,8 +71,22 @@ struct RunOutcome {
   std::vector<int> stuck_ranks;
 };
 
+// One stuck rank's part of the watchdog's report (Driver::DescribeStuckRank):
+// what a report merged from several processes needs (DistSimBackend).
+struct StuckRankReport {
+  std::string text;                     // its wait lines and its QPs' state lines
+  std::vector<std::string> qp_lines;    // "rank a -> rank b qpn ...: no completion ..."
+  std::vector<StuckQp> qps;             // its stuck QPs
+  std::vector<Picoseconds> silent_for;  // parallel to qps
+  std::vector<int> waits_for;           // the peers it waits for
+};
+
 class Driver {
  public:
+  // Reports stay readable at 1024 ranks: the first ranks and QP lines in full.
+  static constexpr int kMaxRanksInReport = 32;
+  static constexpr int kMaxQpLines = 64;
+
   // Borrows the clock and communicators; installs CQ notifications.
   Driver(Clock* clock, std::vector<Communicator*> comms, DriverOptions options);
   ~Driver();
@@ -83,18 +97,25 @@ class Driver {
   // done, on a completion error, or when the watchdog fires.
   RunOutcome Run(const std::vector<RankCollective*>& colls);
 
- private:
+  // The report's part about `comm`'s rank, whose collective `coll` is not
+  // done, at `now`: its wait and QPs (every QP line; the report keeps the
+  // first kMaxQpLines over its ranks).
+  static StuckRankReport DescribeStuckRank(Communicator& comm, RankCollective& coll,
+                                           Picoseconds now);
   // Marks the culprit among stuck[first..] (StuckQp::culprit) and says it
   // in one line; `waits_for` is each stuck rank's awaited peers,
   // `silent_for` each stuck QP's time since its last completion.
   static std::string MarkCulprit(const std::vector<std::pair<int, std::vector<int>>>& waits_for,
                                  const std::vector<Picoseconds>& silent_for, size_t first,
                                  std::vector<StuckQp>* stuck);
+  // The async events of `comm`'s device since the last call, as report
+  // lines (one device's part of AsyncEventLines).
+  static std::string AsyncEventLinesOf(Communicator& comm);
+
+ private:
   // The stuck QPs of `comm` past each connection's first (several QPs per
-  // connection, multi_qp.h), appended to the report's lists.
-  static void AddMoreQps(Communicator& comm, Picoseconds now, std::vector<StuckQp>* stuck,
-                         std::vector<Picoseconds>* silent_for, std::string* qp_lines,
-                         int* qp_line_count);
+  // connection, multi_qp.h), appended to the rank's part.
+  static void AddMoreQps(Communicator& comm, Picoseconds now, StuckRankReport* part);
   // Drains every device's async events into report lines.
   std::string AsyncEventLines();
   // The watchdog's report: who waits where, the QPs' outstanding WRs and

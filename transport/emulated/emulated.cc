@@ -400,30 +400,15 @@ std::string EmulatedFabric::HostName(int rank) const {
 }
 
 std::string EmulatedFabric::Evidence(const std::vector<QpRef>& qps) {
+  return FormatEvidence(qps, CollectEvidence(qps, nullptr));
+}
+
+void EmulatedFabric::VisitEvidencePaths(
+    const std::vector<QpRef>& qps, const std::function<void(const QpRef&)>& on_qp,
+    const std::function<void(int32_t, int32_t)>& on_port) const {
   const auto& topo = network_->topology();
-  std::string r;
-  char buf[512];
-  std::set<std::pair<int32_t, int32_t>> ports;        // (node, port) already reported
-  std::set<std::pair<int32_t, int32_t>> fault_ports;  // the same, for fault models
-  int lines = 0;
   for (const QpRef& q : qps) {
-    auto counters = network_->nic(HostOf(q.rank)).GetQpCounters(q.qpn);
-    if (counters.ok()) {
-      const sim::QpCounters& c = counters.value();
-      if (c.retransmitted_packets + c.local_ack_timeout_err + c.packet_seq_err +
-              c.retry_exceeded_err >
-          0) {
-        std::snprintf(buf, sizeof(buf),
-                      "fabric: rank %d -> rank %d qpn 0x%x: retransmitted_packets %llu "
-                      "local_ack_timeout_err %llu packet_seq_err %llu retry_exceeded_err %llu\n",
-                      q.rank, q.peer, q.qpn,
-                      static_cast<unsigned long long>(c.retransmitted_packets),
-                      static_cast<unsigned long long>(c.local_ack_timeout_err),
-                      static_cast<unsigned long long>(c.packet_seq_err),
-                      static_cast<unsigned long long>(c.retry_exceeded_err));
-        r += buf;
-      }
-    }
+    on_qp(q);
     // Every port on a shortest path rank -> peer (any ECMP choice), and back
     // (the ACKs): the ones whose drop counters moved are the evidence.
     for (int dir = 0; dir < 2; ++dir) {
@@ -444,35 +429,7 @@ std::string EmulatedFabric::Evidence(const std::vector<QpRef>& qps) {
           }
           for (int32_t p : hops) {
             if (p >= topo.PortCount(node)) continue;
-            const sim::Port& port = network_->port(node, p);
-            const sim::PortCounters& pc = port.counters();
-            const uint64_t dropped = pc.mtu_discards + pc.port_xmit_discards;
-            const uint64_t errors = port.peer() ? port.peer()->counters().port_rcv_errors : 0;
-            // Fault models drop on the wire without moving port counters:
-            // the hook names them and the link.
-            const std::string faults = port_evidence_ ? port_evidence_(port) : std::string();
-            if (!faults.empty() && fault_ports.insert({node, p}).second && lines < 64) {
-              const topo::Link& link = topo.link(topo.LinkAt(node, p));
-              r += "fabric: link " + link.name + " (" + topo.node(node).name + " -> " +
-                   topo.node(topo.Peer(node, p).node).name + "): " + faults + "\n";
-              ++lines;
-            }
-            if ((dropped + errors) > 0 && ports.insert({node, p}).second && lines < 64) {
-              const topo::Link& link = topo.link(topo.LinkAt(node, p));
-              std::snprintf(buf, sizeof(buf),
-                            "fabric: link %s (%s -> %s, mtu %d): mtu_discards %llu "
-                            "port_xmit_discards %llu port_rcv_errors %llu port_xmit_packets "
-                            "%llu\n",
-                            link.name.c_str(), topo.node(node).name.c_str(),
-                            topo.node(topo.Peer(node, p).node).name.c_str(),
-                            port.config().mtu_bytes,
-                            static_cast<unsigned long long>(pc.mtu_discards),
-                            static_cast<unsigned long long>(pc.port_xmit_discards),
-                            static_cast<unsigned long long>(errors),
-                            static_cast<unsigned long long>(pc.port_xmit_packets));
-              r += buf;
-              ++lines;
-            }
+            on_port(node, p);
             const int32_t peer = topo.Peer(node, p).node;
             if (peer != dst && seen.insert(peer).second) next.push_back(peer);
           }
@@ -481,12 +438,101 @@ std::string EmulatedFabric::Evidence(const std::vector<QpRef>& qps) {
       }
     }
   }
+}
+
+EmulatedFabric::EvidenceFacts EmulatedFabric::CollectEvidence(
+    const std::vector<QpRef>& qps, const std::function<bool(int32_t node)>& owns) {
+  EvidenceFacts f;
+  auto here = [&](int32_t node) { return !owns || owns(node); };
+  VisitEvidencePaths(
+      qps,
+      [&](const QpRef& q) {
+        sim::QpCounters c{};
+        if (here(NodeOf(q.rank))) {
+          auto counters = network_->nic(HostOf(q.rank)).GetQpCounters(q.qpn);
+          if (counters.ok()) c = counters.value();
+        }
+        f.counts.insert(f.counts.end(), {c.retransmitted_packets, c.local_ack_timeout_err,
+                                         c.packet_seq_err, c.retry_exceeded_err});
+      },
+      [&](int32_t node, int32_t p) {
+        const sim::Port& port = network_->port(node, p);
+        const bool mine = here(node);
+        const sim::PortCounters& pc = port.counters();
+        // The receive errors are counted where the frame arrives: the
+        // peer's node.
+        const bool peer_here = port.peer() != nullptr && here(port.peer()->config().node);
+        f.counts.insert(f.counts.end(),
+                        {mine ? pc.mtu_discards : 0, mine ? pc.port_xmit_discards : 0,
+                         peer_here ? port.peer()->counters().port_rcv_errors : 0,
+                         mine ? pc.port_xmit_packets : 0});
+        // Fault models drop on the wire without moving port counters: the
+        // hook names them and the link.
+        f.texts.push_back(mine && port_evidence_ ? port_evidence_(port) : std::string());
+      });
   const sim::DropStats& drops = network_->drops();
+  f.counts.insert(f.counts.end(), drops.by_reason.begin(), drops.by_reason.end());
+  return f;
+}
+
+std::string EmulatedFabric::FormatEvidence(const std::vector<QpRef>& qps,
+                                           const EvidenceFacts& facts) const {
+  const auto& topo = network_->topology();
+  std::string r;
+  char buf[512];
+  std::set<std::pair<int32_t, int32_t>> ports;        // (node, port) already reported
+  std::set<std::pair<int32_t, int32_t>> fault_ports;  // the same, for fault models
+  int lines = 0;
+  size_t at = 0, text_at = 0;
+  VisitEvidencePaths(
+      qps,
+      [&](const QpRef& q) {
+        const uint64_t* c = &facts.counts[at];
+        at += 4;
+        if (c[0] + c[1] + c[2] + c[3] > 0) {
+          std::snprintf(buf, sizeof(buf),
+                        "fabric: rank %d -> rank %d qpn 0x%x: retransmitted_packets %llu "
+                        "local_ack_timeout_err %llu packet_seq_err %llu retry_exceeded_err %llu\n",
+                        q.rank, q.peer, q.qpn, static_cast<unsigned long long>(c[0]),
+                        static_cast<unsigned long long>(c[1]),
+                        static_cast<unsigned long long>(c[2]),
+                        static_cast<unsigned long long>(c[3]));
+          r += buf;
+        }
+      },
+      [&](int32_t node, int32_t p) {
+        const uint64_t* c = &facts.counts[at];
+        at += 4;
+        const std::string& faults = facts.texts[text_at++];
+        const uint64_t dropped = c[0] + c[1];
+        const uint64_t errors = c[2];
+        if (!faults.empty() && fault_ports.insert({node, p}).second && lines < 64) {
+          const topo::Link& link = topo.link(topo.LinkAt(node, p));
+          r += "fabric: link " + link.name + " (" + topo.node(node).name + " -> " +
+               topo.node(topo.Peer(node, p).node).name + "): " + faults + "\n";
+          ++lines;
+        }
+        if ((dropped + errors) > 0 && ports.insert({node, p}).second && lines < 64) {
+          const topo::Link& link = topo.link(topo.LinkAt(node, p));
+          std::snprintf(
+              buf, sizeof(buf),
+              "fabric: link %s (%s -> %s, mtu %d): mtu_discards %llu "
+              "port_xmit_discards %llu port_rcv_errors %llu port_xmit_packets "
+              "%llu\n",
+              link.name.c_str(), topo.node(node).name.c_str(),
+              topo.node(topo.Peer(node, p).node).name.c_str(),
+              network_->port(node, p).config().mtu_bytes, static_cast<unsigned long long>(c[0]),
+              static_cast<unsigned long long>(c[1]), static_cast<unsigned long long>(errors),
+              static_cast<unsigned long long>(c[3]));
+          r += buf;
+          ++lines;
+        }
+      });
   std::string by_reason;
-  for (size_t i = 0; i < drops.by_reason.size(); ++i) {
-    if (drops.by_reason[i] == 0) continue;
+  for (size_t i = 0; at + i < facts.counts.size(); ++i) {
+    if (facts.counts[at + i] == 0) continue;
     by_reason += " " + std::string(sim::DropReasonName(static_cast<sim::DropReason>(i))) + " " +
-                 std::to_string(drops.by_reason[i]);
+                 std::to_string(facts.counts[at + i]);
   }
   if (!by_reason.empty()) r += "fabric: drops in the whole network:" + by_reason + "\n";
   if (r.empty()) r = "fabric: no drops or retransmissions on the stuck QPs' paths\n";

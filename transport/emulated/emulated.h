@@ -103,6 +103,22 @@ class EmulatedFabric {
     uint32_t qpn;
   };
   std::string Evidence(const std::vector<QpRef>& qps);
+  // What Evidence reads, in the order it reads it: per QP its four error
+  // counters; per port on the QPs' paths (their order is the topology's,
+  // the same in every process) its discards, its peer's receive errors, its
+  // transmitted packets and its fault models' text; then the network's
+  // drops by reason. A fabric split across processes (DistSimBackend)
+  // collects with `owns` (which nodes this process simulates): the values
+  // of the others are zero and their texts empty, so the counts summed over
+  // the processes, and each text from its node's process, are what one
+  // process reads; FormatEvidence makes Evidence's text of them.
+  struct EvidenceFacts {
+    std::vector<uint64_t> counts;
+    std::vector<std::string> texts;  // per port on a path
+  };
+  EvidenceFacts CollectEvidence(const std::vector<QpRef>& qps,
+                                const std::function<bool(int32_t node)>& owns);
+  std::string FormatEvidence(const std::vector<QpRef>& qps, const EvidenceFacts& facts) const;
   // Text about a port's fault models for Evidence (who attached them knows
   // them: SimWorld's scenario faults); empty when none dropped or corrupted.
   void set_port_evidence(std::function<std::string(const sim::Port&)> fn) {
@@ -117,6 +133,12 @@ class EmulatedFabric {
   SimClock clock_;
   bool completion_flag_ = false;
   std::function<std::string(const sim::Port&)> port_evidence_;
+
+  // Calls on_qp(q) per QP, then on_port(q, node, port) per port on a
+  // shortest path q.rank -> q.peer and back, in Evidence's order.
+  void VisitEvidencePaths(const std::vector<QpRef>& qps,
+                          const std::function<void(const QpRef&)>& on_qp,
+                          const std::function<void(int32_t, int32_t)>& on_port) const;
 };
 
 }  // namespace fathom::transport::emulated

@@ -8,6 +8,8 @@
 #include <queue>
 #include <utility>
 
+#include "transport/collectives/driver.h"
+
 namespace fathom::transport::worlds {
 
 using namespace fathom::transport::coll;  // NOLINT: the backend runs the collectives
@@ -206,7 +208,11 @@ void DistSimBackend::UpdateDigest() {
 }
 
 uint64_t DistSimBackend::EventsSum() {
-  std::vector<uint64_t> v{run_->LocalEvents(world_->engine())};
+  // The replicated flow model's events count once (where Split counts
+  // them), as in the digest.
+  sim::FlowFabric* flow = world_->flow();
+  std::vector<uint64_t> v{run_->LocalEvents(world_->engine()) -
+                          (flow != nullptr ? flow->uncounted_events() : 0)};
   comm_->AllSum(&v);
   return v[0];
 }
@@ -269,9 +275,217 @@ void DistSimBackend::Idle(Picoseconds until) {
   }
 }
 
+namespace {
+
+// The pieces of a hang's report that cross between processes, as bytes:
+// numbers in decimal, strings length-prefixed.
+void Put(std::string* out, int64_t v) { *out += std::to_string(v) + " "; }
+void PutText(std::string* out, const std::string& t) {
+  Put(out, static_cast<int64_t>(t.size()));
+  *out += t;
+}
+
+struct Reader {
+  const std::string& s;
+  size_t at = 0;
+  bool more() const { return at < s.size(); }
+  int64_t Num() {
+    const size_t sp = s.find(' ', at);
+    const int64_t v = std::stoll(s.substr(at, sp - at));
+    at = sp + 1;
+    return v;
+  }
+  std::string Text() {
+    const size_t len = static_cast<size_t>(Num());
+    std::string t = s.substr(at, len);
+    at += len;
+    return t;
+  }
+};
+
+// One rank's part: its id, its rank in its communicator, whether it is
+// stuck (StuckRankReport) and its device's async events.
+struct RankPart {
+  int id = 0;
+  int rank = 0;
+  bool stuck = false;
+  StuckRankReport report;
+  std::string async;
+};
+
+void EncodePart(const RankPart& p, std::string* out) {
+  Put(out, p.id);
+  Put(out, p.rank);
+  Put(out, p.stuck ? 1 : 0);
+  PutText(out, p.report.text);
+  Put(out, static_cast<int64_t>(p.report.qp_lines.size()));
+  for (const std::string& l : p.report.qp_lines) PutText(out, l);
+  Put(out, static_cast<int64_t>(p.report.qps.size()));
+  for (size_t k = 0; k < p.report.qps.size(); ++k) {
+    const StuckQp& q = p.report.qps[k];
+    for (int64_t v :
+         {int64_t{q.rank}, int64_t{q.peer}, int64_t{q.channel}, int64_t{q.qpn},
+          int64_t{q.outstanding_sends}, int64_t{q.outstanding_recvs}, int64_t{q.have_last},
+          static_cast<int64_t>(q.last_status), int64_t{q.in_error}, p.report.silent_for[k].ps()}) {
+      Put(out, v);
+    }
+  }
+  Put(out, static_cast<int64_t>(p.report.waits_for.size()));
+  for (int w : p.report.waits_for) Put(out, w);
+  PutText(out, p.async);
+}
+
+RankPart DecodePart(Reader* in) {
+  RankPart p;
+  p.id = static_cast<int>(in->Num());
+  p.rank = static_cast<int>(in->Num());
+  p.stuck = in->Num() != 0;
+  p.report.text = in->Text();
+  for (int64_t k = in->Num(); k > 0; --k) p.report.qp_lines.push_back(in->Text());
+  for (int64_t k = in->Num(); k > 0; --k) {
+    StuckQp q;
+    q.rank = static_cast<int>(in->Num());
+    q.peer = static_cast<int>(in->Num());
+    q.channel = static_cast<int>(in->Num());
+    q.qpn = static_cast<uint32_t>(in->Num());
+    q.outstanding_sends = static_cast<int>(in->Num());
+    q.outstanding_recvs = static_cast<int>(in->Num());
+    q.have_last = in->Num() != 0;
+    q.last_status = static_cast<WcStatus>(in->Num());
+    q.in_error = in->Num() != 0;
+    p.report.qps.push_back(q);
+    p.report.silent_for.push_back(Picoseconds(in->Num()));
+  }
+  for (int64_t k = in->Num(); k > 0; --k) p.report.waits_for.push_back(static_cast<int>(in->Num()));
+  p.async = in->Text();
+  return p;
+}
+
+}  // namespace
+
+std::string DistSimBackend::HangReport(const std::vector<Communicator*>& comms,
+                                       const std::vector<RankCollective*>& colls,
+                                       const std::vector<int>& ids, Picoseconds now,
+                                       const std::function<void(std::vector<StuckQp>*)>& to_world,
+                                       std::vector<StuckQp>* stuck) {
+  // Each process describes its ranks (their QPs and devices are its own);
+  // every process gets every part, in id order (the order of the Driver's
+  // ranks, whose report this one is), so that all agree on the stuck QPs
+  // whose paths the fabric's evidence walks.
+  std::string mine;
+  for (size_t i = 0; i < comms.size(); ++i) {
+    RankPart p;
+    p.id = ids[i];
+    p.rank = comms[i]->rank();
+    p.stuck = !colls[i]->done();
+    if (p.stuck) p.report = Driver::DescribeStuckRank(*comms[i], *colls[i], now);
+    p.async = Driver::AsyncEventLinesOf(*comms[i]);
+    if (p.stuck || !p.async.empty()) EncodePart(p, &mine);
+  }
+  std::vector<RankPart> parts;
+  for (const std::string& bytes :
+       comm_->Exchange(std::vector<std::string>(static_cast<size_t>(comm_->size()), mine))) {
+    Reader in{bytes};
+    while (in.more()) parts.push_back(DecodePart(&in));
+  }
+  std::sort(parts.begin(), parts.end(),
+            [](const RankPart& a, const RankPart& b) { return a.id < b.id; });
+  // As Driver::WatchdogReport puts them together.
+  std::string r, qp_lines, async;
+  int shown = 0, qp_line_count = 0;
+  std::vector<std::pair<int, std::vector<int>>> waits_for;
+  std::vector<Picoseconds> silent_for;
+  for (RankPart& p : parts) {
+    async += p.async;
+    if (!p.stuck) continue;
+    waits_for.emplace_back(p.rank, std::move(p.report.waits_for));
+    if (shown < Driver::kMaxRanksInReport) r += p.report.text;
+    for (const std::string& l : p.report.qp_lines) {
+      if (qp_line_count >= Driver::kMaxQpLines) break;
+      qp_lines += l;
+      ++qp_line_count;
+    }
+    stuck->insert(stuck->end(), p.report.qps.begin(), p.report.qps.end());
+    silent_for.insert(silent_for.end(), p.report.silent_for.begin(), p.report.silent_for.end());
+    ++shown;
+  }
+  if (shown > Driver::kMaxRanksInReport) {
+    r += "... " + std::to_string(shown - Driver::kMaxRanksInReport) + " more stuck ranks\n";
+  }
+  r += qp_lines;
+  r += Driver::MarkCulprit(waits_for, silent_for, 0, stuck);
+  r += async;
+  std::vector<StuckQp> world_qps = *stuck;
+  if (to_world) to_world(&world_qps);
+  return r + FabricEvidence(world_qps);
+}
+
+std::string DistSimBackend::AsyncEventLines(const std::vector<Communicator*>& comms,
+                                            const std::vector<int>& ids) {
+  // Each process drains its ranks' devices; rank 0 puts the lines in id
+  // order (the Driver's order of its ranks).
+  std::string mine;
+  for (size_t i = 0; i < comms.size(); ++i) {
+    const std::string lines = Driver::AsyncEventLinesOf(*comms[i]);
+    if (lines.empty()) continue;
+    Put(&mine, ids[i]);
+    PutText(&mine, lines);
+  }
+  std::vector<std::pair<int64_t, std::string>> all;
+  for (const std::string& bytes : comm_->Gather(mine)) {
+    Reader in{bytes};
+    while (in.more()) {
+      const int64_t id = in.Num();
+      all.emplace_back(id, in.Text());
+    }
+  }
+  std::sort(all.begin(), all.end());
+  std::string r;
+  for (const auto& [id, lines] : all) r += lines;
+  return r;
+}
+
+std::string DistSimBackend::FabricEvidence(const std::vector<StuckQp>& qps) {
+  // SimWorld's fabric_evidence (sim_world.cc), with the counters of every
+  // process: each reads the nodes it simulates, the sums are the whole.
+  emulated::EmulatedFabric& fabric = world_->fabric();
+  std::vector<emulated::EmulatedFabric::QpRef> refs;
+  std::string culprit;
+  for (const StuckQp& q : qps) {
+    if (q.outstanding_sends > 0) refs.push_back({q.rank, q.peer, q.qpn});
+    if (q.culprit) {
+      culprit = "fabric: the culprit's QP runs from host " + fabric.HostName(q.rank) + " (rank " +
+                std::to_string(q.rank) + ") to host " + fabric.HostName(q.peer) + " (rank " +
+                std::to_string(q.peer) + ")\n";
+    }
+  }
+  const parallel::Partition& partition = run_->partition();
+  const int32_t me = comm_->rank();
+  emulated::EmulatedFabric::EvidenceFacts facts =
+      fabric.CollectEvidence(refs, [&](int32_t node) { return partition.Owns(me, node); });
+  comm_->AllSum(&facts.counts);
+  // A port's fault text is its node's process's (the others' are empty).
+  std::string texts;
+  for (const std::string& t : facts.texts) PutText(&texts, t);
+  const std::vector<std::string> all = comm_->Gather(texts);
+  for (const std::string& bytes : all) {
+    if (bytes.empty()) continue;
+    Reader in{bytes};
+    for (std::string& t : facts.texts) {
+      std::string other = in.Text();
+      if (t.empty()) t = std::move(other);
+    }
+  }
+  const faulty::FaultInjector* inj = world_->verbs_faults();
+  const std::string verbs =
+      inj == nullptr ? std::string() : inj->MergedReport(comm_->Gather(inj->EncodeLocalStats()));
+  return culprit + fabric.FormatEvidence(refs, facts) + verbs;
+}
+
 RunOutcome DistSimBackend::RunWindows(const std::vector<Communicator*>& comms,
                                       const std::vector<RankCollective*>& colls,
-                                      const std::vector<int>& ids, int total) {
+                                      const std::vector<int>& ids, int total,
+                                      const std::function<void(std::vector<StuckQp>*)>& to_world) {
   sim::Engine& engine = world_->engine();
   emulated::EmulatedFabric& fabric = world_->fabric();
   const int64_t q = window_ps_;
@@ -399,7 +613,7 @@ RunOutcome DistSimBackend::RunWindows(const std::vector<Communicator*>& comms,
       std::string msg;
       for (const std::string& m : msgs) msg = msg.empty() ? m : msg;
       res.status = Aborted(msg + "; collective aborted on all " + std::to_string(total) + " ranks");
-      res.report = res.status.message() + "\n" + fault_report();
+      res.report = res.status.message() + "\n" + AsyncEventLines(comms, ids) + fault_report();
       res.end = Picoseconds(error_at);
       break;
     }
@@ -414,21 +628,15 @@ RunOutcome DistSimBackend::RunWindows(const std::vector<Communicator*>& comms,
       engine.SetClock(Picoseconds(deadline));
       clock_after = deadline;
       std::vector<uint64_t> stuck_bits((static_cast<size_t>(total) + 63) / 64, 0);
-      std::string lines;
       for (size_t i = 0; i < n; ++i) {
         if (colls[i]->done()) continue;
         const int r = ids[i];
         stuck_bits[static_cast<size_t>(r) / 64] |= uint64_t{1} << (r % 64);
-        std::vector<int> peers;
-        for (const std::string& l : colls[i]->DescribeWait(&peers)) {
-          lines += "  rank " + std::to_string(comms[i]->rank()) + ": " + l + "\n";
-        }
       }
       comm_->AllOr(&stuck_bits);
       for (int r = 0; r < total; ++r) {
         if ((stuck_bits[static_cast<size_t>(r) / 64] >> (r % 64)) & 1) res.stuck_ranks.push_back(r);
       }
-      const std::vector<std::string> all = comm_->Gather(lines);
       char head[256];
       std::snprintf(
           head, sizeof(head),
@@ -436,9 +644,8 @@ RunOutcome DistSimBackend::RunWindows(const std::vector<Communicator*>& comms,
           Picoseconds(deadline - progress).seconds(), res.stuck_ranks.size(), total,
           next == kNever ? " (the simulator has no event left: nothing can ever complete)" : "");
       res.hung = true;
-      res.report = head;
-      for (const std::string& l : all) res.report += l;
-      res.report += fault_report();
+      res.report =
+          head + HangReport(comms, colls, ids, Picoseconds(deadline), to_world, &res.stuck_qps);
       res.status = DeadlineExceeded(res.report);
       res.end = Picoseconds(deadline);
       break;

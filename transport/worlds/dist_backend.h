@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,9 +74,19 @@ class DistSimBackend final : public Backend {
   // starts at the clock's time and leaves the clock at the window boundary
   // after the end (RunOutcome::end: the last finish, agreed); at the
   // deadline on a hang. Every process calls it.
-  coll::RunOutcome RunWindows(const std::vector<coll::Communicator*>& comms,
-                              const std::vector<coll::RankCollective*>& colls,
-                              const std::vector<int>& ids, int total);
+  //
+  // On a hang the report is the Driver's watchdog report (Driver::
+  // WatchdogReport), merged from every process's ranks on rank 0: each
+  // stuck rank's wait and QPs in id order, the QP lines, the culprit over
+  // every process's wait graph, the async events, the fabric's evidence
+  // (EmulatedFabric::CollectEvidence: each process's counters for the
+  // nodes it simulates, summed) and the verbs faults' report. `to_world`
+  // (may be empty) maps the stuck QPs' ranks and peers to the world's for
+  // the fabric's evidence (a training group's ranks: training.cc).
+  coll::RunOutcome RunWindows(
+      const std::vector<coll::Communicator*>& comms,
+      const std::vector<coll::RankCollective*>& colls, const std::vector<int>& ids, int total,
+      const std::function<void(std::vector<coll::StuckQp>*)>& to_world = nullptr);
   // Lets virtual time pass to `until` with no new traffic, window by window
   // where some process has an event, skipping to the agreed next event
   // otherwise. Every process calls it.
@@ -119,6 +130,21 @@ class DistSimBackend final : public Backend {
   // ([0]: the earliest event anywhere, then `words`).
   std::vector<int64_t> ExchangeWindow(int64_t next_local, const std::vector<int64_t>& words,
                                       bool window_ran);
+  // The hang's report after its head, merged on rank 0 (RunWindows);
+  // `stuck` gets every process's stuck QPs (the culprit marked). Every
+  // process calls it.
+  std::string HangReport(const std::vector<coll::Communicator*>& comms,
+                         const std::vector<coll::RankCollective*>& colls,
+                         const std::vector<int>& ids, Picoseconds now,
+                         const std::function<void(std::vector<coll::StuckQp>*)>& to_world,
+                         std::vector<coll::StuckQp>* stuck);
+  // The async events of the ranks' devices, every process's on rank 0 in
+  // id order (Driver::AsyncEventLines). Every process calls it.
+  std::string AsyncEventLines(const std::vector<coll::Communicator*>& comms,
+                              const std::vector<int>& ids);
+  // The world's evidence for `qps` (world ranks): SimWorld's
+  // fabric_evidence, each process's counters for its nodes summed.
+  std::string FabricEvidence(const std::vector<coll::StuckQp>& qps);
   // Runs the engine to `stop_at`, past the completions that stop it.
   void RunUntil(int64_t stop_at);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <utility>
 
@@ -155,6 +156,9 @@ struct TrainingRunner::Entry {
   std::vector<int> world_rank;                       // per comm
   std::vector<int> group;                            // per comm
   std::vector<CollSpec> specs;                       // per group
+  // Maps stuck QPs' group ranks and peers to world ranks (the fabric's
+  // evidence takes world ranks), through the QP that names them.
+  std::function<void(std::vector<StuckQp>*)> to_world;
   std::unique_ptr<Driver> driver;
 };
 
@@ -206,20 +210,23 @@ StatusOr<std::unique_ptr<TrainingRunner>> TrainingRunner::Create(SimWorld* world
         by_qp[{e->comms[i]->rank(), conn->qp->qp_num()}] = {e->world_rank[i], e->group[i]};
       }
     }
+    const std::vector<std::vector<int>> groups = c.groups;
+    e->to_world = [by_qp, groups](std::vector<StuckQp>* qps) {
+      for (StuckQp& q : *qps) {
+        auto it = by_qp.find({q.rank, q.qpn});
+        if (it == by_qp.end()) continue;
+        const auto& members = groups[static_cast<size_t>(it->second.second)];
+        q.rank = it->second.first;
+        if (q.peer >= 0 && q.peer < static_cast<int>(members.size())) {
+          q.peer = members[static_cast<size_t>(q.peer)];
+        }
+      }
+    };
     if (dopt.fabric_evidence) {
       auto inner = dopt.fabric_evidence;
-      const std::vector<std::vector<int>> groups = c.groups;
-      dopt.fabric_evidence = [inner, by_qp, groups](const std::vector<StuckQp>& qps) {
+      dopt.fabric_evidence = [inner, to_world = e->to_world](const std::vector<StuckQp>& qps) {
         std::vector<StuckQp> mapped = qps;
-        for (StuckQp& q : mapped) {
-          auto it = by_qp.find({q.rank, q.qpn});
-          if (it == by_qp.end()) continue;
-          const auto& members = groups[static_cast<size_t>(it->second.second)];
-          q.rank = it->second.first;
-          if (q.peer >= 0 && q.peer < static_cast<int>(members.size())) {
-            q.peer = members[static_cast<size_t>(q.peer)];
-          }
-        }
+        to_world(&mapped);
         return inner(mapped);
       };
     }
@@ -375,7 +382,8 @@ TrainingResult TrainingRunner::RunWindowed(DistSimBackend* dist) {
         comms.push_back(e->comms[i].get());
         ids.push_back(static_cast<int>(i));
       }
-      const RunOutcome out = dist->RunWindows(comms, ptrs, ids, static_cast<int>(e->comms.size()));
+      const RunOutcome out =
+          dist->RunWindows(comms, ptrs, ids, static_cast<int>(e->comms.size()), e->to_world);
       last_end = out.end;
       if (out.status.ok()) continue;
       // The first group with a rank not finished, over every process's.
