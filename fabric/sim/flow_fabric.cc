@@ -52,16 +52,18 @@ uint32_t FlowFabric::TakeSlot() {
   return static_cast<uint32_t>(messages_pool_.size() - 1);
 }
 
-void FlowFabric::Deliver(Nic* src, uint32_t src_qpn, Nic* dst, uint32_t dst_qpn, const SendWr& wr,
-                         uint32_t npkts, uint32_t end_psn, Picoseconds forward, Picoseconds back,
-                         int rnr_retry, int64_t rnr_wait_ps) {
+uint32_t FlowFabric::Deliver(Nic* src, uint32_t src_qpn, Nic* dst, uint32_t dst_qpn,
+                             const SendWr& wr, uint32_t npkts, uint32_t end_psn,
+                             Picoseconds forward, Picoseconds back, int rnr_retry,
+                             int64_t rnr_wait_ps) {
   const uint32_t index = TakeSlot();
   messages_pool_[index] =
-      Message{src, dst, src_qpn, dst_qpn, wr, npkts, end_psn, back, rnr_retry, rnr_wait_ps};
+      Message{src, dst, src_qpn, dst_qpn, wr, npkts, end_psn, back, rnr_retry, false, rnr_wait_ps};
   ++messages_;
   Engine& e = network_->engine();
   e.Schedule<&FlowFabric::OnArrive>(e.Now() + forward, EventKind::kQpTimer,
                                     static_cast<uint32_t>(dst->host()), this, index);
+  return index;
 }
 
 void FlowFabric::PrefetchArrive(const void* fabric, uint64_t index) {
@@ -77,6 +79,11 @@ void FlowFabric::PrefetchAck(const void* fabric, uint64_t index) {
 void FlowFabric::OnArrive(void* fabric, uint64_t index) {
   FlowFabric* self = static_cast<FlowFabric*>(fabric);
   const Message& m = self->messages_pool_[index];
+  if (m.withdrawn) [[unlikely]] {  // its QP failed before it left (Withdraw)
+    --self->messages_;
+    self->free_.push_back(static_cast<uint32_t>(index));
+    return;
+  }
   const uint64_t key = (uint64_t{static_cast<uint32_t>(m.dst->host())} << 32) | m.dst_qpn;
   if (!self->blocked_.empty()) {  // nearly always empty: no RNR wait anywhere
     auto it = self->blocked_.find(key);

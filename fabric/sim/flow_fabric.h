@@ -120,11 +120,18 @@ class FlowFabric {
   uint64_t replica_holds() const { return replica_holds_; }
   uint64_t rnr_retries() const { return rnr_retries_; }
 
-  // A message whose last byte left `src` (Nic::OnFlowSent): the receiver
+  // A message whose last byte left `src` (Nic::FlowSent): the receiver
   // places it after `forward`, the ACK reaches the requester `back` later.
-  void Deliver(Nic* src, uint32_t src_qpn, Nic* dst, uint32_t dst_qpn, const SendWr& wr,
-               uint32_t npkts, uint32_t end_psn, Picoseconds forward, Picoseconds back,
-               int rnr_retry, int64_t rnr_wait_ps);
+  // Returns its slot (for Withdraw).
+  uint32_t Deliver(Nic* src, uint32_t src_qpn, Nic* dst, uint32_t dst_qpn, const SendWr& wr,
+                   uint32_t npkts, uint32_t end_psn, Picoseconds forward, Picoseconds back,
+                   int rnr_retry, int64_t rnr_wait_ps);
+  // A delivered message that never left after all (Nic::FlowWithdrawFold,
+  // before its arrival): its arrival does nothing. Returns its WR.
+  const SendWr& Withdraw(uint32_t slot) {
+    messages_pool_[slot].withdrawn = true;
+    return messages_pool_[slot].wr;
+  }
 
  private:
   explicit FlowFabric(Network* network) : network_(network), model_(&network->engine()) {}
@@ -136,6 +143,7 @@ class FlowFabric {
     uint32_t npkts, end_psn;
     Picoseconds back;
     int rnr_left;  // 7: infinite (IBTA 9.7.5.2.8)
+    bool withdrawn = false;
     int64_t rnr_wait_ps;
   };
   // An ACK for the requester's process (Split).

@@ -477,7 +477,10 @@ void Nic::Crash() {
     pool_->Free(p);
   }
   control_tail_ = nullptr;
-  for (uint32_t i = 0; i < qp_count_; ++i) QpAt(i)->pending_ack = nullptr;
+  for (uint32_t i = 0; i < qp_count_; ++i) {
+    QpAt(i)->pending_ack = nullptr;
+    if (flow_mode_) FlowWithdrawFold(*QpAt(i));
+  }
   active_.clear();
   SyncFront();
 }
@@ -509,6 +512,9 @@ void Nic::Complete(Qp& qp, CompletionQueue* cq, const WorkCompletion& c) {
 
 void Nic::EnterError(Qp& qp) {
   if (qp.state == QpState::kErr) return;
+  if (flow_mode_) [[unlikely]] {
+    FlowWithdrawFold(qp);
+  }
   qp.state = QpState::kErr;
   // Flush in order (IBTA 10.3.1: WRs outstanding when the QP enters the
   // error state complete with IBV_WC_WR_FLUSH_ERR).

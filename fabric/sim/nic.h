@@ -260,7 +260,13 @@ class Nic {
     int64_t regular_timeout_ps = 0;
     uint8_t adp_steps = 0;
     uint8_t adp_step = 0;
-    bool flow_busy = false;      // flow model: a message of this QP is in flight
+    bool flow_busy = false;  // flow model: a message of this QP is in flight
+    // Flow model, one process: a one-packet message is sent at once, for
+    // the time it leaves (FlowActivate's fold); until then the QP is busy
+    // with it. The message's FlowFabric slot, to withdraw its arrival if
+    // the QP fails before it has left (FlowWithdrawFold).
+    int64_t flow_free_ps = 0;
+    uint32_t flow_fold_slot = 0;
     Ring<AtomicResult> atomics;  // for duplicate atomic requests
     QpCounters counters;         // but sent_pkts, rcvd_pkts
     // What the QP's packets point at (their addressing and route): only
@@ -467,6 +473,15 @@ class Nic {
   // The time `wr` takes alone on the QP's route (FlowModel::LoneTime).
   int64_t FlowLoneTime(Qp& qp, const SendWr& wr);
   static void OnFlowSent(void* nic, uint64_t qpn);
+  // The work of a message's last byte leaving, `later_ps` from now (0: a
+  // flow's finish; a one-packet message's lone time when it is folded):
+  // the cursor moves on, the receiver gets it, the next message follows.
+  void FlowSent(Qp& qp, int64_t later_ps);
+  // The QP is free again after a folded message left (its wake event).
+  static void OnFlowFree(void* nic, uint64_t qpn);
+  // The QP fails (or the host crashes) while a folded message is still
+  // leaving: it never left, as a flow's finish would find.
+  void FlowWithdrawFold(Qp& qp);
   WcStatus FlowReceive(uint32_t qpn, const SendWr& wr, uint32_t npkts, uint32_t end_psn, bool* rnr);
   void FlowAcked(uint32_t qpn, uint32_t end_psn, WcStatus status);
 

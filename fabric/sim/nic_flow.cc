@@ -69,6 +69,15 @@ int64_t Nic::FlowLoneTime(Qp& qp, const SendWr& wr) {
 
 void Nic::FlowActivate(Qp& qp) {
   if (crashed_ || qp.flow_busy || !RequesterHasWork(qp)) return;
+  const int64_t now = engine_->Now().ps();
+  if (now < qp.flow_free_ps) {
+    // A folded one-packet message is still leaving: the next one starts
+    // when it has left, as it would at that message's finish event.
+    qp.flow_busy = true;
+    engine_->Schedule<&Nic::OnFlowFree>(Picoseconds(qp.flow_free_ps), EventKind::kUser, qp.qpn,
+                                        this, qp.qpn);
+    return;
+  }
   SendWqe& w = qp.sq[qp.send_idx];
   if (w.local_error) {
     FailFront(qp, WcStatus::kLocProtErr);
@@ -86,7 +95,6 @@ void Nic::FlowActivate(Qp& qp) {
   uint32_t last_wire = 0;
   const uint64_t bytes = MessageWireBytes(
       w.wr, w.npkts, static_cast<uint32_t>(qp.attr.path_mtu_bytes), ipv6_, &last_wire);
-  qp.flow_busy = true;
   const std::span<const int32_t> links(route.links, n);
   if (w.npkts == 1) {
     // One packet (a credit, a zero-length SEND, a small message): a real
@@ -97,15 +105,44 @@ void Nic::FlowActivate(Qp& qp) {
     if (flow_->split()) {
       // Split: no flow slot (the model's slots stay alike in every
       // process, and only its own process may run it: flow_fabric.h).
+      qp.flow_busy = true;
       flow_->model().CountPass();
-      flow_->SchedulePass(this, qp.qpn,
-                          engine_->Now().ps() + flow_->model().LoneTime(links, bytes));
+      flow_->SchedulePass(this, qp.qpn, now + flow_->model().LoneTime(links, bytes));
       return;
     }
-    flow_->model().Pass(links, bytes, &Nic::OnFlowSent, this, qp.qpn);
+    // One process: its lone time is known now, so its finish needs no
+    // event. It is sent now, for the time it leaves (the arrival and ACK
+    // fall where its finish would have put them), and the QP stays busy
+    // until then (flow_free_ps). One event per message fewer: a ring's
+    // credits are half its messages.
+    flow_->model().CountPass();
+    const int64_t lone = flow_->model().LoneTime(links, bytes);
+    qp.flow_free_ps = now + lone;
+    FlowSent(qp, lone);
     return;
   }
+  qp.flow_busy = true;
   flow_->model().Start(links, bytes, &Nic::OnFlowSent, this, qp.qpn);
+}
+
+void Nic::OnFlowFree(void* nic, uint64_t qpn) {
+  Nic* self = static_cast<Nic*>(nic);
+  Qp* qp = self->FindQp(static_cast<uint32_t>(qpn));
+  qp->flow_busy = false;
+  self->FlowActivate(*qp);
+}
+
+void Nic::FlowWithdrawFold(Qp& qp) {
+  if (flow_ == nullptr || flow_->split() || engine_->Now().ps() >= qp.flow_free_ps) return;
+  // Its arrival is still ahead (at least its lone time from now): the
+  // message never left, as the finish event would have found. What the
+  // fold counted as sent is taken back.
+  if (qp.flow_fold_slot != 0) {
+    const SendWr& wr = flow_->Withdraw(qp.flow_fold_slot - 1);
+    if (IsWriteWr(wr.opcode)) --qp.counters.rdma_sends;
+  }
+  qp.max_sent_psn = wire::PsnAdd(qp.max_sent_psn, -1);
+  --qp.sent_pkts;
 }
 
 void Nic::OnFlowSent(void* nic, uint64_t qpn) {
@@ -114,37 +151,41 @@ void Nic::OnFlowSent(void* nic, uint64_t qpn) {
   qp->flow_busy = false;
   // The QP failed (or the host crashed) while its message was on the wire.
   if (self->crashed_ || qp->state != QpState::kRts || qp->send_idx >= qp->sq.size()) return;
-  const SendWqe w = qp->sq[qp->send_idx];
-  MoveSendCursor(*qp, qp->send_idx + 1, 0);
+  self->FlowSent(*qp, 0);
+}
+
+void Nic::FlowSent(Qp& qp, int64_t later_ps) {
+  const SendWqe w = qp.sq[qp.send_idx];
+  MoveSendCursor(qp, qp.send_idx + 1, 0);
   // Split (flow_fabric.h): the requester's process completes the WQE; a
   // replica keeps only what is still to send.
-  const bool local = self->flow_->Local(self->host_);
+  const bool local = flow_->Local(host_);
   const uint32_t end_psn = wire::PsnAdd(w.first_psn, w.npkts);
-  qp->max_sent_psn = end_psn;
-  qp->sent_pkts += w.npkts;
-  if (IsWriteWr(w.wr.opcode) && local) ++qp->counters.rdma_sends;
-  const bool split = self->flow_->split();
+  qp.max_sent_psn = end_psn;
+  qp.sent_pkts += w.npkts;
+  if (IsWriteWr(w.wr.opcode) && local) ++qp.counters.rdma_sends;
+  const bool split = flow_->split();
   if (split && !local) {
     // A replica: its process's copy sends the message on (NoteArrival).
-    self->RetireFront(*qp);
-    self->FlowActivate(*qp);
+    RetireFront(qp);
+    FlowActivate(qp);
     return;
   }
-  if (split) ++qp->flow_route.split_sent;
-  Nic* dst = self->flow_->NicOfHost(qp->flow.dst_host);
-  Qp* peer = dst != nullptr ? dst->FindQp(qp->remote_qpn) : nullptr;
+  if (split) ++qp.flow_route.split_sent;
+  qp.flow_fold_slot = 0;
+  Nic* dst = flow_->NicOfHost(qp.flow.dst_host);
+  Qp* peer = dst != nullptr ? dst->FindQp(qp.remote_qpn) : nullptr;
   uint32_t last_wire = 0;
-  MessageWireBytes(w.wr, w.npkts, static_cast<uint32_t>(qp->attr.path_mtu_bytes), self->ipv6_,
-                   &last_wire);
+  MessageWireBytes(w.wr, w.npkts, static_cast<uint32_t>(qp.attr.path_mtu_bytes), ipv6_, &last_wire);
   // Forward: the last packet crosses every link's propagation delay, and is
   // stored and forwarded (serialized again) at every hop after the first
   // (its first serialization ends the flow), as Port does.
   // Kept per QP with its route: its messages mostly repeat one size.
-  Qp::FlowRoute& route = qp->flow_route;
+  Qp::FlowRoute& route = qp.flow_route;
   if (route.fwd_wire != last_wire) {
     Picoseconds forward;
-    for (size_t i = 0; i < kPathMax && qp->flow.path[i] != nullptr; ++i) {
-      const PortConfig& c = qp->flow.path[i]->config();
+    for (size_t i = 0; i < kPathMax && qp.flow.path[i] != nullptr; ++i) {
+      const PortConfig& c = qp.flow.path[i]->config();
       forward += c.latency + (i > 0 ? c.rate.SerializationTime(last_wire) : Picoseconds());
     }
     route.fwd_wire = last_wire;
@@ -157,7 +198,7 @@ void Nic::OnFlowSent(void* nic, uint64_t qpn) {
   if (peer != nullptr) {
     Qp::FlowRoute& peer_route = peer->flow_route;
     if (!peer_route.ack_known) {
-      const uint32_t ack_wire = FrameWireBytes(Opcode::kAcknowledge, 0, self->ipv6_);
+      const uint32_t ack_wire = FrameWireBytes(Opcode::kAcknowledge, 0, ipv6_);
       Picoseconds ack;
       for (size_t i = 0; i < kPathMax && peer->flow.path[i] != nullptr; ++i) {
         const PortConfig& c = peer->flow.path[i]->config();
@@ -169,19 +210,20 @@ void Nic::OnFlowSent(void* nic, uint64_t qpn) {
     back = peer_route.ack;
   }
   if (dst != nullptr) {
-    const int rnr_retry = qp->attr.rnr_retry;
+    const int rnr_retry = qp.attr.rnr_retry;
     const int64_t rnr_wait = RnrTimerPs(peer != nullptr ? peer->attr.min_rnr_timer : 0);
     if (split) {
       // To the receiver's process, through the exchange (forward is at
       // least a window: the route's propagation).
-      self->flow_->NoteArrival(self, qp->qpn, dst, qp->remote_qpn, w.wr, w.npkts, end_psn, forward,
-                               back, rnr_retry, rnr_wait);
+      flow_->NoteArrival(this, qp.qpn, dst, qp.remote_qpn, w.wr, w.npkts, end_psn, forward, back,
+                         rnr_retry, rnr_wait);
     } else {
-      self->flow_->Deliver(self, qp->qpn, dst, qp->remote_qpn, w.wr, w.npkts, end_psn, forward,
-                           back, rnr_retry, rnr_wait);
+      qp.flow_fold_slot =
+          1 + flow_->Deliver(this, qp.qpn, dst, qp.remote_qpn, w.wr, w.npkts, end_psn,
+                             forward + Picoseconds(later_ps), back, rnr_retry, rnr_wait);
     }
   }
-  self->FlowActivate(*qp);  // the next message follows at once
+  FlowActivate(qp);  // the next message follows at once
 }
 
 WcStatus Nic::FlowReceive(uint32_t qpn, const SendWr& wr, uint32_t npkts, uint32_t end_psn,

@@ -229,5 +229,93 @@ TEST(FlowNicTest, SplitKeepsOnePacketMessagesHomeAndTheReplicaWaitsForThem) {
   EXPECT_EQ(split, one.engine.digest_sum() - one.ff->uncounted_sum());
 }
 
+// One process, default order (no split): a one-packet message has no
+// finish event (Nic::FlowActivate sends it at once for the time it
+// leaves), and the QP's next message waits for that time. The times are
+// those of the split run in one process, which still schedules each
+// one-packet message's finish: four one-packet WRITEs, then a 1 MiB one
+// that starts when the last of them has left.
+TEST(FlowNicTest, AOnePacketMessageLeavesWithoutAFinishEventAtTheSameTimes) {
+  const topo::Topology topo = TwoHosts(/*direct=*/false);
+  const size_t nodes = topo.nodes().size();
+  SplitHalf ref;
+  BuildHalf(&ref, topo, std::vector<char>(nodes, 1), true);
+  Engine engine;
+  NetworkConfig config;
+  config.flow_model = true;
+  config.nic = NicProfileNamed("cx6").value();
+  Network net(&engine, &topo, config);
+  auto ff = FlowFabric::Attach(&net, config).value();
+  const QpPair qp = Connect(net, 0, 1, Attr());
+  for (int i = 0; i < 5; ++i) {
+    SendWr wr;
+    wr.opcode = WrOpcode::kRdmaWrite;
+    wr.sge.length = i < 4 ? 4096 : 1 << 20;
+    wr.wr_id = static_cast<uint64_t>(i);
+    ASSERT_TRUE(net.nic(0).PostSend(qp.a, wr).ok());
+    ASSERT_TRUE(ref.net->nic(0).PostSend(ref.qp.a, wr).ok());
+  }
+  const std::vector<int32_t> owner(nodes, 0);
+  for (int64_t from = 0; from < 200'000'000; from += 300'000) {
+    int64_t least = INT64_MAX;
+    ref.engine.Run(Picoseconds(from + 300'000 - 1));
+    ref.ff->TakeInbox(ref.ff->TakeOutbox(owner, 0, 1, &least));
+  }
+  engine.Run();
+  const std::vector<Completion> want = Drain(ref.qp.acq);
+  const std::vector<Completion> got = Drain(qp.acq);
+  ASSERT_EQ(want.size(), 5u);
+  ASSERT_EQ(got.size(), 5u);
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].status, WcStatus::kSuccess) << i;
+    EXPECT_EQ(got[i].wr_id, want[i].wr_id) << i;
+    EXPECT_EQ(got[i].time.ps(), want[i].time.ps()) << i;
+  }
+  const std::vector<Completion> want_rx = Drain(ref.qp.bcq);
+  const std::vector<Completion> got_rx = Drain(qp.bcq);
+  ASSERT_EQ(got_rx.size(), want_rx.size());
+  for (size_t i = 0; i < want_rx.size(); ++i) {
+    EXPECT_EQ(got_rx[i].time.ps(), want_rx[i].time.ps()) << i;
+  }
+  EXPECT_EQ(ff->model().stats().passes, 4u);
+  EXPECT_EQ(ff->model().stats().flows, 1u);
+  EXPECT_EQ(net.nic(0).GetQpCounters(qp.a).value().sent_pkts,
+            ref.net->nic(0).GetQpCounters(ref.qp.a).value().sent_pkts);
+}
+
+// A QP moved to ERROR while its folded one-packet message is still leaving:
+// the message never left (as its finish event found before the fold), so
+// the receiver gets nothing and the requester counts nothing sent.
+TEST(FlowNicTest, AOnePacketMessageWithdrawnWhenItsQpFailsBeforeItLeft) {
+  const topo::Topology topo = TwoHosts(/*direct=*/false);
+  Engine engine;
+  NetworkConfig config;
+  config.flow_model = true;
+  config.nic = NicProfileNamed("cx6").value();
+  Network net(&engine, &topo, config);
+  auto ff = FlowFabric::Attach(&net, config).value();
+  const QpPair qp = Connect(net, 0, 1, Attr());
+  SendWr wr;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.sge.length = 4096;  // one packet, 334 ns on the wire
+  ASSERT_TRUE(net.nic(0).PostSend(qp.a, wr).ok());
+  // Step until the NIC has taken it (sent_pkts counts it from the fold on).
+  int64_t t = 0;
+  while (net.nic(0).GetQpCounters(qp.a).value().sent_pkts == 0 && t < 10'000'000) {
+    t += 1000;
+    engine.Run(Picoseconds(t));
+  }
+  ASSERT_LT(t, 10'000'000);
+  ASSERT_TRUE(net.nic(0).ModifyToError(qp.a).ok());  // within its 334 ns
+  engine.Run();
+  const std::vector<Completion> wcs = Drain(qp.acq);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kWrFlushErr);
+  EXPECT_EQ(net.nic(1).GetQpCounters(qp.b).value().rcvd_pkts, 0u);
+  EXPECT_EQ(net.nic(0).GetQpCounters(qp.a).value().sent_pkts, 0u);
+  EXPECT_EQ(net.nic(0).GetQpCounters(qp.a).value().rdma_sends, 0u);
+  EXPECT_EQ(ff->messages(), 0u);
+}
+
 }  // namespace
 }  // namespace fathom::sim

@@ -145,7 +145,14 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Device* device, int
     c->conns_.push_back(std::move(conn));
   }
   std::sort(c->index_.begin(), c->index_.end());
-  c->watch_.assign(c->conns_.size(), Watch{});
+  c->nconns_ = c->conns_.size();
+  for (size_t i = 0; i < c->nconns_ && i < kInlineConns; ++i) {
+    c->first_conns_[i] = c->conns_[i].get();
+  }
+  if (c->nconns_ > kInlineConns) {
+    c->more_watch_.assign(c->nconns_, Watch{});
+    c->watch_ = c->more_watch_.data();
+  }
   return c;
 }
 
@@ -367,11 +374,11 @@ StatusOr<int> Communicator::Poll(Picoseconds now) {
     for (int i = 0; i < n; ++i) {
       Completion& c = batch[static_cast<size_t>(i)];
       const size_t idx = static_cast<size_t>((c.wr_id >> 2) & kWrConnMask);
-      if (idx >= conns_.size()) {
+      if (idx >= nconns_) {
         return Internal("Communicator::Poll rank " + std::to_string(rank_) + ": unknown wr_id in " +
                         DescribeCompletion(c));
       }
-      Conn& conn = *conns_[idx];
+      Conn& conn = ConnAt(idx);
       if (c.peer_rank < 0) c.peer_rank = conn.peer;
       conn.last = c;
       conn.have_last = true;

@@ -217,7 +217,7 @@ class Communicator {
   // on every completion dominated the run).
   uint32_t version(size_t conn) const { return watch_[conn].version; }
   void Touch(size_t conn) {
-    Watch& w = watch_[conn];
+    Watch& w = watch_[conn];  // in the Communicator for its first connections
     ++w.version;
     runnable_ |= w.waiters;
     w.waiters = 0;
@@ -231,7 +231,7 @@ class Communicator {
   void SetRunnable(uint64_t streams) { runnable_ = streams; }
   void ClearRunnable(int stream) { runnable_ &= ~(uint64_t{1} << stream); }
   void ClearWaiters() {
-    for (Watch& w : watch_) w.waiters = 0;
+    for (size_t i = 0; i < nconns_; ++i) watch_[i].waiters = 0;
   }
 
  private:
@@ -243,23 +243,39 @@ class Communicator {
   Status PostRecvsOn(Conn& conn, int q, int count);
   Status PostDataOnQps(Conn& conn, const void* src, uint32_t lkey, uint64_t bytes);
 
-  Device* device_;
-  int rank_, nranks_;
-  CommOptions options_;
+  // The connection at `idx` (< conns_.size()): the first kInlineConns
+  // without reading conns_'s heap block.
+  Conn& ConnAt(size_t idx) { return idx < kInlineConns ? *first_conns_[idx] : *conns_[idx]; }
+
+  // What Poll reads for every completion first, together: the CQ, the
+  // first connections' pointers and their watches (a rank of a ring or a
+  // tree has a handful), so a completion's turn reads the Communicator's
+  // lines and then its Conn, not a pointer array and a watch array in two
+  // more heap blocks (cold at thousands of ranks).
+  static constexpr size_t kInlineConns = 8;
   std::unique_ptr<CompletionQueue> cq_;
-  std::vector<std::unique_ptr<Conn>> conns_;
-  // (peer << 32 | channel, position in conns_), sorted: a handful of entries
-  // searched on every step, where a map's node chase costs more.
-  std::vector<std::pair<uint64_t, size_t>> index_;
-  // By connection index: see version() and AddWaiter().
+  uint64_t completions_ = 0;
+  uint64_t runnable_ = 0;
+  size_t nconns_ = 0;
+  Conn* first_conns_[kInlineConns] = {};
   struct Watch {
     uint32_t version = 0;
     uint64_t waiters = 0;
   };
-  std::vector<Watch> watch_;
-  uint64_t runnable_ = 0;
+  // By connection index: see version() and AddWaiter(). first_watch_ for
+  // at most kInlineConns connections, more_watch_'s storage beyond.
+  Watch* watch_ = first_watch_;
+  Watch first_watch_[kInlineConns];
+  std::vector<Watch> more_watch_;
+
+  Device* device_;
+  int rank_, nranks_;
+  CommOptions options_;
+  std::vector<std::unique_ptr<Conn>> conns_;
+  // (peer << 32 | channel, position in conns_), sorted: a handful of entries
+  // searched on every step, where a map's node chase costs more.
+  std::vector<std::pair<uint64_t, size_t>> index_;
   std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<MemoryRegion>> regions_;
-  uint64_t completions_ = 0;
 };
 
 // Exchanges every rank's records and connects them all (one process: the
