@@ -146,6 +146,7 @@ TEST(FlowNicTest, APermutationAcrossLeavesTakesAboutThePacketModelsTime) {
 // The split flow model (flow_fabric.h, Split) with two "processes" in one
 // test: each half has its own engine and network and owns one host; the
 // halves swap their outboxes after every window, as DistSimBackend does.
+// BuildCx6 alone gives one process's whole fabric.
 struct SplitHalf {
   Engine engine;
   std::unique_ptr<Network> net;
@@ -153,15 +154,21 @@ struct SplitHalf {
   QpPair qp;
 };
 
-void BuildHalf(SplitHalf* h, const topo::Topology& topo, std::vector<char> local,
-               bool counts_replicas) {
-  h->engine.set_canonical_order(true);
+// The flow model with the cx6 NIC and one QP from host 0 to host 1 (not
+// split: one process's whole fabric).
+void BuildCx6(SplitHalf* h, const topo::Topology& topo) {
   NetworkConfig config;
   config.flow_model = true;
   config.nic = NicProfileNamed("cx6").value();
   h->net = std::make_unique<Network>(&h->engine, &topo, config);
   h->ff = FlowFabric::Attach(h->net.get(), config).value();
   h->qp = Connect(*h->net, 0, 1, Attr());
+}
+
+void BuildHalf(SplitHalf* h, const topo::Topology& topo, std::vector<char> local,
+               bool counts_replicas) {
+  h->engine.set_canonical_order(true);
+  BuildCx6(h, topo);
   h->ff->Split(std::move(local), counts_replicas);
 }
 
@@ -240,13 +247,12 @@ TEST(FlowNicTest, AOnePacketMessageLeavesWithoutAFinishEventAtTheSameTimes) {
   const size_t nodes = topo.nodes().size();
   SplitHalf ref;
   BuildHalf(&ref, topo, std::vector<char>(nodes, 1), true);
-  Engine engine;
-  NetworkConfig config;
-  config.flow_model = true;
-  config.nic = NicProfileNamed("cx6").value();
-  Network net(&engine, &topo, config);
-  auto ff = FlowFabric::Attach(&net, config).value();
-  const QpPair qp = Connect(net, 0, 1, Attr());
+  SplitHalf whole;
+  BuildCx6(&whole, topo);
+  Engine& engine = whole.engine;
+  Network& net = *whole.net;
+  FlowFabric* ff = whole.ff.get();
+  const QpPair& qp = whole.qp;
   for (int i = 0; i < 5; ++i) {
     SendWr wr;
     wr.opcode = WrOpcode::kRdmaWrite;
@@ -288,13 +294,10 @@ TEST(FlowNicTest, AOnePacketMessageLeavesWithoutAFinishEventAtTheSameTimes) {
 // the receiver gets nothing and the requester counts nothing sent.
 TEST(FlowNicTest, AOnePacketMessageWithdrawnWhenItsQpFailsBeforeItLeft) {
   const topo::Topology topo = TwoHosts(/*direct=*/false);
-  Engine engine;
-  NetworkConfig config;
-  config.flow_model = true;
-  config.nic = NicProfileNamed("cx6").value();
-  Network net(&engine, &topo, config);
-  auto ff = FlowFabric::Attach(&net, config).value();
-  const QpPair qp = Connect(net, 0, 1, Attr());
+  SplitHalf whole;
+  BuildCx6(&whole, topo);
+  Network& net = *whole.net;
+  const QpPair& qp = whole.qp;
   SendWr wr;
   wr.opcode = WrOpcode::kRdmaWrite;
   wr.sge.length = 4096;  // one packet, 334 ns on the wire
@@ -303,18 +306,18 @@ TEST(FlowNicTest, AOnePacketMessageWithdrawnWhenItsQpFailsBeforeItLeft) {
   int64_t t = 0;
   while (net.nic(0).GetQpCounters(qp.a).value().sent_pkts == 0 && t < 10'000'000) {
     t += 1000;
-    engine.Run(Picoseconds(t));
+    whole.engine.Run(Picoseconds(t));
   }
   ASSERT_LT(t, 10'000'000);
   ASSERT_TRUE(net.nic(0).ModifyToError(qp.a).ok());  // within its 334 ns
-  engine.Run();
+  whole.engine.Run();
   const std::vector<Completion> wcs = Drain(qp.acq);
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, WcStatus::kWrFlushErr);
   EXPECT_EQ(net.nic(1).GetQpCounters(qp.b).value().rcvd_pkts, 0u);
   EXPECT_EQ(net.nic(0).GetQpCounters(qp.a).value().sent_pkts, 0u);
   EXPECT_EQ(net.nic(0).GetQpCounters(qp.a).value().rdma_sends, 0u);
-  EXPECT_EQ(ff->messages(), 0u);
+  EXPECT_EQ(whole.ff->messages(), 0u);
 }
 
 }  // namespace
