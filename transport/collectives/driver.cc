@@ -186,35 +186,39 @@ std::string Driver::WatchdogReport(const std::vector<RankCollective*>& colls,
         nothing_left ? " (the simulator has no event left: nothing can ever complete)" : "");
   }
   r += buf;
-  int shown = 0;
   const Picoseconds now = clock_->Now();
-  std::string qp_lines;
-  int qp_line_count = 0;
   const size_t first_stuck = stuck->size();
-  std::vector<std::pair<int, std::vector<int>>> waits_for;  // rank -> peers it waits for
-  std::vector<Picoseconds> silent_for;                      // parallel to *stuck
+  ReportJoin join;
   for (size_t i = 0; i < colls.size(); ++i) {
     if (colls[i]->done()) continue;
-    StuckRankReport part = DescribeStuckRank(*comms_[i], *colls[i], now);
-    waits_for.emplace_back(comms_[i]->rank(), std::move(part.waits_for));
-    if (shown < kMaxRanksInReport) r += part.text;
-    for (const std::string& l : part.qp_lines) {
-      if (qp_line_count >= kMaxQpLines) break;
-      qp_lines += l;
-      ++qp_line_count;
-    }
-    stuck->insert(stuck->end(), part.qps.begin(), part.qps.end());
-    silent_for.insert(silent_for.end(), part.silent_for.begin(), part.silent_for.end());
-    ++shown;
+    join.Add(comms_[i]->rank(), DescribeStuckRank(*comms_[i], *colls[i], now), stuck);
   }
-  if (shown > kMaxRanksInReport) {
-    r += "... " + std::to_string(shown - kMaxRanksInReport) + " more stuck ranks\n";
-  }
-  r += qp_lines;
-  if (!aborted) r += MarkCulprit(waits_for, silent_for, first_stuck, stuck);
+  r += join.Text();
+  if (!aborted) r += MarkCulprit(join.waits_for(), join.silent_for(), first_stuck, stuck);
   r += AsyncEventLines();
   if (options_.fabric_evidence) r += options_.fabric_evidence(*stuck);
   return r;
+}
+
+void Driver::ReportJoin::Add(int rank, StuckRankReport part, std::vector<StuckQp>* stuck) {
+  waits_for_.emplace_back(rank, std::move(part.waits_for));
+  if (shown_ < kMaxRanksInReport) ranks_text_ += part.text;
+  for (const std::string& l : part.qp_lines) {
+    if (qp_line_count_ >= kMaxQpLines) break;
+    qp_lines_ += l;
+    ++qp_line_count_;
+  }
+  stuck->insert(stuck->end(), part.qps.begin(), part.qps.end());
+  silent_for_.insert(silent_for_.end(), part.silent_for.begin(), part.silent_for.end());
+  ++shown_;
+}
+
+std::string Driver::ReportJoin::Text() const {
+  std::string r = ranks_text_;
+  if (shown_ > kMaxRanksInReport) {
+    r += "... " + std::to_string(shown_ - kMaxRanksInReport) + " more stuck ranks\n";
+  }
+  return r + qp_lines_;
 }
 
 StuckRankReport Driver::DescribeStuckRank(Communicator& comm, RankCollective& coll,

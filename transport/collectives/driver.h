@@ -100,6 +100,27 @@ class Driver {
   // The report's part about `comm`'s rank, whose collective `coll` is not
   // done, at `now`: its wait and QPs (every QP line; the report keeps the
   // first kMaxQpLines over its ranks).
+  // Stuck ranks' parts put together as the watchdog's report shows them:
+  // the first kMaxRanksInReport ranks' text, then the first kMaxQpLines QP
+  // lines; the stuck QPs go to `stuck`, and what MarkCulprit needs is kept.
+  // WatchdogReport's, and a report merged from several processes'
+  // (DistSimBackend).
+  class ReportJoin {
+   public:
+    void Add(int rank, StuckRankReport part, std::vector<StuckQp>* stuck);
+    // The ranks' text, "... N more stuck ranks", the QP lines.
+    std::string Text() const;
+    const std::vector<std::pair<int, std::vector<int>>>& waits_for() const { return waits_for_; }
+    const std::vector<Picoseconds>& silent_for() const { return silent_for_; }
+
+   private:
+    std::string ranks_text_;
+    std::string qp_lines_;
+    int shown_ = 0;
+    int qp_line_count_ = 0;
+    std::vector<std::pair<int, std::vector<int>>> waits_for_;  // rank -> peers it waits for
+    std::vector<Picoseconds> silent_for_;                      // parallel to the stuck QPs
+  };
   static StuckRankReport DescribeStuckRank(Communicator& comm, RankCollective& coll,
                                            Picoseconds now);
   // Marks the culprit among stuck[first..] (StuckQp::culprit) and says it

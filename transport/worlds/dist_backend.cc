@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdio>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <queue>
 #include <utility>
 
@@ -277,34 +278,9 @@ void DistSimBackend::Idle(Picoseconds until) {
 
 namespace {
 
-// The pieces of a hang's report that cross between processes, as bytes:
-// numbers in decimal, strings length-prefixed.
-void Put(std::string* out, int64_t v) { *out += std::to_string(v) + " "; }
-void PutText(std::string* out, const std::string& t) {
-  Put(out, static_cast<int64_t>(t.size()));
-  *out += t;
-}
-
-struct Reader {
-  const std::string& s;
-  size_t at = 0;
-  bool more() const { return at < s.size(); }
-  int64_t Num() {
-    const size_t sp = s.find(' ', at);
-    const int64_t v = std::stoll(s.substr(at, sp - at));
-    at = sp + 1;
-    return v;
-  }
-  std::string Text() {
-    const size_t len = static_cast<size_t>(Num());
-    std::string t = s.substr(at, len);
-    at += len;
-    return t;
-  }
-};
-
-// One rank's part: its id, its rank in its communicator, whether it is
-// stuck (StuckRankReport) and its device's async events.
+// One rank's part of a hang's report, as it crosses between processes
+// (JSON): its id, its rank in its communicator, whether it is stuck (its
+// StuckRankReport) and its device's async events.
 struct RankPart {
   int id = 0;
   int rank = 0;
@@ -313,51 +289,47 @@ struct RankPart {
   std::string async;
 };
 
-void EncodePart(const RankPart& p, std::string* out) {
-  Put(out, p.id);
-  Put(out, p.rank);
-  Put(out, p.stuck ? 1 : 0);
-  PutText(out, p.report.text);
-  Put(out, static_cast<int64_t>(p.report.qp_lines.size()));
-  for (const std::string& l : p.report.qp_lines) PutText(out, l);
-  Put(out, static_cast<int64_t>(p.report.qps.size()));
+nlohmann::json PartJson(const RankPart& p) {
+  nlohmann::json qps = nlohmann::json::array();
   for (size_t k = 0; k < p.report.qps.size(); ++k) {
     const StuckQp& q = p.report.qps[k];
-    for (int64_t v :
-         {int64_t{q.rank}, int64_t{q.peer}, int64_t{q.channel}, int64_t{q.qpn},
-          int64_t{q.outstanding_sends}, int64_t{q.outstanding_recvs}, int64_t{q.have_last},
-          static_cast<int64_t>(q.last_status), int64_t{q.in_error}, p.report.silent_for[k].ps()}) {
-      Put(out, v);
-    }
+    qps.push_back({q.rank, q.peer, q.channel, q.qpn, q.outstanding_sends, q.outstanding_recvs,
+                   q.have_last, static_cast<int>(q.last_status), q.in_error,
+                   p.report.silent_for[k].ps()});
   }
-  Put(out, static_cast<int64_t>(p.report.waits_for.size()));
-  for (int w : p.report.waits_for) Put(out, w);
-  PutText(out, p.async);
+  return {{"id", p.id},
+          {"rank", p.rank},
+          {"stuck", p.stuck},
+          {"text", p.report.text},
+          {"qp_lines", p.report.qp_lines},
+          {"qps", std::move(qps)},
+          {"waits_for", p.report.waits_for},
+          {"async", p.async}};
 }
 
-RankPart DecodePart(Reader* in) {
+RankPart PartOf(const nlohmann::json& j) {
   RankPart p;
-  p.id = static_cast<int>(in->Num());
-  p.rank = static_cast<int>(in->Num());
-  p.stuck = in->Num() != 0;
-  p.report.text = in->Text();
-  for (int64_t k = in->Num(); k > 0; --k) p.report.qp_lines.push_back(in->Text());
-  for (int64_t k = in->Num(); k > 0; --k) {
+  p.id = j.at("id").get<int>();
+  p.rank = j.at("rank").get<int>();
+  p.stuck = j.at("stuck").get<bool>();
+  p.report.text = j.at("text").get<std::string>();
+  p.report.qp_lines = j.at("qp_lines").get<std::vector<std::string>>();
+  for (const nlohmann::json& v : j.at("qps")) {
     StuckQp q;
-    q.rank = static_cast<int>(in->Num());
-    q.peer = static_cast<int>(in->Num());
-    q.channel = static_cast<int>(in->Num());
-    q.qpn = static_cast<uint32_t>(in->Num());
-    q.outstanding_sends = static_cast<int>(in->Num());
-    q.outstanding_recvs = static_cast<int>(in->Num());
-    q.have_last = in->Num() != 0;
-    q.last_status = static_cast<WcStatus>(in->Num());
-    q.in_error = in->Num() != 0;
+    q.rank = v[0].get<int>();
+    q.peer = v[1].get<int>();
+    q.channel = v[2].get<int>();
+    q.qpn = v[3].get<uint32_t>();
+    q.outstanding_sends = v[4].get<int>();
+    q.outstanding_recvs = v[5].get<int>();
+    q.have_last = v[6].get<bool>();
+    q.last_status = static_cast<WcStatus>(v[7].get<int>());
+    q.in_error = v[8].get<bool>();
     p.report.qps.push_back(q);
-    p.report.silent_for.push_back(Picoseconds(in->Num()));
+    p.report.silent_for.push_back(Picoseconds(v[9].get<int64_t>()));
   }
-  for (int64_t k = in->Num(); k > 0; --k) p.report.waits_for.push_back(static_cast<int>(in->Num()));
-  p.async = in->Text();
+  p.report.waits_for = j.at("waits_for").get<std::vector<int>>();
+  p.async = j.at("async").get<std::string>();
   return p;
 }
 
@@ -372,7 +344,7 @@ std::string DistSimBackend::HangReport(const std::vector<Communicator*>& comms,
   // every process gets every part, in id order (the order of the Driver's
   // ranks, whose report this one is), so that all agree on the stuck QPs
   // whose paths the fabric's evidence walks.
-  std::string mine;
+  nlohmann::json mine = nlohmann::json::array();
   for (size_t i = 0; i < comms.size(); ++i) {
     RankPart p;
     p.id = ids[i];
@@ -380,40 +352,24 @@ std::string DistSimBackend::HangReport(const std::vector<Communicator*>& comms,
     p.stuck = !colls[i]->done();
     if (p.stuck) p.report = Driver::DescribeStuckRank(*comms[i], *colls[i], now);
     p.async = Driver::AsyncEventLinesOf(*comms[i]);
-    if (p.stuck || !p.async.empty()) EncodePart(p, &mine);
+    if (p.stuck || !p.async.empty()) mine.push_back(PartJson(p));
   }
   std::vector<RankPart> parts;
   for (const std::string& bytes :
-       comm_->Exchange(std::vector<std::string>(static_cast<size_t>(comm_->size()), mine))) {
-    Reader in{bytes};
-    while (in.more()) parts.push_back(DecodePart(&in));
+       comm_->Exchange(std::vector<std::string>(static_cast<size_t>(comm_->size()), mine.dump()))) {
+    for (const nlohmann::json& j : nlohmann::json::parse(bytes)) parts.push_back(PartOf(j));
   }
   std::sort(parts.begin(), parts.end(),
             [](const RankPart& a, const RankPart& b) { return a.id < b.id; });
   // As Driver::WatchdogReport puts them together.
-  std::string r, qp_lines, async;
-  int shown = 0, qp_line_count = 0;
-  std::vector<std::pair<int, std::vector<int>>> waits_for;
-  std::vector<Picoseconds> silent_for;
+  Driver::ReportJoin join;
+  std::string async;
   for (RankPart& p : parts) {
     async += p.async;
-    if (!p.stuck) continue;
-    waits_for.emplace_back(p.rank, std::move(p.report.waits_for));
-    if (shown < Driver::kMaxRanksInReport) r += p.report.text;
-    for (const std::string& l : p.report.qp_lines) {
-      if (qp_line_count >= Driver::kMaxQpLines) break;
-      qp_lines += l;
-      ++qp_line_count;
-    }
-    stuck->insert(stuck->end(), p.report.qps.begin(), p.report.qps.end());
-    silent_for.insert(silent_for.end(), p.report.silent_for.begin(), p.report.silent_for.end());
-    ++shown;
+    if (p.stuck) join.Add(p.rank, std::move(p.report), stuck);
   }
-  if (shown > Driver::kMaxRanksInReport) {
-    r += "... " + std::to_string(shown - Driver::kMaxRanksInReport) + " more stuck ranks\n";
-  }
-  r += qp_lines;
-  r += Driver::MarkCulprit(waits_for, silent_for, 0, stuck);
+  std::string r = join.Text();
+  r += Driver::MarkCulprit(join.waits_for(), join.silent_for(), 0, stuck);
   r += async;
   std::vector<StuckQp> world_qps = *stuck;
   if (to_world) to_world(&world_qps);
@@ -424,19 +380,16 @@ std::string DistSimBackend::AsyncEventLines(const std::vector<Communicator*>& co
                                             const std::vector<int>& ids) {
   // Each process drains its ranks' devices; rank 0 puts the lines in id
   // order (the Driver's order of its ranks).
-  std::string mine;
+  nlohmann::json mine = nlohmann::json::array();
   for (size_t i = 0; i < comms.size(); ++i) {
     const std::string lines = Driver::AsyncEventLinesOf(*comms[i]);
-    if (lines.empty()) continue;
-    Put(&mine, ids[i]);
-    PutText(&mine, lines);
+    if (!lines.empty()) mine.push_back({ids[i], lines});
   }
-  std::vector<std::pair<int64_t, std::string>> all;
-  for (const std::string& bytes : comm_->Gather(mine)) {
-    Reader in{bytes};
-    while (in.more()) {
-      const int64_t id = in.Num();
-      all.emplace_back(id, in.Text());
+  std::vector<std::pair<int, std::string>> all;
+  for (const std::string& bytes : comm_->Gather(mine.dump())) {
+    if (bytes.empty()) continue;  // Gather gives the parts on rank 0 only
+    for (const nlohmann::json& j : nlohmann::json::parse(bytes)) {
+      all.emplace_back(j[0].get<int>(), j[1].get<std::string>());
     }
   }
   std::sort(all.begin(), all.end());
@@ -465,15 +418,11 @@ std::string DistSimBackend::FabricEvidence(const std::vector<StuckQp>& qps) {
       fabric.CollectEvidence(refs, [&](int32_t node) { return partition.Owns(me, node); });
   comm_->AllSum(&facts.counts);
   // A port's fault text is its node's process's (the others' are empty).
-  std::string texts;
-  for (const std::string& t : facts.texts) PutText(&texts, t);
-  const std::vector<std::string> all = comm_->Gather(texts);
-  for (const std::string& bytes : all) {
-    if (bytes.empty()) continue;
-    Reader in{bytes};
-    for (std::string& t : facts.texts) {
-      std::string other = in.Text();
-      if (t.empty()) t = std::move(other);
+  for (const std::string& bytes : comm_->Gather(nlohmann::json(facts.texts).dump())) {
+    if (bytes.empty()) continue;  // Gather gives the parts on rank 0 only
+    const std::vector<std::string> theirs = nlohmann::json::parse(bytes);
+    for (size_t k = 0; k < facts.texts.size() && k < theirs.size(); ++k) {
+      if (facts.texts[k].empty()) facts.texts[k] = theirs[k];
     }
   }
   const faulty::FaultInjector* inj = world_->verbs_faults();
