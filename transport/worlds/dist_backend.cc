@@ -403,15 +403,7 @@ std::string DistSimBackend::FabricEvidence(const std::vector<StuckQp>& qps) {
   // process: each reads the nodes it simulates, the sums are the whole.
   emulated::EmulatedFabric& fabric = world_->fabric();
   std::vector<emulated::EmulatedFabric::QpRef> refs;
-  std::string culprit;
-  for (const StuckQp& q : qps) {
-    if (q.outstanding_sends > 0) refs.push_back({q.rank, q.peer, q.qpn});
-    if (q.culprit) {
-      culprit = "fabric: the culprit's QP runs from host " + fabric.HostName(q.rank) + " (rank " +
-                std::to_string(q.rank) + ") to host " + fabric.HostName(q.peer) + " (rank " +
-                std::to_string(q.peer) + ")\n";
-    }
-  }
+  const std::string culprit = CulpritLine(fabric, qps, &refs);
   const parallel::Partition& partition = run_->partition();
   const int32_t me = comm_->rank();
   emulated::EmulatedFabric::EvidenceFacts facts =

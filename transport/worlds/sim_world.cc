@@ -259,6 +259,21 @@ class SimWorld::Waker {
   std::map<uint64_t, Pending> fns_;
 };
 
+std::string CulpritLine(const emulated::EmulatedFabric& fabric,
+                        const std::vector<coll::StuckQp>& qps,
+                        std::vector<emulated::EmulatedFabric::QpRef>* refs) {
+  std::string culprit;
+  for (const coll::StuckQp& q : qps) {
+    if (q.outstanding_sends > 0) refs->push_back({q.rank, q.peer, q.qpn});
+    if (q.culprit) {
+      culprit = "fabric: the culprit's QP runs from host " + fabric.HostName(q.rank) + " (rank " +
+                std::to_string(q.rank) + ") to host " + fabric.HostName(q.peer) + " (rank " +
+                std::to_string(q.peer) + ")\n";
+    }
+  }
+  return culprit;
+}
+
 StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
                                                      const SimWorldOptions& options_in) {
   std::unique_ptr<SimWorld> w(new SimWorld());
@@ -344,15 +359,7 @@ StatusOr<std::unique_ptr<SimWorld>> SimWorld::Create(topo::Topology topology,
   const faulty::FaultInjector* injector = w->injector_.get();
   dopt.fabric_evidence = [fabric, injector](const std::vector<StuckQp>& qps) {
     std::vector<emulated::EmulatedFabric::QpRef> refs;
-    std::string culprit;
-    for (const StuckQp& q : qps) {
-      if (q.outstanding_sends > 0) refs.push_back({q.rank, q.peer, q.qpn});
-      if (q.culprit) {
-        culprit = "fabric: the culprit's QP runs from host " + fabric->HostName(q.rank) +
-                  " (rank " + std::to_string(q.rank) + ") to host " + fabric->HostName(q.peer) +
-                  " (rank " + std::to_string(q.peer) + ")\n";
-      }
-    }
+    const std::string culprit = CulpritLine(*fabric, qps, &refs);
     // What the injected verbs faults did: a swallowed error is invisible
     // to the ranks, so the watchdog says it (CASES.md 20).
     return culprit + fabric->Evidence(refs) + (injector ? injector->Report() : std::string());

@@ -88,6 +88,14 @@ StatusOr<std::vector<faulty::VerbsFault>> VerbsFaultsFromScenario(
 // qualify, when there are fewer than nranks.
 StatusOr<std::vector<int>> PlaceRanks(const topo::Topology& topology, int nranks);
 
+// The fabric's evidence starts from the stuck QPs (world ranks): those with
+// sends outstanding go to `refs` (whose paths the evidence walks), and the
+// culprit's QP gives the "fabric: the culprit's QP runs from host ..." line
+// (empty without a culprit), which this returns.
+std::string CulpritLine(const emulated::EmulatedFabric& fabric,
+                        const std::vector<coll::StuckQp>& qps,
+                        std::vector<emulated::EmulatedFabric::QpRef>* refs);
+
 class SimWorld {
  public:
   static StatusOr<std::unique_ptr<SimWorld>> Create(topo::Topology topology,
