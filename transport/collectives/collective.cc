@@ -9,19 +9,19 @@ namespace fathom::transport::coll {
 RankCollective::RankCollective(Communicator* comm, const CollSpec& spec, DataType type, RedOp op,
                                const void* in, void* out, Trace* trace)
     : comm_(comm),
-      spec_(spec),
-      type_(type),
-      op_(op),
-      in_(static_cast<const uint8_t*>(in)),
-      out_(static_cast<uint8_t*>(out)),
       trace_(trace),
       elem_(DataTypeSize(type)),
+      in_(static_cast<const uint8_t*>(in)),
+      out_(static_cast<uint8_t*>(out)),
       premul_(op == RedOp::kAvg && IsFloatingType(type) && spec.nranks > 1 &&
               (spec.kind == CollKind::kAllReduce || spec.kind == CollKind::kReduceScatter ||
                spec.kind == CollKind::kReduce)),
       postdiv_(op == RedOp::kAvg && !IsFloatingType(type) && spec.nranks > 1 &&
                (spec.kind == CollKind::kAllReduce || spec.kind == CollKind::kReduceScatter ||
-                spec.kind == CollKind::kReduce)) {}
+                spec.kind == CollKind::kReduce)),
+      spec_(spec),
+      type_(type),
+      op_(op) {}
 
 Status RankCollective::Start(Picoseconds now) {
   spec_.chunk_elems = comm_->options().chunk_bytes / elem_;
@@ -43,29 +43,28 @@ Status RankCollective::Start(Picoseconds now) {
   FATHOM_ASSIGN_OR_RETURN(in_mr_,
                           comm_->Register(const_cast<uint8_t*>(in_), plan_.in_count * elem_));
   FATHOM_ASSIGN_OR_RETURN(out_mr_, comm_->Register(out_, plan_.out_count * elem_));
-  next_.assign(plan_.streams.size(), 0);
-  block_.assign(plan_.streams.size(), Block::kNone);
-  block_peer_.assign(plan_.streams.size(), -1);
-  stream_clock_.assign(plan_.streams.size(), now);
-  pending_.assign(plan_.streams.size(), Pending{});
-  current_.assign(plan_.streams.size(), Current{});
-  size_.resize(plan_.streams.size());
-  for (size_t si = 0; si < plan_.streams.size(); ++si) size_[si] = plan_.streams[si]->size();
-  wait_conn_.assign(plan_.streams.size(), -1);
-  wait_version_.assign(plan_.streams.size(), 0);
+  nstreams_ = plan_.streams.size();
+  streams_.assign(nstreams_, StreamState{});
+  unfinished_ = 0;
+  for (size_t si = 0; si < nstreams_; ++si) {
+    StreamState& ss = streams_[si];
+    ss.stream = plan_.streams[si].get();
+    ss.size = ss.stream->size();
+    ss.clock = now;
+    unfinished_ += ss.size > 0 ? 1 : 0;
+  }
+  modelled_ = comm_->options().modelled;
+  slots_ = static_cast<uint64_t>(comm_->options().slots);
+  reduce_rate_ = comm_->options().host_reduce_bytes_per_s;
   memory_free_ = now;
   done_ = false;
-  unfinished_ = 0;
-  for (uint64_t n : size_) unfinished_ += n > 0 ? 1 : 0;
   // Up to 64 streams (every plan but the widest), the communicator tracks
   // which may run (Communicator::AddWaiter); past that, every pass checks
   // every stream.
-  masked_ = plan_.streams.size() <= 64;
+  masked_ = nstreams_ <= 64;
   comm_->ClearWaiters();
-  comm_->SetRunnable(
-      masked_
-          ? (plan_.streams.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << plan_.streams.size()) - 1)
-          : 0);
+  comm_->SetRunnable(masked_ ? (nstreams_ == 64 ? ~uint64_t{0} : (uint64_t{1} << nstreams_) - 1)
+                             : 0);
   bool progressed = false;
   return Advance(now, &progressed);
 }
@@ -84,7 +83,7 @@ Status RankCollective::Advance(Picoseconds now, bool* progressed) {
   // not runnable (masked_) is one TryStream would skip.
   while (true) {
     bool any = false;
-    for (size_t si = 0; si < plan_.streams.size(); ++si) {
+    for (size_t si = 0; si < nstreams_; ++si) {
       if (masked_ && ((comm_->runnable() >> si) & 1) == 0) continue;
       bool ran = true;
       while (ran) {
@@ -101,23 +100,23 @@ Status RankCollective::Advance(Picoseconds now, bool* progressed) {
 
 Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
   *ran = false;
-  if (next_[si] >= size_[si]) {
+  StreamState& ss = streams_[si];
+  if (ss.next >= ss.size) {
     if (masked_) comm_->ClearRunnable(static_cast<int>(si));
     return Status::Ok();
   }
   // Blocked on a connection that has not changed since: it still blocks.
-  if (wait_conn_[si] >= 0 &&
-      comm_->version(static_cast<size_t>(wait_conn_[si])) == wait_version_[si]) {
+  if (ss.wait_conn >= 0 && comm_->version(static_cast<size_t>(ss.wait_conn)) == ss.wait_version) {
     return Status::Ok();
   }
-  wait_conn_[si] = -1;
-  const Stream& st = *plan_.streams[si];
-  Current& cur = current_[si];
+  ss.wait_conn = -1;
+  const Stream& st = *ss.stream;
+  Current& cur = ss.cur;
   if (!cur.valid) {
     // A stream's steps mostly keep their peers (a ring's are the same
     // every step): the connections looked up for the last step stay, and
     // only a changed peer is looked up again.
-    const Step next = st.At(next_[si]);
+    const Step next = st.At(ss.next);
     for (int k = 0; k < kMaxPeers; ++k) {
       if (next.recv[k] != cur.step.recv[k]) cur.recv[k] = nullptr;
       if (next.send[k] != cur.step.send[k]) cur.send[k] = nullptr;
@@ -126,11 +125,11 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
     cur.valid = true;
   }
   const Step& s = cur.step;
-  if (pending_[si].active) {
+  if (ss.pending.active) {
     // This step's reduction is under way: its result goes out when it ends.
-    Pending& p = pending_[si];
+    Pending& p = ss.pending;
     if (now < p.ready) {
-      block_[si] = Block::kReduce;
+      ss.block = Block::kReduce;
       return Status::Ok();
     }
     p.active = false;
@@ -139,11 +138,11 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
     return Status::Ok();
   }
   const int ch = st.channel();
-  const uint64_t slots = static_cast<uint64_t>(comm_->options().slots);
+  const uint64_t slots = slots_;
   Conn* recv[kMaxPeers] = {nullptr, nullptr, nullptr};
   Conn* send[kMaxPeers] = {nullptr, nullptr, nullptr};
-  if (s.after_stream >= 0 && next_[static_cast<size_t>(s.after_stream)] <= s.after_step) {
-    block_[si] = Block::kLocal;
+  if (s.after_stream >= 0 && streams_[static_cast<size_t>(s.after_stream)].next <= s.after_step) {
+    ss.block = Block::kLocal;
     return Status::Ok();
   }
   if (s.count > 0) {
@@ -154,8 +153,8 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
         if (recv[k] == nullptr)
           return Internal("no connection to rank " + std::to_string(s.recv[k]));
         if (recv[k]->arrived <= recv[k]->consumed) {
-          block_[si] = Block::kData;
-          block_peer_[si] = s.recv[k];
+          ss.block = Block::kData;
+          ss.block_peer = s.recv[k];
           Wait(si, recv[k]->index);
           return Status::Ok();
         }
@@ -166,8 +165,8 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
         if (send[k] == nullptr)
           return Internal("no connection to rank " + std::to_string(s.send[k]));
         if (send[k]->sent - send[k]->credits >= slots) {
-          block_[si] = Block::kCredit;
-          block_peer_[si] = s.send[k];
+          ss.block = Block::kCredit;
+          ss.block_peer = s.send[k];
           Wait(si, send[k]->index);
           return Status::Ok();
         }
@@ -175,13 +174,12 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
     }
   }
   // Ready: wait ends here.
-  if (trace_ != nullptr && now > stream_clock_[si]) {
-    trace_->events.push_back({"wait", comm_->rank(), static_cast<int>(si), stream_clock_[si],
-                              now - stream_clock_[si],
-                              "\"peer\":" + std::to_string(block_peer_[si])});
+  if (trace_ != nullptr && now > ss.clock) {
+    trace_->events.push_back({"wait", comm_->rank(), static_cast<int>(si), ss.clock, now - ss.clock,
+                              "\"peer\":" + std::to_string(ss.block_peer)});
   }
   const uint64_t bytes = s.count * elem_;
-  const bool modelled = comm_->options().modelled;
+  const bool modelled = modelled_;
   const uint8_t* src = nullptr;
   uint32_t lkey = 0;
   if (!modelled && s.count > 0) {
@@ -227,7 +225,7 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
   // Sustainable Memory Bandwidth in High Performance Computers"). The
   // streams share the memory: reductions run one after another.
   Picoseconds end = now;
-  const double rate = comm_->options().host_reduce_bytes_per_s;
+  const double rate = reduce_rate_;
   int operands = s.in_offset >= 0 ? 1 : 0;
   for (const Conn* r : recv) operands += r != nullptr ? 1 : 0;
   if (rate > 0 && recv[0] != nullptr && operands >= 2) {
@@ -241,7 +239,7 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
     if (send[0] != nullptr) name += name.empty() ? "send" : "-send";
     if (name.empty()) name = "copy";
     std::string args =
-        "\"step\":" + std::to_string(next_[si]) + ",\"bytes\":" + std::to_string(bytes);
+        "\"step\":" + std::to_string(ss.next) + ",\"bytes\":" + std::to_string(bytes);
     if (s.recv[0] >= 0) args += ",\"from\":" + std::to_string(s.recv[0]);
     if (s.send[0] >= 0) args += ",\"to\":" + std::to_string(s.send[0]);
     trace_->events.push_back(
@@ -251,10 +249,10 @@ Status RankCollective::TryStream(size_t si, Picoseconds now, bool* ran) {
   if (end > now) {
     // Not blocking: the driver advances this rank again at `end`
     // (next_wake) and the step finishes then.
-    pending_[si] = Pending{
-        true, end, {recv[0], recv[1], recv[2]}, {send[0], send[1], send[2]}, src, lkey, bytes};
-    stream_clock_[si] = now;
-    block_[si] = Block::kReduce;
+    ss.pending = Pending{true, end,  {recv[0], recv[1], recv[2]}, {send[0], send[1], send[2]}, src,
+                         lkey, bytes};
+    ss.clock = now;
+    ss.block = Block::kReduce;
     return Status::Ok();
   }
   return FinishStep(si, recv, send, src, lkey, bytes, now);
@@ -270,21 +268,23 @@ Status RankCollective::FinishStep(size_t si, Conn* const recv[kMaxPeers],
     comm_->Touch(recv[k]->index);
     FATHOM_RETURN_IF_ERROR(comm_->ReturnCredit(*recv[k]));
   }
+  StreamState& ss = streams_[si];
   for (int k = 0; k < kMaxPeers; ++k) {
     if (send[k] != nullptr) {
-      FATHOM_RETURN_IF_ERROR(comm_->PostData(*send[k], src, lkey, bytes, next_[si]));
+      FATHOM_RETURN_IF_ERROR(comm_->PostData(*send[k], src, lkey, bytes, ss.next));
     }
   }
-  stream_clock_[si] = now;
-  block_[si] = Block::kNone;
-  if (++next_[si] == size_[si]) --unfinished_;
-  current_[si].valid = false;
+  ss.clock = now;
+  ss.block = Block::kNone;
+  if (++ss.next == ss.size) --unfinished_;
+  ss.cur.valid = false;
   return Status::Ok();
 }
 
 void RankCollective::Wait(size_t si, size_t conn) {
-  wait_conn_[si] = static_cast<int64_t>(conn);
-  wait_version_[si] = comm_->version(conn);
+  StreamState& ss = streams_[si];
+  ss.wait_conn = static_cast<int32_t>(conn);
+  ss.wait_version = comm_->version(conn);
   if (masked_) {
     comm_->AddWaiter(conn, static_cast<int>(si));
     comm_->ClearRunnable(static_cast<int>(si));
@@ -293,9 +293,9 @@ void RankCollective::Wait(size_t si, size_t conn) {
 
 Picoseconds RankCollective::next_wake() const {
   Picoseconds w = Picoseconds::Max();
-  if (comm_->options().host_reduce_bytes_per_s <= 0) return w;  // nothing is ever pending
-  for (const Pending& p : pending_) {
-    if (p.active && p.ready < w) w = p.ready;
+  if (reduce_rate_ <= 0) return w;  // nothing is ever pending
+  for (const StreamState& ss : streams_) {
+    if (ss.pending.active && ss.pending.ready < w) w = ss.pending.ready;
   }
   return w;
 }
@@ -303,14 +303,15 @@ Picoseconds RankCollective::next_wake() const {
 std::vector<std::string> RankCollective::DescribeWait(std::vector<int>* peers) const {
   std::vector<std::string> lines;
   char buf[320];
-  for (size_t si = 0; si < plan_.streams.size(); ++si) {
-    const Stream& st = *plan_.streams[si];
-    if (next_[si] >= st.size()) continue;
-    const int peer = block_peer_[si];
+  for (size_t si = 0; si < streams_.size(); ++si) {
+    const StreamState& ss = streams_[si];
+    const Stream& st = *ss.stream;
+    if (ss.next >= st.size()) continue;
+    const int peer = ss.block_peer;
     std::string what;
     Communicator* comm = comm_;
     const Conn* c = peer >= 0 ? comm->FindConn(peer, st.channel()) : nullptr;
-    switch (block_[si]) {
+    switch (ss.block) {
       case Block::kData:
         std::snprintf(buf, sizeof(buf),
                       "waiting for data from rank %d (channel %d: %llu chunks arrived, %llu "
@@ -334,7 +335,7 @@ std::vector<std::string> RankCollective::DescribeWait(std::vector<int>* peers) c
         break;
       case Block::kReduce:
         std::snprintf(buf, sizeof(buf), "reducing in host memory until t=%.6f s",
-                      pending_[si].ready.seconds());
+                      ss.pending.ready.seconds());
         what = buf;
         break;
       case Block::kNone:
@@ -345,7 +346,7 @@ std::vector<std::string> RankCollective::DescribeWait(std::vector<int>* peers) c
         buf, sizeof(buf),
         "%s(%s) stream %zu step %llu/%llu: ", std::string(CollKindName(spec_.kind)).c_str(),
         std::string(AlgorithmName(spec_.algorithm)).c_str(), si,
-        static_cast<unsigned long long>(next_[si]), static_cast<unsigned long long>(st.size()));
+        static_cast<unsigned long long>(ss.next), static_cast<unsigned long long>(st.size()));
     lines.push_back(buf + what);
   }
   return lines;

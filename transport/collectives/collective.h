@@ -62,45 +62,58 @@ class RankCollective {
   Status FinishStep(size_t si, Conn* const recv[kMaxPeers], Conn* const send[kMaxPeers],
                     const uint8_t* src, uint32_t lkey, uint64_t bytes, Picoseconds now);
 
+  // What every Advance reads first, together: at thousands of ranks the
+  // rank's collective is cold when its completion arrives, and each line
+  // (each heap block) is a miss of its own.
   Communicator* comm_;
-  CollSpec spec_;
-  DataType type_;
-  RedOp op_;
-  const uint8_t* in_;
-  uint8_t* out_;
-  Trace* trace_;
-  size_t elem_;
-  bool premul_;   // avg on a floating type: scale the local input by 1/n
-  bool postdiv_;  // avg on an integer type: divide each completed sum by n
-  Plan plan_;
-  const MemoryRegion* in_mr_ = nullptr;
-  const MemoryRegion* out_mr_ = nullptr;
-  std::vector<uint64_t> next_;             // per stream: next step
-  std::vector<Block> block_;               // per stream: why it waits
-  std::vector<int> block_peer_;            // per stream: on whom
-  std::vector<Picoseconds> stream_clock_;  // per stream: when it last ran
-  std::vector<Pending> pending_;           // per stream: a step reducing
-  // Per stream, the step next_ names and its connections, computed once per
-  // step (not on every retry), and the connection it waits on (Conn::index,
-  // -1: none) with its Communicator::version then: until that changes the
-  // stream cannot run and is skipped.
+  bool done_ = false;
+  bool masked_ = false;    // the communicator tracks runnable streams
+                           // (Communicator::AddWaiter; at most 64 streams)
+  bool modelled_ = false;  // comm_->options(), copied at Start()
+  uint64_t slots_ = 0;
+  size_t unfinished_ = 0;  // streams with steps left
+  size_t nstreams_ = 0;    // plan_.streams.size()
+  // Per stream, in one block: its step, why it waits, the step next
+  // names with its connections (computed once per step, not on every
+  // retry), the connection it waits on (Conn::index, -1: none) with its
+  // Communicator::version then (until that changes the stream cannot run
+  // and is skipped), and a step reducing. The fields one TryStream reads
+  // are in its first three lines (it was ten vectors: a miss each).
   struct Current {
     bool valid = false;
     Step step;
     Conn* recv[kMaxPeers] = {nullptr, nullptr, nullptr};
     Conn* send[kMaxPeers] = {nullptr, nullptr, nullptr};
   };
-  std::vector<Current> current_;
-  std::vector<uint64_t> size_;  // per stream: its steps
-  std::vector<int64_t> wait_conn_;
-  std::vector<uint32_t> wait_version_;
+  struct alignas(64) StreamState {
+    uint64_t next = 0;  // next step
+    uint64_t size = 0;  // its steps
+    int32_t wait_conn = -1;
+    uint32_t wait_version = 0;
+    Block block = Block::kNone;
+    int block_peer = -1;  // on whom it waits
+    Picoseconds clock;    // when it last ran
+    const Stream* stream = nullptr;
+    Current cur;
+    Pending pending;
+  };
+  std::vector<StreamState> streams_;
+  Trace* trace_;
+  double reduce_rate_ = 0;  // comm_->options().host_reduce_bytes_per_s
   // The rank's memory is busy with reductions until then (one resource:
   // the streams' reductions share its bandwidth, one after another).
   Picoseconds memory_free_;
-  bool done_ = false;
-  size_t unfinished_ = 0;  // streams with steps left
-  bool masked_ = false;    // the communicator tracks runnable streams
-  // (Communicator::AddWaiter; at most 64 streams)
+  size_t elem_;
+  const uint8_t* in_;
+  uint8_t* out_;
+  const MemoryRegion* in_mr_ = nullptr;
+  const MemoryRegion* out_mr_ = nullptr;
+  bool premul_;   // avg on a floating type: scale the local input by 1/n
+  bool postdiv_;  // avg on an integer type: divide each completed sum by n
+  CollSpec spec_;
+  DataType type_;
+  RedOp op_;
+  Plan plan_;
 };
 
 }  // namespace fathom::transport::coll

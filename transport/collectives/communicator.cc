@@ -265,7 +265,7 @@ StatusOr<uint8_t*> Communicator::OutStaging(Conn& conn, uint32_t* lkey) {
 }
 
 void Communicator::ReleaseSlot(Conn& conn, uint64_t seq, uint64_t bytes) {
-  if (!options_.release_staging || bytes < PageBytes() || !conn.staging.data()) return;
+  if (!release_staging_ || bytes < PageBytes() || !conn.staging.data()) return;
   const size_t slot = static_cast<size_t>(seq % static_cast<uint64_t>(options_.slots));
   if (conn.slot_resident.empty()) conn.slot_resident.assign(static_cast<size_t>(options_.slots), 0);
   uint64_t& kept = conn.slot_resident[slot];

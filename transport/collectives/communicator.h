@@ -236,7 +236,9 @@ class Communicator {
 
  private:
   Communicator(Device* device, int rank, int nranks, const CommOptions& options)
-      : device_(device), rank_(rank), nranks_(nranks), options_(options) {}
+      : device_(device), rank_(rank), nranks_(nranks), options_(options) {
+    release_staging_ = options.release_staging;
+  }
   Status PostRecvs(Conn& conn, int count);
   // Several QPs per connection (multi_qp.h): receives on QP `q`, and one
   // message posted round-robin or split.
@@ -257,6 +259,8 @@ class Communicator {
   uint64_t completions_ = 0;
   uint64_t runnable_ = 0;
   size_t nconns_ = 0;
+  // options_.release_staging, which every consumed chunk asks (ReleaseSlot).
+  bool release_staging_ = false;
   Conn* first_conns_[kInlineConns] = {};
   struct Watch {
     uint32_t version = 0;
