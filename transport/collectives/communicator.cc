@@ -129,6 +129,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(Device* device, int
     for (int q = 1; q < nqps; ++q) {
       FATHOM_ASSIGN_OR_RETURN(auto more, device->CreateQp(peer, c->options_.qp, c->cq_.get()));
       conn->more_qps.push_back(std::move(more));
+      conn->multi_qp = true;
     }
     if (nqps > 1) {
       conn->qp_arrived.assign(static_cast<size_t>(nqps), 0);
@@ -161,6 +162,7 @@ Communicator::~Communicator() {
   for (auto& conn : conns_) {
     conn->qp.reset();
     conn->more_qps.clear();
+    conn->multi_qp = false;
   }
   regions_.clear();
   for (auto& conn : conns_) {
@@ -308,12 +310,12 @@ Status Communicator::PostRecvsOn(Conn& conn, int q, int count) {
 
 Status Communicator::PostData(Conn& conn, const void* src, uint32_t lkey, uint64_t bytes,
                               uint64_t /*wr_tag*/) {
-  if (!conn.more_qps.empty()) return PostDataOnQps(conn, src, lkey, bytes);
+  if (conn.multi_qp) return PostDataOnQps(conn, src, lkey, bytes);
   SendWr wr;
   wr.wr_id = WrId(conn.index, kWrData);
   wr.opcode = WrOpcode::kRdmaWriteWithImm;
   wr.sge = {reinterpret_cast<uint64_t>(src), static_cast<uint32_t>(bytes), lkey};
-  if (!options_.modelled) {
+  if (!modelled_) {
     wr.remote_addr = conn.remote.addr +
                      (conn.sent % static_cast<uint64_t>(options_.slots)) * options_.chunk_bytes;
     wr.rkey = conn.remote.rkey;
@@ -401,7 +403,7 @@ StatusOr<int> Communicator::Poll(Picoseconds now) {
         const int q = static_cast<int>(c.wr_id >> kWrQpShift);
         if (c.opcode != WcOpcode::kRecvRdmaWithImm) {
           conn.credits += c.has_imm ? c.imm_data : 1;
-        } else if (conn.more_qps.empty()) {
+        } else if (!conn.multi_qp) {
           ++conn.arrived;
         } else {
           ++conn.qp_arrived[static_cast<size_t>(q)];

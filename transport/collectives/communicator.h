@@ -126,6 +126,8 @@ class ZeroedBuffer {
 struct alignas(64) Conn {
   int peer = -1;
   bool have_last = false;
+  // !more_qps.empty(), here in the first line, which a post reads anyway.
+  bool multi_qp = false;
   size_t index = 0;  // position in its Communicator (the wr_id's connection field)
   std::unique_ptr<QueuePair> qp;
   std::unique_ptr<MemoryRegion> staging_mr;
@@ -238,6 +240,7 @@ class Communicator {
   Communicator(Device* device, int rank, int nranks, const CommOptions& options)
       : device_(device), rank_(rank), nranks_(nranks), options_(options) {
     release_staging_ = options.release_staging;
+    modelled_ = options.modelled;
   }
   Status PostRecvs(Conn& conn, int count);
   // Several QPs per connection (multi_qp.h): receives on QP `q`, and one
@@ -259,8 +262,10 @@ class Communicator {
   uint64_t completions_ = 0;
   uint64_t runnable_ = 0;
   size_t nconns_ = 0;
-  // options_.release_staging, which every consumed chunk asks (ReleaseSlot).
+  // options_.release_staging and .modelled, which every consumed chunk
+  // (ReleaseSlot) and every post asks.
   bool release_staging_ = false;
+  bool modelled_ = false;
   Conn* first_conns_[kInlineConns] = {};
   struct Watch {
     uint32_t version = 0;

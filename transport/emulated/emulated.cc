@@ -29,8 +29,9 @@ class EmulatedQp;
 // Completions arrive from the engine through the sim CQ's direct function,
 // with the EmulatedQp their sim QP carries (Nic::SetQpContext: no lookup,
 // no std::function between the NIC and here), and wait, converted, until
-// Poll().
-class EmulatedCq final : public CompletionQueue {
+// Poll(). A completion and the poll after it read the CQ's first two lines
+// only (64-byte aligned: at thousands of ranks each line is a miss).
+class alignas(64) EmulatedCq final : public CompletionQueue {
  public:
   EmulatedCq(EmulatedFabric* fabric, sim::CompletionQueue* cq, int depth)
       : fabric_(fabric), cq_(cq), depth_(depth) {
@@ -43,8 +44,10 @@ class EmulatedCq final : public CompletionQueue {
       out[static_cast<size_t>(n++)] = At(head_++);
     }
     if (head_ == count_) {
-      head_ = count_ = 0;  // drained: the next completion takes slot 0 again
-      more_.clear();
+      // Drained: the next completion takes slot 0 again. more_ holds the
+      // entries past kInline, so it has some only when count_ is past it.
+      if (count_ > kInline) more_.clear();
+      head_ = count_ = 0;
     } else if (head_ > kInline && head_ - kInline >= more_.size() / 2) {
       // Polled in part for long: drop what was taken (the queue stays
       // bounded by what waits, not by what ever arrived).
@@ -78,14 +81,15 @@ class EmulatedCq final : public CompletionQueue {
     ++count_;
   }
 
+  // Line 0: what a completion reads (OnSim), then slot 0 in line 1.
+  std::function<void()> notify_;
   EmulatedFabric* fabric_;
-  sim::CompletionQueue* cq_;
-  int depth_;
-  size_t head_ = 0;   // next to poll
   size_t count_ = 0;  // pushed since the queue was last drained
+  size_t head_ = 0;   // next to poll
   Completion inline_[kInline];
   std::vector<Completion> more_;
-  std::function<void()> notify_;
+  sim::CompletionQueue* cq_;
+  int depth_;
 };
 
 class EmulatedQp final : public QueuePair {
