@@ -145,6 +145,9 @@ class DistSimBackend final : public Backend {
   // The world's evidence for `qps` (world ranks): SimWorld's
   // fabric_evidence, each process's counters for its nodes summed.
   std::string FabricEvidence(const std::vector<coll::StuckQp>& qps);
+  // Before a collective of `spec` (Run): its data QPs decide which flows
+  // each process replicates (FlowFabric::Plan). Every process calls it.
+  Status PlanFlows(const coll::CollSpec& spec);
   // Runs the engine to `stop_at`, past the completions that stop it.
   void RunUntil(int64_t stop_at);
 
