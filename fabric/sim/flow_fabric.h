@@ -11,14 +11,17 @@
 //
 // Split (the canonical order, one process or several; docs/FLOW.md, "Across
 // processes"): every process keeps a whole replica of the model (links and
-// flows) and runs every flow's start and finish; a message's arrival (data,
+// flows) and runs the start and finish of every flow that can share a link
+// with one of its own (Plan's classes; every flow without a plan); a
+// message's arrival (data,
 // receive CQE, RNR) runs only where its receiver's host is, the requester's
 // completion only where the requester's is. A message of one packet shares
 // nothing (FlowModel::Pass), so it runs only in its requester's process
 // unless the replicas need it to order the QP's next flow: "kept home".
 // What crosses between windows (TakeOutbox/TakeInbox): the posted send WRs
 // that the replicas need (every multi-packet one, and a one-packet one
-// behind a message the replicas still send), to every other process (each
+// behind a message the replicas still send), to every other process that
+// replicates its QP's class (each
 // reaches the wire after the NIC profile's PostToWireDelay, the lookahead),
 // with the time the QP is free of what was kept home; each message's
 // arrival, from the requester's process to the receiver's (after the
