@@ -2,6 +2,10 @@
 #include "fabric/sim/flow_fabric.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 
 #include "base/pod_bytes.h"
 #include "fabric/wire/psn.h"
@@ -142,6 +146,90 @@ void FlowFabric::Split(std::vector<char> local, bool counts_replicas) {
   model_.set_uncounted(!counts_replicas);
 }
 
+StatusOr<size_t> FlowFabric::Plan(std::vector<std::pair<int32_t, uint32_t>> data,
+                                  const std::vector<int32_t>& owner, int32_t me, int32_t procs,
+                                  bool full) {
+  if (model_.running() != 0) {
+    return FailedPrecondition("FlowFabric::Plan: " + std::to_string(model_.running()) +
+                              " flows still run");
+  }
+  std::sort(data.begin(), data.end());
+  data.erase(std::unique(data.begin(), data.end()), data.end());
+  std::vector<Nic::Qp*> qps;
+  for (const auto& [host, qpn] : data) {
+    Nic* nic = NicOfHost(host);
+    Nic::Qp* qp = nic != nullptr ? nic->FindQp(qpn) : nullptr;
+    if (qp == nullptr) {
+      return InvalidArgument("FlowFabric::Plan: no QP " + std::to_string(qpn) + " at host node " +
+                             std::to_string(host));
+    }
+    nic->FlowRouteOf(*qp);
+    qps.push_back(qp);
+  }
+  // Union-find over the QPs, joined by the links their routes share.
+  std::vector<uint32_t> up(qps.size());
+  for (uint32_t i = 0; i < up.size(); ++i) up[i] = i;
+  auto root = [&up](uint32_t i) {
+    while (up[i] != i) i = up[i] = up[up[i]];
+    return i;
+  };
+  std::vector<int32_t> first_on(static_cast<size_t>(model_.links()), -1);
+  for (uint32_t i = 0; i < qps.size(); ++i) {
+    const Nic::Qp::FlowRoute& r = qps[i]->flow_route;
+    for (size_t k = 0; k < r.nlinks; ++k) {
+      int32_t& first = first_on[static_cast<size_t>(r.links[k])];
+      if (first < 0) {
+        first = static_cast<int32_t>(i);
+      } else {
+        const uint32_t a = root(i), b = root(static_cast<uint32_t>(first));
+        up[std::max(a, b)] = std::min(a, b);
+      }
+    }
+  }
+  // Classes numbered by their first QP in (host, QPN) order: the same in
+  // every process.
+  std::vector<uint32_t> class_of_root(qps.size(), 0);
+  std::vector<uint32_t> sizes;
+  for (uint32_t i = 0; i < qps.size(); ++i) {
+    const uint32_t r = root(i);
+    if (class_of_root[r] == 0) {
+      sizes.push_back(0);
+      class_of_root[r] = static_cast<uint32_t>(sizes.size());
+    }
+    ++sizes[class_of_root[r] - 1];
+  }
+  if (full || sizes.size() <= 1) sizes.clear();
+  classes_ = sizes.size();
+  procs_ = procs;
+  holds_.assign(classes_ * static_cast<size_t>(procs), 0);
+  for (Nic* nic : nic_of_node_) {
+    if (nic == nullptr) continue;
+    for (uint32_t i = 0; i < nic->qp_count_; ++i) nic->QpAt(i)->flow_route.split_class = 0;
+  }
+  std::vector<char> counted(classes_, 0);
+  if (classes_ != 0) {
+    for (uint32_t i = 0; i < qps.size(); ++i) {
+      const uint32_t c = class_of_root[root(i)];
+      qps[i]->flow_route.split_class = c;
+      const int32_t p = owner[static_cast<size_t>(data[i].first)];
+      holds_[(c - 1) * static_cast<size_t>(procs) + static_cast<size_t>(p)] = 1;
+    }
+    for (size_t c = 0; c < classes_; ++c) {
+      // The least process replicating the class counts its finishes.
+      for (int32_t p = 0; p < procs; ++p) {
+        if (holds_[c * static_cast<size_t>(procs) + static_cast<size_t>(p)] != 0) {
+          counted[c] = p == me;
+          break;
+        }
+      }
+    }
+  }
+  if (!model_.SetClasses(std::move(sizes), std::move(counted))) {
+    return FailedPrecondition("FlowFabric::Plan: the flow model refused its classes");
+  }
+  return classes_;
+}
+
 void FlowFabric::NotePost(const Nic& nic, uint32_t qpn, const SendWr& wr, int64_t at_ps) {
   if (!split_) return;
   Nic* n = NicOfHost(nic.host());
@@ -165,9 +253,19 @@ void FlowFabric::NotePost(const Nic& nic, uint32_t qpn, const SendWr& wr, int64_
   }
   // A message kept home may still be leaving when this one reaches the
   // send queue: the replicas hold the QP until it has.
+  if (classes_ != 0 && r.split_class == 0) [[unlikely]] {
+    // Its flow could share a link with a class whose processes do not
+    // replicate it: results would depend on the number of processes.
+    std::fprintf(stderr,
+                 "flow model: a %u-byte message on QP 0x%x of host node %d, which the "
+                 "collective did not declare as a data QP (FlowFabric::Plan)\n",
+                 wr.sge.length, qpn, nic.host());
+    std::abort();
+  }
   const int64_t free_at = replica_idle && r.split_kept_until >= at_ps ? r.split_kept_until : -1;
   r.split_shipped = r.split_posts;
   posts_out_.push_back(PostNote{at_ps, nic.host(), qpn, wr, free_at});
+  posts_out_class_.push_back(r.split_class);
 }
 
 void FlowFabric::SchedulePass(Nic* nic, uint32_t qpn, int64_t at_ps) {
@@ -224,10 +322,25 @@ std::vector<std::string> FlowFabric::TakeOutbox(const std::vector<int32_t>& owne
     std::string& o = out[static_cast<size_t>(p)];
     if (p == me) {
       AppendPod(&o, uint64_t{0});  // its own posts are in its send queues already
-    } else {
+    } else if (classes_ == 0) {
       AppendPod(&o, static_cast<uint64_t>(posts_out_.size()));
       for (const PostNote& n : posts_out_) AppendPod(&o, n);
       posts_shipped_ += posts_out_.size();
+    } else {
+      // Only to the processes that replicate the post's class (Plan).
+      const size_t count_at = o.size();
+      AppendPod(&o, uint64_t{0});
+      uint64_t count = 0;
+      for (size_t i = 0; i < posts_out_.size(); ++i) {
+        const uint32_t c = posts_out_class_[i];
+        if (c == 0 || holds_[(c - 1) * static_cast<size_t>(procs_) + static_cast<size_t>(p)] == 0) {
+          continue;
+        }
+        AppendPod(&o, posts_out_[i]);
+        ++count;
+      }
+      std::memcpy(o.data() + count_at, &count, sizeof(count));
+      posts_shipped_ += count;
     }
     AppendPod(&o, static_cast<uint64_t>(arrivals[static_cast<size_t>(p)].size()));
     for (const ArriveNote* a : arrivals[static_cast<size_t>(p)]) AppendPod(&o, *a);
@@ -239,6 +352,7 @@ std::vector<std::string> FlowFabric::TakeOutbox(const std::vector<int32_t>& owne
     if (p != me) ++acks_shipped_;
   }
   posts_out_.clear();
+  posts_out_class_.clear();
   acks_out_.clear();
   arrivals_out_.clear();
   return out;

@@ -11,14 +11,17 @@
 //
 // Split (the canonical order, one process or several; docs/FLOW.md, "Across
 // processes"): every process keeps a whole replica of the model (links and
-// flows) and runs every flow's start and finish; a message's arrival (data,
+// flows) and runs the start and finish of every flow that can share a link
+// with one of its own (Plan's classes; every flow without a plan); a
+// message's arrival (data,
 // receive CQE, RNR) runs only where its receiver's host is, the requester's
 // completion only where the requester's is. A message of one packet shares
 // nothing (FlowModel::Pass), so it runs only in its requester's process
 // unless the replicas need it to order the QP's next flow: "kept home".
 // What crosses between windows (TakeOutbox/TakeInbox): the posted send WRs
 // that the replicas need (every multi-packet one, and a one-packet one
-// behind a message the replicas still send), to every other process (each
+// behind a message the replicas still send), to every other process that
+// replicates its QP's class (each
 // reaches the wire after the NIC profile's PostToWireDelay, the lookahead),
 // with the time the QP is free of what was kept home; each message's
 // arrival, from the requester's process to the receiver's (after the
@@ -33,6 +36,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -68,6 +72,20 @@ class FlowFabric {
     return static_cast<size_t>(host_node) >= local_.size() ||
            local_[static_cast<size_t>(host_node)] != 0;
   }
+  // Split: which processes replicate which flows from now on (docs/FLOW.md,
+  // "Across processes"). `data` (host node, QPN): every QP that may send a
+  // message of more than one packet until the next Plan (a collective's
+  // data QPs); `owner` by node id, this process `me` of `procs`. The data
+  // QPs whose routes share a link, transitively, form a class; a process
+  // replicates a class's flows only when it owns one of its QPs' hosts,
+  // and the least such process counts their finishes. A multi-packet
+  // message on a QP outside `data` aborts the run (the declaration was
+  // wrong). With one class (or `full`) every process replicates every
+  // flow, as without a plan. Every process calls it alike, while no flow
+  // runs (between collectives); returns the number of classes (0: full
+  // replication), or FAILED_PRECONDITION when a flow still runs.
+  StatusOr<size_t> Plan(std::vector<std::pair<int32_t, uint32_t>> data,
+                        const std::vector<int32_t>& owner, int32_t me, int32_t procs, bool full);
   // A WR posted at a local NIC that reaches its send queue at `at_ps`:
   // shipped to the replicas, or kept home (one packet, and the replicas'
   // copy of the QP has nothing left to send).
@@ -210,6 +228,12 @@ class FlowFabric {
   bool split_ = false;
   std::vector<char> local_;  // Split's, by node id
   std::vector<PostNote> posts_out_;
+  std::vector<uint32_t> posts_out_class_;  // each post's QP's split_class
+  // Plan's: the classes (0: none), and whether process p replicates class
+  // c, at [(c - 1) * procs + p].
+  size_t classes_ = 0;
+  int32_t procs_ = 1;
+  std::vector<char> holds_;
   std::vector<AckNote> acks_out_;
   std::vector<ArriveNote> arrivals_out_;
   uint64_t uncounted_sum_ = 0;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <utility>
 
@@ -24,16 +26,65 @@ int32_t FlowModel::AddLink(BitsPerSecond rate) {
   return static_cast<int32_t>(links_.size() - 1);
 }
 
-int32_t FlowModel::TakeFlow(uint64_t bytes, DoneFn done, void* ctx, uint64_t tag) {
+bool FlowModel::SetClasses(std::vector<uint32_t> sizes, std::vector<char> counted) {
+  if (running_ != 0) return false;
+  if (sizes.empty()) {
+    if (class_base_.empty()) return true;  // one pool already: its slots stay as they are
+    class_base_.clear();
+    class_size_.clear();
+    class_next_.clear();
+    class_free_.clear();
+    class_counted_.clear();
+    free_.clear();
+    next_new_ = 0;
+    return true;
+  }
+  const size_t n = sizes.size();
+  class_base_.assign(n, 0);
+  class_size_.assign(n, 0);
+  class_next_.assign(n, 0);
+  class_free_.assign(n, {});
+  int32_t base = 0;
+  for (size_t c = 0; c < n; ++c) {
+    class_base_[c] = base;
+    class_size_[c] = static_cast<int32_t>(sizes[c]);
+    base += static_cast<int32_t>(sizes[c]);
+  }
+  class_counted_ = std::move(counted);
+  class_counted_.resize(n, 0);
+  if (flows_.size() < static_cast<size_t>(base)) flows_.resize(static_cast<size_t>(base));
+  return true;
+}
+
+int32_t FlowModel::TakeFlow(uint64_t bytes, DoneFn done, void* ctx, uint64_t tag, uint32_t cls) {
   int32_t id;
-  if (!free_.empty()) {
-    id = free_.back();
-    free_.pop_back();
+  if (class_base_.empty()) {
+    if (!free_.empty()) {
+      id = free_.back();
+      free_.pop_back();
+    } else {
+      id = next_new_++;
+      if (static_cast<size_t>(id) >= flows_.size()) flows_.resize(static_cast<size_t>(id) + 1);
+    }
   } else {
-    id = static_cast<int32_t>(flows_.size());
-    flows_.emplace_back();
+    const size_t c = static_cast<size_t>(cls) - 1;
+    if (cls == 0 || c >= class_base_.size() ||
+        (class_free_[c].empty() && class_next_[c] >= class_size_[c])) {
+      // A flow its class has no slot for (FlowFabric::Plan gives each
+      // class one per QP, and a QP has one flow at a time).
+      std::fprintf(stderr, "flow model: no slot of class %u for a flow (%zu classes)\n", cls,
+                   class_base_.size());
+      std::abort();
+    }
+    if (!class_free_[c].empty()) {
+      id = class_free_[c].back();
+      class_free_[c].pop_back();
+    } else {
+      id = class_base_[c] + class_next_[c]++;
+    }
   }
   Flow& f = flows_[static_cast<size_t>(id)];
+  f.cls = cls;
   f.nlinks = 0;
   f.running = true;
   f.remaining = static_cast<double>(bytes);
@@ -68,7 +119,7 @@ int64_t FlowModel::LoneTime(std::span<const int32_t> links, uint64_t bytes) cons
 
 int32_t FlowModel::Pass(std::span<const int32_t> links, uint64_t bytes, DoneFn done, void* ctx,
                         uint64_t tag) {
-  const int32_t id = TakeFlow(bytes, done, ctx, tag);
+  const int32_t id = TakeFlow(bytes, done, ctx, tag, 0);
   ++stats_.passes;
   Flow& f = flows_[static_cast<size_t>(id)];
   // On no link's list: OnFinish finds nothing to take it off or re-fill.
@@ -79,9 +130,9 @@ int32_t FlowModel::Pass(std::span<const int32_t> links, uint64_t bytes, DoneFn d
 }
 
 int32_t FlowModel::Start(std::span<const int32_t> links, uint64_t bytes, DoneFn done, void* ctx,
-                         uint64_t tag) {
+                         uint64_t tag, uint32_t cls) {
   assert(links.size() <= kMaxLinks);
-  const int32_t id = TakeFlow(bytes, done, ctx, tag);
+  const int32_t id = TakeFlow(bytes, done, ctx, tag, cls);
   Flow& f = flows_[static_cast<size_t>(id)];
   f.nlinks = static_cast<uint8_t>(links.size());
   for (size_t i = 0; i < links.size(); ++i) f.links[i] = links[i];
@@ -125,7 +176,8 @@ void FlowModel::PrefetchFinish(const void* model, uint64_t arg) {
   __builtin_prefetch(&f);
   __builtin_prefetch(reinterpret_cast<const char*>(&f) + 64);
   // A superseded finish (its generation is old) calls nothing.
-  if (self->done_hint_ != nullptr && f.running && f.gen == static_cast<uint32_t>(arg)) {
+  if (self->done_hint_ != nullptr && f.running &&
+      f.gen == (static_cast<uint32_t>(arg) & kGenMask)) {
     self->done_hint_(f.ctx, f.tag);
   }
 }
@@ -133,13 +185,13 @@ void FlowModel::PrefetchFinish(const void* model, uint64_t arg) {
 void FlowModel::OnFinish(void* model, uint64_t arg) {
   FlowModel* self = static_cast<FlowModel*>(model);
   const int32_t id = static_cast<int32_t>(arg >> 32);
-  if (self->uncounted_) [[unlikely]] {
+  if ((static_cast<uint32_t>(arg) & kUncountedBit) != 0) [[unlikely]] {
     ++self->uncounted_events_;
     self->uncounted_sum_ += Engine::CanonicalEventDigest(
         self->engine_->Now().ps(), EventKind::kUser, static_cast<uint32_t>(id));
   }
   Flow& f = self->flows_[static_cast<size_t>(id)];
-  if (!f.running || f.gen != static_cast<uint32_t>(arg)) return;  // superseded
+  if (!f.running || f.gen != (static_cast<uint32_t>(arg) & kGenMask)) return;  // superseded
   f.running = false;
   --self->running_;
   int32_t links[kMaxLinks];
@@ -154,7 +206,11 @@ void FlowModel::OnFinish(void* model, uint64_t arg) {
   const DoneFn done = f.done;
   void* ctx = f.ctx;
   const uint64_t tag = f.tag;
-  self->free_.push_back(id);
+  if (self->class_base_.empty()) {
+    self->free_.push_back(id);
+  } else {
+    self->class_free_[f.cls - 1].push_back(id);
+  }
   // The flows that shared a link with it speed up now, before the callback
   // starts anything new. Alone, it leaves nobody to speed up.
   if (shared) self->Recompute(std::span<const int32_t>(links, n));
@@ -304,10 +360,13 @@ void FlowModel::Reschedule(int64_t now) {
 // earlier one stale (OnFinish ignores it).
 void FlowModel::ScheduleFinish(int32_t id, int64_t at_ps) {
   Flow& f = flows_[static_cast<size_t>(id)];
-  ++f.gen;
-  engine_->Schedule<&FlowModel::OnFinish>(Picoseconds(at_ps), EventKind::kUser,
-                                          static_cast<uint32_t>(id), this,
-                                          (uint64_t{static_cast<uint32_t>(id)} << 32) | f.gen);
+  f.gen = (f.gen + 1) & kGenMask;
+  // Whether this process counts it is decided now: a superseded finish
+  // may run after the classes changed (SetClasses).
+  const bool uncounted = class_base_.empty() ? uncounted_ : class_counted_[f.cls - 1] == 0;
+  engine_->Schedule<&FlowModel::OnFinish>(
+      Picoseconds(at_ps), EventKind::kUser, static_cast<uint32_t>(id), this,
+      (uint64_t{static_cast<uint32_t>(id)} << 32) | f.gen | (uncounted ? kUncountedBit : 0));
 }
 
 }  // namespace fathom::sim

@@ -49,10 +49,12 @@ class FlowModel {
 
   // A directed link of `rate` (> 0); returns its id (0, 1, ...).
   int32_t AddLink(BitsPerSecond rate);
+  size_t links() const { return links_.size(); }
   // Starts a flow of `bytes` over `links` (ids, at most kMaxLinks; none:
-  // it finishes now) at the engine's current time. Returns its id.
+  // it finishes now) at the engine's current time, in slot class `cls`
+  // (SetClasses; ignored without classes). Returns its id.
   int32_t Start(std::span<const int32_t> links, uint64_t bytes, DoneFn done, void* ctx,
-                uint64_t tag);
+                uint64_t tag, uint32_t cls = 0);
   // A transfer too short to share (one packet: the caller decides): it
   // takes the time it would take alone, `bytes` at its slowest link's rate
   // (what Start gives a lone flow), and then `done` runs as for a flow. It
@@ -83,6 +85,16 @@ class FlowModel {
   // Split runs (flow_fabric.h): every process runs every finish event, one
   // counts them; the others take each one's digest out (uncounted_sum).
   void set_uncounted(bool on) { uncounted_ = on; }
+  // Slot classes of a split run whose processes replicate only some flows
+  // (FlowFabric::Plan): flows of class c (1..sizes.size()) take slots
+  // base(c) .. base(c) + sizes[c-1] - 1 (base: the sizes before it), last
+  // freed first, so a flow's slot (its finish's component) depends only on
+  // its class's starts and finishes, the same in every process that runs
+  // them. `counted[c-1]`: this process counts class c's finishes (instead
+  // of set_uncounted's). Empty `sizes`: one pool, every flow's (the
+  // default); coming back to it from classes starts its slots afresh.
+  // Only while no flow runs (false otherwise: nothing changed).
+  bool SetClasses(std::vector<uint32_t> sizes, std::vector<char> counted);
   uint64_t uncounted_sum() const { return uncounted_sum_; }
   uint64_t uncounted_events() const { return uncounted_events_; }
 
@@ -103,7 +115,8 @@ class FlowModel {
     bool running = false;
     bool fixed = false;
     uint64_t mark = 0;
-    uint32_t gen = 0;
+    uint32_t gen = 0;       // 31 bits: ScheduleFinish's event carries the uncounted bit above
+    uint32_t cls = 0;       // slot class (SetClasses)
     double remaining = 0;   // bytes, as of last_ps
     double rate = 0;        // bytes per picosecond
     double fixed_rate = 0;  // progressive filling's result
@@ -125,8 +138,10 @@ class FlowModel {
   // Re-schedules the finish of each component flow whose rate changed.
   void Reschedule(int64_t now);
   void ScheduleFinish(int32_t id, int64_t at_ps);
-  // A free flow slot, running, with its callback; no links yet.
-  int32_t TakeFlow(uint64_t bytes, DoneFn done, void* ctx, uint64_t tag);
+  // A free flow slot (of class `cls`), running, with its callback; no links yet.
+  int32_t TakeFlow(uint64_t bytes, DoneFn done, void* ctx, uint64_t tag, uint32_t cls);
+  static constexpr uint32_t kGenMask = 0x7FFFFFFFu;
+  static constexpr uint32_t kUncountedBit = 0x80000000u;
   // Components of at most this many links are filled by scanning.
   static constexpr size_t kScanLinks = 24;
 
@@ -135,6 +150,12 @@ class FlowModel {
   std::vector<Link> links_;
   std::vector<Flow> flows_;
   std::vector<int32_t> free_;
+  int32_t next_new_ = 0;  // the next slot never taken (one pool)
+  // SetClasses's, by class - 1: first slot, slots, slots taken so far,
+  // freed slots, counted here.
+  std::vector<int32_t> class_base_, class_size_, class_next_;
+  std::vector<std::vector<int32_t>> class_free_;
+  std::vector<char> class_counted_;
   size_t running_ = 0;
   uint64_t epoch_ = 0;
   std::vector<int32_t> comp_links_, comp_flows_;  // scratch

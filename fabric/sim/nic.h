@@ -289,6 +289,10 @@ class Nic {
       uint32_t split_posts = 0;
       uint32_t split_shipped = 0;
       uint32_t split_sent = 0;
+      // Its flows' slot class (FlowFabric::Plan): 0 with no plan (every
+      // process replicates every flow), else 1.. for a declared data QP;
+      // with a plan, 0 is a QP that sends one-packet messages only.
+      uint32_t split_class = 0;
       int64_t split_kept_until = 0;
     } flow_route;
     QpCounters Counters() const {

@@ -122,7 +122,7 @@ void Nic::FlowActivate(Qp& qp) {
     return;
   }
   qp.flow_busy = true;
-  flow_->model().Start(links, bytes, &Nic::OnFlowSent, this, qp.qpn);
+  flow_->model().Start(links, bytes, &Nic::OnFlowSent, this, qp.qpn, route.split_class);
 }
 
 void Nic::OnFlowFree(void* nic, uint64_t qpn) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <set>
@@ -261,6 +262,61 @@ TEST(PlanPeersTest, RingTalksToNeighboursOnEveryChannel) {
   const auto peers = PlanPeers(spec, 0);
   const std::vector<std::pair<int, int>> want = {{1, 0}, {1, 1}, {4, 0}, {4, 1}};
   EXPECT_EQ(peers, want);
+}
+
+// DataPeers declares the QPs a collective sends data on (the flow model
+// across processes replicates only the flows that can share a link with
+// them: FlowFabric::Plan): every step's send peer must be among them.
+TEST(DataPeersTest, HoldEveryStepsSendPeer) {
+  const CollKind kinds[] = {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter,
+                            CollKind::kBroadcast, CollKind::kBarrier,   CollKind::kAllToAll,
+                            CollKind::kSendRecv,  CollKind::kReduce,    CollKind::kGather,
+                            CollKind::kScatter};
+  int checked = 0;
+  for (CollKind kind : kinds) {
+    for (Algorithm algo : {Algorithm::kRing, Algorithm::kTree}) {
+      for (int n : {2, 5, 8}) {
+        for (int g : {0, 4}) {
+          for (int channels : {1, 2}) {
+            CollSpec spec;
+            spec.kind = kind;
+            spec.algorithm = algo;
+            spec.nranks = n;
+            spec.count = kind == CollKind::kBarrier ? 1 : 64;
+            spec.chunk_elems = 8;
+            spec.channels = channels;
+            spec.gpus_per_server = g;
+            spec.root = n - 1;
+            for (int r = 0; r < n; ++r) {
+              const auto declared = DataPeers(spec, r);
+              StatusOr<Plan> plan = BuildPlan(spec, r);
+              if (!plan.ok()) continue;  // a layout the kind refuses
+              for (const auto& stream : plan->streams) {
+                for (uint64_t i = 0; i < stream->size(); ++i) {
+                  for (int32_t p : stream->At(i).send) {
+                    if (p < 0) continue;
+                    ++checked;
+                    EXPECT_TRUE(std::binary_search(declared.begin(), declared.end(),
+                                                   std::make_pair(p, stream->channel())))
+                        << CollKindName(kind) << " " << AlgorithmName(algo) << " n=" << n
+                        << " g=" << g << " channels=" << channels << " rank " << r << " -> " << p
+                        << " on channel " << stream->channel();
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000);
+  // A flat ring sends only forward: the previous rank gets credits.
+  CollSpec ring;
+  ring.nranks = 5;
+  ring.channels = 2;
+  const std::vector<std::pair<int, int>> want = {{1, 0}, {1, 1}};
+  EXPECT_EQ(DataPeers(ring, 0), want);
 }
 
 }  // namespace

@@ -733,6 +733,22 @@ TEST(MpiCollTest, SameTraceFileForOneToFourProcesses) {
 // (timing only: --modelled).
 class MpiFlowTest : public testing::TestWithParam<const char*> {};
 
+// The flows process `p` started, from its line of `fathom coll`'s output.
+unsigned long long FlowsStarted(const std::string& out, int p) {
+  const std::string mine = "parallel   process " + std::to_string(p) + ": ";
+  const size_t at = out.find(mine);
+  unsigned long long events = 0, flows = 0;
+  double wall = 0, cpu = 0;
+  if (at == std::string::npos ||
+      std::sscanf(out.c_str() + at + mine.size(),
+                  "%llu events run, %lf s in exchanges (%lf s of CPU); flow model: %llu "
+                  "flows started",
+                  &events, &wall, &cpu, &flows) != 4) {
+    ADD_FAILURE() << "no line for process " << p << ":\n" << out;
+  }
+  return flows;
+}
+
 TEST_P(MpiFlowTest, SameRowsAndDigestForOneToFourProcesses) {
   const std::string args =
       std::string(
@@ -743,9 +759,17 @@ TEST_P(MpiFlowTest, SameRowsAndDigestForOneToFourProcesses) {
   const CollRun one = Coll("", args + " --event-order canonical");
   EXPECT_EQ(one.j["status"], "ok") << one.j.dump();
   EXPECT_EQ(one.j["nranks"], 128) << one.j.dump();
+  const test_util::CommandResult text =
+      test_util::RunCommand(kFathom + " coll " + args + " --event-order canonical");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  const unsigned long long all_flows = FlowsStarted(text.out, 0);
+  EXPECT_GT(all_flows, 0u);
   // Split by hosts, every process owns ranks: arrivals and ACKs cross
-  // between them; the data messages' posts cross, the credits' (one
-  // packet, on QPs that send nothing else) stay in their process.
+  // between them; the tree's data messages' posts cross (its flows share
+  // spine links: one class, FlowFabric::Plan), the ring's do not (no two
+  // of its flows share a link: each stays in its requester's process), and
+  // the credits' (one packet, on QPs that send nothing else) stay in their
+  // process.
   for (int n = 2; n <= 4; n += 2) {
     const test_util::CommandResult r = test_util::RunCommand(Mpirun(n) + kFathom + " coll " + args);
     ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -759,13 +783,18 @@ TEST_P(MpiFlowTest, SameRowsAndDigestForOneToFourProcesses) {
                           &posts, &acks, &arrivals, &kept),
               4)
         << r.out;
-    EXPECT_GT(posts, 0u) << n << " processes";
+    const bool ring = std::string(GetParam()) == "ring";
+    if (ring) {
+      EXPECT_EQ(posts, 0u) << n << " processes";
+    } else {
+      EXPECT_GT(posts, 0u) << n << " processes";
+    }
     EXPECT_GT(acks, 0u) << n << " processes";
     EXPECT_GT(arrivals, 0u) << n << " processes";
     EXPECT_GT(kept, 0u) << n << " processes";
-    // Each process's line: every replica starts every data flow (the
-    // same count in each), and each runs events of its own.
-    unsigned long long flows0 = 0;
+    // Each process's line: the tree's replicas start every data flow (the
+    // same count in each), the ring's only their own (the same share of 128
+    // ranks at 2 and 4 processes); each runs events of its own.
     for (int p = 0; p < n; ++p) {
       const std::string mine = "parallel   process " + std::to_string(p) + ": ";
       const size_t pat = r.out.find(mine);
@@ -780,8 +809,8 @@ TEST_P(MpiFlowTest, SameRowsAndDigestForOneToFourProcesses) {
           << r.out;
       EXPECT_GT(events, 0u) << "process " << p << " of " << n;
       EXPECT_GT(flows, 0u) << "process " << p << " of " << n;
-      if (p == 0) flows0 = flows;
-      EXPECT_EQ(flows, flows0) << "process " << p << " of " << n;
+      EXPECT_EQ(flows, ring ? all_flows / static_cast<unsigned long long>(n) : all_flows)
+          << "process " << p << " of " << n;
     }
   }
   ASSERT_EQ(one.j["rows"].size(), 2u) << one.j.dump();
@@ -800,6 +829,56 @@ TEST_P(MpiFlowTest, SameRowsAndDigestForOneToFourProcesses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, MpiFlowTest, testing::Values("ring", "tree"));
+
+// With a collective's plan (FlowFabric::Plan: its data QPs, closed over
+// the links their routes share), a process replicates only the flows that
+// can share a link with its own: the same rows and digest for 1 to 4
+// processes for a ring (whose flows never share here: 8 classes), a tree
+// and an alltoall (whose flows do), on 8 NICs of 4 leaves.
+class MpiFlowPlanTest : public testing::TestWithParam<const char*> {};
+
+std::string FlowPlanArgs(const std::string& what) {
+  return what +
+         " --backend sim --topology leaf-spine:leaves=4,spines=2,hosts=2 --server none -b 256K -e "
+         "1M -f 4 -n 1 -w 0 --fabric lossless --fabric-model flow --modelled";
+}
+
+TEST_P(MpiFlowPlanTest, SameRowsAndDigestForOneToFourProcesses) {
+  ExpectSameCollForOneToFour(FlowPlanArgs(GetParam()), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Collectives, MpiFlowPlanTest,
+                         testing::Values("allreduce --algo ring", "allreduce --algo tree",
+                                         "alltoall"),
+                         [](const testing::TestParamInfo<const char*>& info) {
+                           const std::string p = info.param;
+                           return p == "alltoall" ? std::string("alltoall")
+                                                  : p.substr(p.rfind(' ') + 1);
+                         });
+
+// The ring's flows each stay in their requester's process: the flows the
+// processes start add up to one process's, and no post crosses.
+TEST(MpiFlowPlanTest, RingReplicatesNoFlowOfAnotherProcess) {
+  const std::string args = FlowPlanArgs("allreduce --algo ring");
+  const test_util::CommandResult one =
+      test_util::RunCommand(kFathom + " coll " + args + " --event-order canonical");
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  const unsigned long long all = FlowsStarted(one.out, 0);
+  EXPECT_GT(all, 0u);
+  const test_util::CommandResult two = test_util::RunCommand(Mpirun(2) + kFathom + " coll " + args);
+  ASSERT_EQ(two.exit_code, 0) << two.out;
+  const unsigned long long f0 = FlowsStarted(two.out, 0), f1 = FlowsStarted(two.out, 1);
+  EXPECT_GT(f0, 0u);
+  EXPECT_GT(f1, 0u);
+  EXPECT_EQ(f0 + f1, all);
+  const std::string key = "parallel   flow model: ";
+  const size_t at = two.out.find(key);
+  ASSERT_NE(at, std::string::npos) << two.out;
+  unsigned long long posts = 1;
+  ASSERT_EQ(std::sscanf(two.out.c_str() + at + key.size(), "%llu posted WRs", &posts), 1)
+      << two.out;
+  EXPECT_EQ(posts, 0u) << two.out;
+}
 
 TEST(MpiFlowTest, WhatDoesNotCrossIsExit2) {
   const std::string args =

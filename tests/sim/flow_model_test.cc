@@ -42,6 +42,37 @@ TEST(FlowModelTest, AloneAFlowRunsAtTheSlowestLinksRate) {
   EXPECT_EQ(m.running(), 0u);
 }
 
+// Slot classes (FlowModel::SetClasses, for FlowFabric::Plan): a class's
+// flows take its own slots, whatever the other classes run, the finishes
+// of an uncounted class come out of the digest, and the one pool comes
+// back afresh.
+TEST(FlowModelTest, ClassesTakeTheirOwnSlots) {
+  Engine engine(1);
+  FlowModel m(&engine);
+  const int32_t a = m.AddLink(BitsPerSecond::Gbps(400));
+  const int32_t b = m.AddLink(BitsPerSecond::Gbps(400));
+  Done d{{}, &engine};
+  const std::vector<int32_t> pa{a}, pb{b};
+  EXPECT_EQ(m.Start(pa, 4096, &OnDone, &d, 1), 0);  // the one pool
+  EXPECT_FALSE(m.SetClasses({2, 1}, {1, 0}));       // a flow runs
+  engine.Run();
+  ASSERT_TRUE(m.SetClasses({2, 1}, {1, 0}));
+  EXPECT_EQ(m.Start(pb, 4096, &OnDone, &d, 2, 2), 2);  // class 2: slot 2
+  EXPECT_EQ(m.Start(pa, 4096, &OnDone, &d, 3, 1), 0);  // class 1: slots 0, 1
+  EXPECT_EQ(m.Start(pa, 4096, &OnDone, &d, 4, 1), 1);
+  engine.Run();
+  ASSERT_EQ(d.at.size(), 4u);
+  // Class 2's finish (one event) is not counted here; class 1's are.
+  EXPECT_EQ(m.uncounted_events(), 1u);
+  EXPECT_EQ(m.Start(pa, 4096, &OnDone, &d, 5, 1), 1);  // the last freed first
+  engine.Run();
+  ASSERT_TRUE(m.SetClasses({}, {}));
+  EXPECT_EQ(m.Start(pb, 4096, &OnDone, &d, 6), 0);  // the one pool, afresh
+  EXPECT_EQ(m.Start(pb, 4096, &OnDone, &d, 7), 1);
+  engine.Run();
+  EXPECT_EQ(d.at.size(), 7u);
+}
+
 TEST(FlowModelTest, TwoFlowsOnOneLinkGetHalfEach) {
   Engine engine(1);
   FlowModel m(&engine);

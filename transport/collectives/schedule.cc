@@ -787,4 +787,20 @@ std::vector<std::pair<int, int>> PlanPeers(const CollSpec& spec, int rank) {
   return peers;
 }
 
+std::vector<std::pair<int, int>> DataPeers(const CollSpec& spec, int rank) {
+  const int n = spec.nranks;
+  const bool tree = spec.kind == CollKind::kBarrier ||
+                    (spec.kind == CollKind::kAllReduce && spec.algorithm == Algorithm::kTree);
+  if (n <= 1 || tree || NeedsAllPairs(spec.kind)) return PlanPeers(spec, rank);
+  // The ring kinds (and the chains along a ring) send to the next rank.
+  std::vector<std::pair<int, int>> peers;
+  for (int c = 0; c < spec.channels; ++c) {
+    const RingOrder order(n, spec.gpus_per_server, c);
+    peers.emplace_back(order.RankAt(order.PosOf(rank) + 1), c);
+  }
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  return peers;
+}
+
 }  // namespace fathom::transport::coll

@@ -177,6 +177,11 @@ StatusOr<Plan> BuildPlan(const CollSpec& spec, int rank);
 // communicator must have); sorted, unique.
 std::vector<std::pair<int, int>> PlanPeers(const CollSpec& spec, int rank);
 
+// The (peer, channel) connections on which a rank may send data for a spec
+// (PlanPeers less a ring's previous rank, which a rank sends only credits):
+// a superset of its steps' `send` peers. Sorted, unique.
+std::vector<std::pair<int, int>> DataPeers(const CollSpec& spec, int rank);
+
 // NCCL-style double binary tree over n ranks. Trees index 0 and 1.
 struct TreeLinks {
   int parent = -1;

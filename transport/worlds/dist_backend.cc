@@ -195,9 +195,59 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
                                                      i < out.size() ? out[i] : nullptr, trace));
     ptrs.push_back(colls.back().get());
   }
+  if (Status s = PlanFlows(spec); !s.ok()) {
+    RunOutcome failed;
+    failed.status = s;
+    return failed;
+  }
   RunOutcome res = RunWindows(comms, ptrs, local_, nranks());
+  // Back to every flow everywhere for what runs next without a plan (a
+  // training loop's groups): nothing runs after a collective that ended.
+  if (res.status.ok() && world_->flow() != nullptr) {
+    (void)world_->flow()->Plan({}, run_->partition().owner, comm_->rank(), comm_->size(), true);
+  }
   UpdateDigest();
   return res;
+}
+
+Status DistSimBackend::PlanFlows(const CollSpec& spec) {
+  sim::FlowFabric* flow = world_->flow();
+  if (flow == nullptr) return Status::Ok();
+  // Classes change only while no flow runs anywhere (a failed collective
+  // may leave some running).
+  std::vector<uint64_t> running{flow->model().running()};
+  comm_->AllSum(&running);
+  if (running[0] != 0) {
+    return FailedPrecondition("flow model: " + std::to_string(running[0]) +
+                              " flows of the previous collective still run");
+  }
+  // Every rank's data QPs, alike in every process (each builds every
+  // rank's communicator): the spec as RankCollective::Start completes it.
+  // A server tier's PXN relays send on a peer GPU's NIC: every flow
+  // everywhere there.
+  std::vector<std::pair<int32_t, uint32_t>> data;
+  bool full = world_->server() != nullptr;
+  for (int r = 0; r < nranks() && !full; ++r) {
+    Communicator& c = world_->comm(r);
+    CollSpec s = spec;
+    s.gpus_per_server = c.options().gpus_per_server;
+    if (s.kind != CollKind::kAllReduce || s.algorithm == Algorithm::kRing ||
+        Hierarchical(s.nranks, s.gpus_per_server)) {
+      s.channels = c.options().channels;
+    }
+    const int32_t node = world_->fabric().NodeOf(r);
+    for (const auto& [peer, channel] : DataPeers(s, c.rank())) {
+      Conn* conn = c.FindConn(peer, channel);
+      if (conn == nullptr) {
+        full = true;  // the collective fails on its own; nothing to split
+        break;
+      }
+      for (int q = 0; q < conn->nqps(); ++q) data.emplace_back(node, conn->qp_at(q).qp_num());
+    }
+  }
+  const StatusOr<size_t> classes =
+      flow->Plan(std::move(data), run_->partition().owner, comm_->rank(), comm_->size(), full);
+  return classes.ok() ? Status::Ok() : classes.status();
 }
 
 void DistSimBackend::UpdateDigest() {

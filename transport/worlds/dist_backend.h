@@ -42,8 +42,8 @@ class DistSimBackend final : public Backend {
   // `world` must be built with SimWorldOptions::canonical_order. A server
   // tier's servers stay whole, each in one process (the partition keeps a
   // server's NICs together); verbs faults act where their rank's NIC is.
-  // The flow model (SimWorld::flow) is replicated in every process
-  // (flow_fabric.h, Split); across processes it needs a NIC profile whose
+  // The flow model (SimWorld::flow) is replicated where its flows can share
+  // a link (flow_fabric.h, Split and Plan); across processes it needs a NIC profile whose
   // post-to-wire delay is not 0 (InvalidArgument otherwise).
   static StatusOr<std::unique_ptr<DistSimBackend>> Create(SimWorld* world, parallel::Comm* comm);
 
@@ -116,8 +116,9 @@ class DistSimBackend final : public Backend {
   uint64_t flow_arrivals_shipped() const;
   uint64_t flow_posts_kept() const;  // one-packet posts no other process needed
   // The events this process's engine dispatched, its replicas' included
-  // (with the flow model every process runs every data flow's post, start
-  // and finish): against one process's count, the work replicated.
+  // (with the flow model the posts, starts and finishes of the data flows
+  // that can share a link with its own): against one process's count, the
+  // work replicated.
   uint64_t local_events_run() const { return world_->engine().events_dispatched(); }
   // This process's flow model counters (flows started, re-fills of shared
   // components), or null without the flow model.
@@ -145,6 +146,9 @@ class DistSimBackend final : public Backend {
   // The world's evidence for `qps` (world ranks): SimWorld's
   // fabric_evidence, each process's counters for its nodes summed.
   std::string FabricEvidence(const std::vector<coll::StuckQp>& qps);
+  // Before a collective of `spec` (Run): its data QPs decide which flows
+  // each process replicates (FlowFabric::Plan). Every process calls it.
+  Status PlanFlows(const coll::CollSpec& spec);
   // Runs the engine to `stop_at`, past the completions that stop it.
   void RunUntil(int64_t stop_at);
 
