@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "base/huge_pages.h"
 #include "fabric/sim/pfc.h"
 #include "topologies/builders.h"
 #include "topologies/server.h"
@@ -67,6 +68,7 @@ double PeakRssMiB() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fathom::PreferHugePages(argv);  // base/huge_pages.h: as fathom itself runs
   using namespace fathom;
   using namespace fathom::transport::coll;
   using fathom::transport::worlds::SimWorld;

@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "base/huge_pages.h"
 #include "fabric/scenario/fault_attach.h"
 #include "fabric/scenario/workload.h"
 #include "fabric/sim/engine.h"
@@ -270,6 +271,7 @@ topo::Topology FatTree(int k) {
 }  // namespace fathom::sim
 
 int main(int argc, char** argv) {
+  fathom::PreferHugePages(argv);  // base/huge_pages.h: as fathom itself runs
   using namespace fathom;
   int repeat = 1;
   while (argc >= 2 && (std::string(argv[1]) == "--lossless" ||

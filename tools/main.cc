@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "base/huge_pages.h"
 #include "base/log.h"
 #include "tools/command.h"
 
@@ -75,9 +76,17 @@ int Main(int argc, char** argv) {
   } else {
     log::SetLevel(env_level->value_or(log::kDefaultLevel));
   }
+  if (HugePagesAdvised()) {
+    FATHOM_LOG(kInfo,
+               "heap advised for 2 MiB pages (glibc.malloc.hugetlb=1; FATHOM_HUGE_PAGES=0 "
+               "turns this off)");
+  }
   return action();
 }
 
 }  // namespace fathom::tools
 
-int main(int argc, char** argv) { return fathom::tools::Main(argc, argv); }
+int main(int argc, char** argv) {
+  fathom::PreferHugePages(argv);
+  return fathom::tools::Main(argc, argv);
+}
