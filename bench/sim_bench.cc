@@ -17,6 +17,13 @@
 //                                  (the DCQCN paper's Kmin 5 KB, Kmax 200 KB, Pmax
 //                                  1%; ecn.h) and DCQCN in every NIC (the mlx5
 //                                  defaults; dcqcn.h)
+//   sim_bench --lossless --no-ecn / --no-dcqcn ...
+//                                  the lossless class without ECN marking / without
+//                                  DCQCN: what each part of the lossless fabric costs
+//   sim_bench --deep ...           switch buffers of 256 MiB, so the lossy fabric
+//                                  drops nothing: its flows run as concurrently as
+//                                  the lossless fabric's (a lossy run's timeouts
+//                                  spread its flows over ~100x the virtual time)
 //   sim_bench --compare ...        each run lossy and lossless, alternating (with
 //                                  --repeat N: N of each, lossy first), each mode's
 //                                  figures, and the ratio of their packet-hops/s at
@@ -64,6 +71,11 @@ struct Figures {
 
 // --lossless: the network and the flows' traffic class.
 bool g_lossless = false;
+// --no-ecn, --no-dcqcn: the lossless class without that part; --deep: switch
+// buffers no permutation fills.
+bool g_no_ecn = false;
+bool g_no_dcqcn = false;
+bool g_deep = false;
 // --kinds: count events by kind (EventKind's values, 1 to 6).
 bool g_kinds = false;
 void CountKind(void* ctx, Picoseconds /*at*/, EventKind kind, uint32_t /*component*/) {
@@ -72,15 +84,18 @@ void CountKind(void* ctx, Picoseconds /*at*/, EventKind kind, uint32_t /*compone
 
 NetworkConfig BenchConfig() {
   NetworkConfig nc;
+  if (g_deep) nc.switch_buffer_bytes = int64_t{256} << 20;
   if (g_lossless) {
     nc.qos.classes[3].lossless = true;
     nc.qos.classes[3].xoff_bytes = 64 * 1024;
     nc.qos.classes[3].xon_bytes = 32 * 1024;
     // ECN on the lossless class with the thresholds of the DCQCN paper
     // (Zhu et al., SIGCOMM 2015, section 5), as scenarios/dcqcn_incast.yaml.
-    nc.ecn.enabled = true;
-    nc.ecn.classes[3] = EcnClassConfig{true, 5 * 1024, 200 * 1024, 0.01};
-    nc.dcqcn.enabled = true;
+    if (!g_no_ecn) {
+      nc.ecn.enabled = true;
+      nc.ecn.classes[3] = EcnClassConfig{true, 5 * 1024, 200 * 1024, 0.01};
+    }
+    nc.dcqcn.enabled = !g_no_dcqcn;
   }
   return nc;
 }
@@ -90,6 +105,9 @@ int RunOnce(const topo::Topology& topo, uint64_t flow_bytes, std::string label,
   Engine engine(1);
   Network net(&engine, &topo, BenchConfig());
   if (g_lossless) label += " lossless";
+  if (g_lossless && g_no_ecn) label += " no-ecn";
+  if (g_lossless && g_no_dcqcn) label += " no-dcqcn";
+  if (g_deep) label += " deep";
   std::unique_ptr<FaultAttachment> faults;
   if (!fault.empty()) {
     // Every link of one top-tier switch (links are numbered bottom up, so
@@ -274,12 +292,17 @@ int main(int argc, char** argv) {
   fathom::PreferHugePages(argv);  // base/huge_pages.h: as fathom itself runs
   using namespace fathom;
   int repeat = 1;
-  while (argc >= 2 && (std::string(argv[1]) == "--lossless" ||
-                       std::string(argv[1]) == "--compare" || std::string(argv[1]) == "--kinds")) {
+  while (argc >= 2) {
     const std::string flag = argv[1];
-    (flag == "--lossless"  ? sim::g_lossless
-     : flag == "--compare" ? sim::g_compare
-                           : sim::g_kinds) = true;
+    bool* set = flag == "--lossless"   ? &sim::g_lossless
+                : flag == "--compare"  ? &sim::g_compare
+                : flag == "--kinds"    ? &sim::g_kinds
+                : flag == "--no-ecn"   ? &sim::g_no_ecn
+                : flag == "--no-dcqcn" ? &sim::g_no_dcqcn
+                : flag == "--deep"     ? &sim::g_deep
+                                       : nullptr;
+    if (set == nullptr) break;
+    *set = true;
     argv[1] = argv[0];
     ++argv;
     --argc;
