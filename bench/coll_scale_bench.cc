@@ -6,6 +6,7 @@
 // nothing.
 //
 // Usage: coll_scale_bench [BYTES] [PRESET] [RANKS] [ALGO] [SERVER] [FABRIC] [DATA] [MODEL]
+//                         [PROFILE] [ORDER]
 //   BYTES   per rank (default 1073741824, 1 GiB)
 //   PRESET  topology preset (default large: 1024 GPUs on a k=16 fat-tree)
 //   RANKS   0 = every GPU of the preset (default 0)
@@ -19,6 +20,16 @@
 //           (default modelled)
 //   MODEL   packet|flow: the NICs packetize (default), or move each message
 //           as one max-min fair flow (fabric/sim/flow_fabric.h, docs/FLOW.md)
+//   PROFILE ideal|rxe|cx6|cx7: the NIC/host profile, as `fathom coll
+//           --profile` sets it (the NIC's timing, the reduction's memory
+//           bandwidth, rxe's retry) (default ideal, which the figures in
+//           docs/PERFORMANCE.md before it existed ran; `fathom coll`'s
+//           default is cx6)
+//   ORDER   schedule|canonical: the engine's event order, as `fathom coll
+//           --event-order` runs it in one process: schedule through the
+//           world's driver, canonical through the distributed backend's
+//           windows over one local process (dist_backend.h) (default
+//           schedule)
 //
 // Why modelled by default: nccl-tests on 1024 GPUs gives each GPU its own
 // send and receive buffers in its own HBM; one process holding all of them
@@ -36,11 +47,15 @@
 #include <vector>
 
 #include "base/huge_pages.h"
+#include "fabric/parallel/comm.h"
+#include "fabric/sim/nic_profile.h"
 #include "fabric/sim/pfc.h"
 #include "topologies/builders.h"
 #include "topologies/server.h"
 #include "transport/collectives/nccl_tests.h"
 #include "transport/collectives/report.h"
+#include "transport/worlds/coll_profile.h"
+#include "transport/worlds/dist_backend.h"
 #include "transport/worlds/sim_world.h"
 
 namespace {
@@ -57,6 +72,46 @@ Usage Now() {
   return {
       std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(),
       CpuSeconds(ru.ru_utime), CpuSeconds(ru.ru_stime)};
+}
+
+// PROFILE and ORDER applied to the world's options as `fathom coll
+// --profile P --event-order O` applies them (tools/cmd_coll.cc); false
+// (after a line on stderr) for a name it does not know.
+bool ApplyProfileAndOrder(const std::string& profile, const std::string& order,
+                          fathom::transport::worlds::SimWorldOptions* opt) {
+  auto coll = fathom::transport::worlds::FindCollProfile(profile);
+  auto nic = fathom::sim::NicProfileNamed(profile);
+  if (!coll.ok() || !nic.ok() || (order != "schedule" && order != "canonical")) {
+    std::fprintf(stderr, "coll_scale_bench: PROFILE %s, ORDER schedule|canonical\n",
+                 std::string(fathom::transport::worlds::kCollProfileNames).c_str());
+    return false;
+  }
+  opt->network.nic = nic.value();
+  opt->emulated.rxe_infinite_retry = coll->rxe_infinite_retry;
+  opt->comm.host_reduce_bytes_per_s = coll->host_reduce_bytes_per_s;
+  opt->profile = coll->name;
+  opt->canonical_order = order == "canonical";
+  return true;
+}
+
+// The run: through the world's driver, or (canonical) through the
+// distributed backend over one local process, as `fathom coll
+// --event-order canonical` runs it.
+fathom::transport::coll::RunOutcome RunOnce(fathom::transport::worlds::SimWorld& world,
+                                            bool canonical,
+                                            const fathom::transport::coll::CollSpec& spec,
+                                            const std::vector<const void*>& in,
+                                            const std::vector<void*>& out) {
+  using namespace fathom::transport;
+  if (!canonical) return world.Run(spec, coll::DataType::kFloat32, coll::RedOp::kSum, in, out);
+  fathom::parallel::LocalComm comm;
+  auto dist = worlds::DistSimBackend::Create(&world, &comm);
+  if (!dist.ok()) {
+    coll::RunOutcome failed;
+    failed.status = dist.status();
+    return failed;
+  }
+  return dist.value()->Run(spec, coll::DataType::kFloat32, coll::RedOp::kSum, in, out, nullptr);
 }
 
 double PeakRssMiB() {
@@ -81,6 +136,8 @@ int main(int argc, char** argv) {
   const std::string fabric = argc > 6 ? argv[6] : "lossless";
   const bool data = argc > 7 && std::string(argv[7]) == "data";
   const std::string model = argc > 8 ? argv[8] : "packet";
+  const std::string profile = argc > 9 ? argv[9] : "ideal";
+  const std::string order = argc > 10 ? argv[10] : "schedule";
   auto algorithm = ParseAlgorithm(algo);
   if (!algorithm.ok() || algorithm.value() == Algorithm::kAuto ||
       (fabric != "lossy" && fabric != "lossless") || (model != "packet" && model != "flow")) {
@@ -112,6 +169,7 @@ int main(int argc, char** argv) {
     opt.comm.qp.traffic_class = sim::kLosslessRoceTrafficClass;
   }
   opt.network.flow_model = model == "flow";
+  if (!ApplyProfileAndOrder(profile, order, &opt)) return 2;
   auto world_or = SimWorld::Create(std::move(topology).value(), opt);
   if (!world_or.ok()) {
     std::fprintf(stderr, "coll_scale_bench: %s\n", world_or.status().ToString().c_str());
@@ -138,7 +196,7 @@ int main(int argc, char** argv) {
     }
   }
   const Usage u1 = Now();
-  RunOutcome res = world.Run(spec, DataType::kFloat32, RedOp::kSum, in, out);
+  RunOutcome res = RunOnce(world, order == "canonical", spec, in, out);
   const Usage u2 = Now();
   int64_t wrong = -1;
   size_t reserved = 0, resident = 0, conns = 0;
@@ -155,10 +213,10 @@ int main(int argc, char** argv) {
   const Measurement m = Measure(CollKind::kAllReduce, n, bytes, virt_us, -1);
   std::printf(
       "coll_scale_bench: %s allreduce of %llu B per rank, %d ranks on %s, server %s, %s, "
-      "channels %d, %s model: status %s\n",
+      "channels %d, %s model, profile %s, %s order: status %s\n",
       algo.c_str(), static_cast<unsigned long long>(bytes), n, world.topology().name().c_str(),
-      server.c_str(), fabric.c_str(), world.comm_options().channels, model.c_str(),
-      res.status.ok() ? "ok" : res.status.ToString().c_str());
+      server.c_str(), fabric.c_str(), world.comm_options().channels, model.c_str(), profile.c_str(),
+      order.c_str(), res.status.ok() ? "ok" : res.status.ToString().c_str());
   if (data) {
     std::printf("  real data: every rank's buffers in this process and moved; #wrong %lld\n",
                 static_cast<long long>(wrong));
