@@ -6,6 +6,7 @@
 // nothing.
 //
 // Usage: coll_scale_bench [BYTES] [PRESET] [RANKS] [ALGO] [SERVER] [FABRIC] [DATA] [MODEL]
+//                         [PROFILE] [ORDER]
 //   BYTES   per rank (default 1073741824, 1 GiB)
 //   PRESET  topology preset (default large: 1024 GPUs on a k=16 fat-tree)
 //   RANKS   0 = every GPU of the preset (default 0)
@@ -19,21 +20,27 @@
 //           (default modelled)
 //   MODEL   packet|flow: the NICs packetize (default), or move each message
 //           as one max-min fair flow (fabric/sim/flow_fabric.h, docs/FLOW.md)
+//   PROFILE ideal|rxe|cx6|cx7: the NIC/host profile, as `fathom coll
+//           --profile` sets it (the NIC's timing, the reduction's memory
+//           bandwidth, rxe's retry) (default ideal, which the figures in
+//           docs/PERFORMANCE.md before it existed ran; `fathom coll`'s
+//           default is cx6)
+//   ORDER   schedule|canonical: the engine's event order, as `fathom coll
+//           --event-order` runs it in one process: schedule through the
+//           world's driver, canonical through the distributed backend's
+//           windows over one local process (dist_backend.h) (default
+//           schedule)
 //
 // Across MPI processes (issue 30): `mpirun -np N coll_scale_bench ...` runs
 // the same allreduce split as `mpirun -np N fathom coll ... --backend sim`
-// does (transport/worlds/dist_backend.h), in the canonical event order.
-// Two environment variables, so that the argument list stays as it is:
-//   CSB_ORDER    schedule (default) or canonical: the engine's event order in
-//                one process (canonical through the same windowed loop as N
-//                processes). N > 1 processes run canonical always.
-//   CSB_PROFILE  a NIC/host profile (ideal|rxe|cx6|cx7, as `fathom coll
-//                --profile`; default ideal). Across processes the flow
-//                model needs a profile with a post-to-wire delay (cx6).
-// Rank 0 prints the run's lines (rank 0's own wall, CPU and RSS), the
-// canonical trace digest and one line per process: the events its engine
-// ran, its wall and CPU of the run, the time it spent in the exchanges
-// between windows and its peak RSS.
+// does (transport/worlds/dist_backend.h), in the canonical order whatever
+// ORDER says (the flow model across processes needs a PROFILE with a
+// post-to-wire delay: cx6); under mpirun with one process, as without it.
+// In the canonical order (ORDER canonical, or N > 1 processes) rank 0
+// prints the run's lines (rank 0's own wall, CPU and RSS), the canonical
+// trace digest, the events (each counted once), the windows and one line
+// per process: the events its engine ran, its wall and CPU of the run, the
+// time it spent in the exchanges between windows and its peak RSS.
 //
 // Why modelled by default: nccl-tests on 1024 GPUs gives each GPU its own
 // send and receive buffers in its own HBM; one process holding all of them
@@ -77,6 +84,26 @@ Usage Now() {
       CpuSeconds(ru.ru_utime), CpuSeconds(ru.ru_stime)};
 }
 
+// PROFILE and ORDER applied to the world's options as `fathom coll
+// --profile P --event-order O` applies them (tools/cmd_coll.cc); false
+// (after a line on stderr) for a name it does not know.
+bool ApplyProfileAndOrder(const std::string& profile, const std::string& order,
+                          fathom::transport::worlds::SimWorldOptions* opt) {
+  auto coll = fathom::transport::worlds::FindCollProfile(profile);
+  auto nic = fathom::sim::NicProfileNamed(profile);
+  if (!coll.ok() || !nic.ok() || (order != "schedule" && order != "canonical")) {
+    std::fprintf(stderr, "coll_scale_bench: PROFILE %s, ORDER schedule|canonical\n",
+                 std::string(fathom::transport::worlds::kCollProfileNames).c_str());
+    return false;
+  }
+  opt->network.nic = nic.value();
+  opt->emulated.rxe_infinite_retry = coll->rxe_infinite_retry;
+  opt->comm.host_reduce_bytes_per_s = coll->host_reduce_bytes_per_s;
+  opt->profile = coll->name;
+  opt->canonical_order = order == "canonical";
+  return true;
+}
+
 double PeakRssMiB() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -84,7 +111,7 @@ double PeakRssMiB() {
 }
 
 // The run split across processes (or the canonical order in one):
-// CSB_ORDER and CSB_PROFILE, and the MPI job when mpirun started us.
+// ORDER canonical in one process, or the MPI job when mpirun started us.
 struct Distributed {
   std::unique_ptr<fathom::parallel::Comm> comm;  // null: the default order, one process
   std::unique_ptr<fathom::transport::worlds::DistSimBackend> backend;  // after the world
@@ -92,33 +119,15 @@ struct Distributed {
   bool refused = false;  // DistSimBackend refused the world (bad input: exit 2)
 };
 
-// Reads CSB_ORDER and CSB_PROFILE into `opt`, joins the MPI job when an MPI
-// launcher started this process, and silences every rank but 0. Exit code
-// (2) on bad input, else -1. Real data (`data`) stays in one process: each
-// process would hold only its ranks' buffers (`fathom coll` refuses it
-// with the flow model too).
-int SetUpDistributed(bool data, fathom::transport::worlds::SimWorldOptions* opt, Distributed* d) {
+// Joins the MPI job when an MPI launcher started this process (its
+// processes run the canonical order, `opt`'s canonical_order), or takes
+// one local process for ORDER canonical, and silences every rank but 0.
+// Exit code (2) on bad input, else -1. Real data (`data`) stays in one
+// process: each process would hold only its ranks' buffers (`fathom coll`
+// refuses it with the flow model too).
+int SetUpDistributed(bool data, const std::string& order,
+                     fathom::transport::worlds::SimWorldOptions* opt, Distributed* d) {
   using namespace fathom;
-  const char* order_env = std::getenv("CSB_ORDER");
-  const std::string order = order_env != nullptr ? order_env : "schedule";
-  if (order != "schedule" && order != "canonical") {
-    std::fprintf(stderr, "coll_scale_bench: CSB_ORDER '%s': schedule or canonical\n",
-                 order.c_str());
-    return 2;
-  }
-  if (const char* name = std::getenv("CSB_PROFILE"); name != nullptr) {
-    auto coll = transport::worlds::FindCollProfile(name);
-    auto nic = sim::NicProfileNamed(name);
-    if (!coll.ok() || !nic.ok()) {
-      std::fprintf(stderr, "coll_scale_bench: CSB_PROFILE: %s\n",
-                   (coll.ok() ? nic.status() : coll.status()).ToString().c_str());
-      return 2;
-    }
-    opt->network.nic = nic.value();
-    opt->comm.host_reduce_bytes_per_s = coll->host_reduce_bytes_per_s;
-    opt->emulated.rxe_infinite_retry = coll->rxe_infinite_retry;
-    opt->profile = coll->name;
-  }
   if (parallel::LaunchedByMpi()) {
     auto joined = parallel::JoinMpi();
     if (!joined.ok()) {
@@ -218,6 +227,8 @@ int main(int argc, char** argv) {
   const std::string fabric = argc > 6 ? argv[6] : "lossless";
   const bool data = argc > 7 && std::string(argv[7]) == "data";
   const std::string model = argc > 8 ? argv[8] : "packet";
+  const std::string profile = argc > 9 ? argv[9] : "ideal";
+  const std::string order = argc > 10 ? argv[10] : "schedule";
   auto algorithm = ParseAlgorithm(algo);
   if (!algorithm.ok() || algorithm.value() == Algorithm::kAuto ||
       (fabric != "lossy" && fabric != "lossless") || (model != "packet" && model != "flow")) {
@@ -249,8 +260,9 @@ int main(int argc, char** argv) {
     opt.comm.qp.traffic_class = sim::kLosslessRoceTrafficClass;
   }
   opt.network.flow_model = model == "flow";
+  if (!ApplyProfileAndOrder(profile, order, &opt)) return 2;
   Distributed dist;
-  if (const int code = SetUpDistributed(data, &opt, &dist); code >= 0) return code;
+  if (const int code = SetUpDistributed(data, order, &opt, &dist); code >= 0) return code;
   auto world_or = SimWorld::Create(std::move(topology).value(), opt);
   if (!world_or.ok()) {
     std::fprintf(stderr, "coll_scale_bench: %s\n", world_or.status().ToString().c_str());
@@ -295,9 +307,10 @@ int main(int argc, char** argv) {
   const Measurement m = Measure(CollKind::kAllReduce, n, bytes, virt_us, -1);
   std::printf(
       "coll_scale_bench: %s allreduce of %llu B per rank, %d ranks on %s, server %s, %s, "
-      "channels %d, %s model: status %s\n",
+      "channels %d, %s model, profile %s, %s order: status %s\n",
       algo.c_str(), static_cast<unsigned long long>(bytes), n, world.topology().name().c_str(),
-      server.c_str(), fabric.c_str(), world.comm_options().channels, model.c_str(),
+      server.c_str(), fabric.c_str(), world.comm_options().channels, model.c_str(), profile.c_str(),
+      dist.comm != nullptr ? "canonical" : "schedule",
       res.status.ok() ? "ok" : res.status.ToString().c_str());
   if (data) {
     std::printf("  real data: every rank's buffers in this process and moved; #wrong %lld\n",

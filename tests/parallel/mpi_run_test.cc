@@ -904,7 +904,7 @@ TEST(MpiFlowTest, WhatDoesNotCrossIsExit2) {
 }
 
 #ifdef FATHOM_HAVE_BENCH
-// bench/coll_scale_bench under mpirun (CSB_PROFILE, CSB_ORDER): one
+// bench/coll_scale_bench under mpirun (PROFILE cx6): one
 // allreduce split as `fathom coll` splits it, with the same virtual time,
 // canonical digest and events (each counted once) as one process in the
 // canonical order; each process's events add up to them (the ring's flows
@@ -919,10 +919,10 @@ struct BenchRun {
   int process_lines = 0;
 };
 
-BenchRun Bench(const std::string& prefix, const std::string& env, const std::string& args) {
+BenchRun Bench(const std::string& prefix, const std::string& args) {
   BenchRun b;
-  const test_util::CommandResult r = test_util::RunCommand(
-      env + " " + prefix + std::string(FATHOM_BINARY_DIR) + "/bench/coll_scale_bench " + args);
+  const test_util::CommandResult r = test_util::RunCommand(prefix + std::string(FATHOM_BINARY_DIR) +
+                                                           "/bench/coll_scale_bench " + args);
   b.exit_code = r.exit_code;
   b.out = r.out;
   if (size_t at = r.out.find("virtual time "); at != std::string::npos) {
@@ -948,8 +948,8 @@ BenchRun Bench(const std::string& prefix, const std::string& env, const std::str
 }
 
 TEST(MpiBenchTest, CollScaleBenchSameDigestForOneToThreeProcesses) {
-  const std::string args = "1048576 medium 0 ring none lossless modelled flow";
-  const BenchRun one = Bench("", "CSB_PROFILE=cx6 CSB_ORDER=canonical", args);
+  const std::string args = "1048576 medium 0 ring none lossless modelled flow cx6";
+  const BenchRun one = Bench("", args + " canonical");
   ASSERT_EQ(one.exit_code, 0) << one.out;
   ASSERT_EQ(one.digest.size(), 16u) << one.out;
   EXPECT_GT(one.virtual_us, 0) << one.out;
@@ -957,12 +957,12 @@ TEST(MpiBenchTest, CollScaleBenchSameDigestForOneToThreeProcesses) {
   EXPECT_EQ(one.process_lines, 1) << one.out;
   EXPECT_EQ(one.local_sum, one.events) << one.out;
   // The default order prints no digest and runs as before.
-  const BenchRun dflt = Bench("", "CSB_PROFILE=cx6", args);
+  const BenchRun dflt = Bench("", args);
   ASSERT_EQ(dflt.exit_code, 0) << dflt.out;
   EXPECT_TRUE(dflt.digest.empty()) << dflt.out;
   EXPECT_EQ(dflt.process_lines, 0) << dflt.out;
   for (int n = 2; n <= 3; ++n) {
-    const BenchRun many = Bench(Mpirun(n), "CSB_PROFILE=cx6", args);
+    const BenchRun many = Bench(Mpirun(n), args);
     ASSERT_EQ(many.exit_code, 0) << n << " processes\n" << many.out;
     EXPECT_EQ(many.digest, one.digest) << n << " processes\n" << many.out;
     EXPECT_EQ(many.virtual_us, one.virtual_us) << n << " processes\n" << many.out;
@@ -971,15 +971,15 @@ TEST(MpiBenchTest, CollScaleBenchSameDigestForOneToThreeProcesses) {
     EXPECT_EQ(many.local_sum, one.events) << n << " processes\n" << many.out;
   }
   // Across processes: real data, a profile with no post delay, and a bad
-  // CSB_ORDER are exit 2.
-  const BenchRun data =
-      Bench(Mpirun(2), "CSB_PROFILE=cx6", "1048576 medium 0 ring none lossless data flow");
+  // ORDER are exit 2.
+  const BenchRun data = Bench(Mpirun(2), "1048576 medium 0 ring none lossless data flow cx6");
   EXPECT_EQ(data.exit_code, 2) << data.out;
   EXPECT_NE(data.out.find("DATA data across 2 processes"), std::string::npos) << data.out;
-  const BenchRun ideal = Bench(Mpirun(2), "CSB_PROFILE=ideal", args);
+  const BenchRun ideal =
+      Bench(Mpirun(2), "1048576 medium 0 ring none lossless modelled flow ideal");
   EXPECT_EQ(ideal.exit_code, 2) << ideal.out;
   EXPECT_NE(ideal.out.find("posts with no delay"), std::string::npos) << ideal.out;
-  const BenchRun bad = Bench("", "CSB_ORDER=sorted", args);
+  const BenchRun bad = Bench("", args + " sorted");
   EXPECT_EQ(bad.exit_code, 2) << bad.out;
 }
 #endif
