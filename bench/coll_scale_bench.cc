@@ -31,6 +31,17 @@
 //           windows over one local process (dist_backend.h) (default
 //           schedule)
 //
+// Across MPI processes (issue 30): `mpirun -np N coll_scale_bench ...` runs
+// the same allreduce split as `mpirun -np N fathom coll ... --backend sim`
+// does (transport/worlds/dist_backend.h), in the canonical order whatever
+// ORDER says (the flow model across processes needs a PROFILE with a
+// post-to-wire delay: cx6); under mpirun with one process, as without it.
+// In the canonical order (ORDER canonical, or N > 1 processes) rank 0
+// prints the run's lines (rank 0's own wall, CPU and RSS), the canonical
+// trace digest, the events (each counted once), the windows and one line
+// per process: the events its engine ran, its wall and CPU of the run, the
+// time it spent in the exchanges between windows and its peak RSS.
+//
 // Why modelled by default: nccl-tests on 1024 GPUs gives each GPU its own
 // send and receive buffers in its own HBM; one process holding all of them
 // would need 1024 x 2 x 1 GiB = 2 TiB. The simulator's modelled mode moves
@@ -94,30 +105,112 @@ bool ApplyProfileAndOrder(const std::string& profile, const std::string& order,
   return true;
 }
 
-// The run: through the world's driver, or (canonical) through the
-// distributed backend over one local process, as `fathom coll
-// --event-order canonical` runs it.
-fathom::transport::coll::RunOutcome RunOnce(fathom::transport::worlds::SimWorld& world,
-                                            bool canonical,
-                                            const fathom::transport::coll::CollSpec& spec,
-                                            const std::vector<const void*>& in,
-                                            const std::vector<void*>& out) {
-  using namespace fathom::transport;
-  if (!canonical) return world.Run(spec, coll::DataType::kFloat32, coll::RedOp::kSum, in, out);
-  fathom::parallel::LocalComm comm;
-  auto dist = worlds::DistSimBackend::Create(&world, &comm);
-  if (!dist.ok()) {
-    coll::RunOutcome failed;
-    failed.status = dist.status();
-    return failed;
-  }
-  return dist.value()->Run(spec, coll::DataType::kFloat32, coll::RedOp::kSum, in, out, nullptr);
-}
-
 double PeakRssMiB() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<double>(ru.ru_maxrss) / 1024.0;
+}
+
+// The run split across processes (or the canonical order in one):
+// ORDER canonical in one process, or the MPI job when mpirun started us.
+struct Distributed {
+  std::unique_ptr<fathom::parallel::Comm> comm;  // null: the default order, one process
+  std::unique_ptr<fathom::transport::worlds::DistSimBackend> backend;  // after the world
+  bool rank0 = true;
+  bool refused = false;  // DistSimBackend refused the world (bad input: exit 2)
+};
+
+// Joins the MPI job when an MPI launcher started this process (its
+// processes run the canonical order, `opt`'s canonical_order), or takes
+// one local process for ORDER canonical, and silences every rank but 0.
+// Exit code (2) on bad input, else -1. Real data (`data`) stays in one
+// process: each process would hold only its ranks' buffers (`fathom coll`
+// refuses it with the flow model too).
+int SetUpDistributed(bool data, const std::string& order,
+                     fathom::transport::worlds::SimWorldOptions* opt, Distributed* d) {
+  using namespace fathom;
+  if (parallel::LaunchedByMpi()) {
+    auto joined = parallel::JoinMpi();
+    if (!joined.ok()) {
+      std::fprintf(stderr, "coll_scale_bench: started by an MPI launcher: %s\n",
+                   joined.status().ToString().c_str());
+      return 2;
+    }
+    d->comm = std::move(joined).value();
+    d->rank0 = d->comm->rank() == 0;
+    // Rank 0 speaks for the run; the others would repeat it.
+    if (!d->rank0 && (std::freopen("/dev/null", "w", stdout) == nullptr ||
+                      std::freopen("/dev/null", "w", stderr) == nullptr)) {
+      return 1;
+    }
+    if (d->comm->size() == 1 && order != "canonical") d->comm.reset();  // as without mpirun
+    if (d->comm != nullptr && d->comm->size() > 1 && data) {
+      std::fprintf(stderr,
+                   "coll_scale_bench: DATA data across %d processes: use modelled, or run with "
+                   "data in one process\n",
+                   d->comm->size());
+      return 2;
+    }
+  } else if (order == "canonical") {
+    d->comm = std::make_unique<parallel::LocalComm>();
+  }
+  opt->canonical_order = d->comm != nullptr;
+  return -1;
+}
+
+// One allreduce through DistSimBackend: every process calls it.
+fathom::transport::coll::RunOutcome RunDistributed(fathom::transport::worlds::SimWorld& world,
+                                                   const fathom::transport::coll::CollSpec& spec,
+                                                   const std::vector<const void*>& in,
+                                                   const std::vector<void*>& out, Distributed* d) {
+  using namespace fathom::transport;
+  auto b = worlds::DistSimBackend::Create(&world, d->comm.get());
+  if (!b.ok()) {
+    coll::RunOutcome failed;
+    failed.status = b.status();
+    d->refused = true;
+    return failed;
+  }
+  d->backend = std::move(b).value();
+  // One process (the only one with data): its local ranks are every rank.
+  return d->backend->Run(spec, coll::DataType::kFloat32, coll::RedOp::kSum, in, out, nullptr);
+}
+
+// Rank 0 prints the digest, the events summed over the processes, the
+// windows, and each process's line (`run_wall`, `run_cpu`: its own run's).
+// Every process calls it.
+void PrintDistributed(Distributed* d, double run_wall, double run_cpu) {
+  using namespace fathom;
+  if (d->backend == nullptr) return;
+  const uint64_t events = d->backend->EventsSum();
+  const parallel::RunStats& st = d->backend->stats();
+  char line[320];
+  std::snprintf(line, sizeof(line),
+                "  process %d: %llu events run, run wall %.2f s, cpu %.2f s; in exchanges "
+                "%.2f s wall (%.2f s cpu); peak RSS %.1f MiB\n",
+                d->comm->rank(), static_cast<unsigned long long>(d->backend->local_events_run()),
+                run_wall, run_cpu, st.sync_wall_s, st.sync_cpu_s, PeakRssMiB());
+  const std::vector<std::string> lines = d->comm->Gather(line);
+  if (!d->rank0) return;
+  std::printf(
+      "  canonical order, %d %s: trace digest %016llx, %llu events (each once), %llu windows "
+      "of %.3f ns\n",
+      d->comm->size(), d->comm->size() == 1 ? "process" : "processes",
+      static_cast<unsigned long long>(d->backend->trace_digest()),
+      static_cast<unsigned long long>(events), static_cast<unsigned long long>(st.windows),
+      d->backend->window().ns());
+  for (const std::string& l : lines) std::fputs(l.c_str(), stdout);
+}
+
+// The exit code every process returns: the worst of them. The backend goes
+// first (it borrows the world, which main drops before `d`).
+int FinishDistributed(Distributed* d, int code) {
+  d->backend.reset();
+  if (d->refused) code = 2;
+  if (d->comm == nullptr || d->comm->size() == 1) return code;
+  std::vector<int64_t> v{code};
+  d->comm->AllMax(&v);
+  return static_cast<int>(v[0]);
 }
 
 }  // namespace
@@ -170,6 +263,8 @@ int main(int argc, char** argv) {
   }
   opt.network.flow_model = model == "flow";
   if (!ApplyProfileAndOrder(profile, order, &opt)) return 2;
+  Distributed dist;
+  if (const int code = SetUpDistributed(data, order, &opt, &dist); code >= 0) return code;
   auto world_or = SimWorld::Create(std::move(topology).value(), opt);
   if (!world_or.ok()) {
     std::fprintf(stderr, "coll_scale_bench: %s\n", world_or.status().ToString().c_str());
@@ -196,7 +291,8 @@ int main(int argc, char** argv) {
     }
   }
   const Usage u1 = Now();
-  RunOutcome res = RunOnce(world, order == "canonical", spec, in, out);
+  RunOutcome res = dist.comm != nullptr ? RunDistributed(world, spec, in, out, &dist)
+                                        : world.Run(spec, DataType::kFloat32, RedOp::kSum, in, out);
   const Usage u2 = Now();
   int64_t wrong = -1;
   size_t reserved = 0, resident = 0, conns = 0;
@@ -216,7 +312,8 @@ int main(int argc, char** argv) {
       "channels %d, %s model, profile %s, %s order: status %s\n",
       algo.c_str(), static_cast<unsigned long long>(bytes), n, world.topology().name().c_str(),
       server.c_str(), fabric.c_str(), world.comm_options().channels, model.c_str(), profile.c_str(),
-      order.c_str(), res.status.ok() ? "ok" : res.status.ToString().c_str());
+      dist.comm != nullptr ? "canonical" : "schedule",
+      res.status.ok() ? "ok" : res.status.ToString().c_str());
   if (data) {
     std::printf("  real data: every rank's buffers in this process and moved; #wrong %lld\n",
                 static_cast<long long>(wrong));
@@ -247,5 +344,6 @@ int main(int argc, char** argv) {
       static_cast<double>(world.engine().events_dispatched()) /
           std::max(1e-9, (u2.user - u1.user) + (u2.sys - u1.sys)) / 1e6);
   std::printf("  peak RSS %.1f MiB\n", PeakRssMiB());
-  return res.status.ok() && wrong <= 0 ? 0 : 1;
+  PrintDistributed(&dist, u2.wall - u1.wall, (u2.user - u1.user) + (u2.sys - u1.sys));
+  return FinishDistributed(&dist, res.status.ok() && wrong <= 0 ? 0 : 1);
 }

@@ -63,6 +63,8 @@ struct RunStats {
 
 class DistributedRun final : public sim::RunHooks {
  public:
+  // Also raises glibc's heap trim threshold for the process (parallel_run.cc:
+  // the windows' batches would otherwise be fresh pages every window).
   DistributedRun(Comm* comm, const topo::Topology* topology, const proto::Scenario* spec);
   Status OnNetwork(sim::Network& net) override;
   Status OnWorkload(sim::Network& net, sim::FlowDriver& driver) override;

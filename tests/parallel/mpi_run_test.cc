@@ -903,5 +903,86 @@ TEST(MpiFlowTest, WhatDoesNotCrossIsExit2) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
 }
 
+#ifdef FATHOM_HAVE_BENCH
+// bench/coll_scale_bench under mpirun (PROFILE cx6): one
+// allreduce split as `fathom coll` splits it, with the same virtual time,
+// canonical digest and events (each counted once) as one process in the
+// canonical order; each process's events add up to them (the ring's flows
+// stay in their requester's process).
+struct BenchRun {
+  int exit_code = -1;
+  std::string out;
+  double virtual_us = -1;
+  std::string digest;
+  unsigned long long events = 0;
+  unsigned long long local_sum = 0;
+  int process_lines = 0;
+};
+
+BenchRun Bench(const std::string& prefix, const std::string& args) {
+  BenchRun b;
+  const test_util::CommandResult r = test_util::RunCommand(prefix + std::string(FATHOM_BINARY_DIR) +
+                                                           "/bench/coll_scale_bench " + args);
+  b.exit_code = r.exit_code;
+  b.out = r.out;
+  if (size_t at = r.out.find("virtual time "); at != std::string::npos) {
+    std::sscanf(r.out.c_str() + at, "virtual time %lf us", &b.virtual_us);
+  }
+  if (size_t at = r.out.find("trace digest "); at != std::string::npos) {
+    char digest[17] = {};
+    if (std::sscanf(r.out.c_str() + at, "trace digest %16[0-9a-f], %llu events", digest,
+                    &b.events) == 2) {
+      b.digest = digest;
+    }
+  }
+  for (size_t at = r.out.find("  process "); at != std::string::npos;
+       at = r.out.find("  process ", at + 1)) {
+    int p = -1;
+    unsigned long long events = 0;
+    if (std::sscanf(r.out.c_str() + at, "  process %d: %llu events run", &p, &events) == 2) {
+      b.local_sum += events;
+      ++b.process_lines;
+    }
+  }
+  return b;
+}
+
+TEST(MpiBenchTest, CollScaleBenchSameDigestForOneToThreeProcesses) {
+  const std::string args = "1048576 medium 0 ring none lossless modelled flow cx6";
+  const BenchRun one = Bench("", args + " canonical");
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  ASSERT_EQ(one.digest.size(), 16u) << one.out;
+  EXPECT_GT(one.virtual_us, 0) << one.out;
+  EXPECT_GT(one.events, 0u) << one.out;
+  EXPECT_EQ(one.process_lines, 1) << one.out;
+  EXPECT_EQ(one.local_sum, one.events) << one.out;
+  // The default order prints no digest and runs as before.
+  const BenchRun dflt = Bench("", args);
+  ASSERT_EQ(dflt.exit_code, 0) << dflt.out;
+  EXPECT_TRUE(dflt.digest.empty()) << dflt.out;
+  EXPECT_EQ(dflt.process_lines, 0) << dflt.out;
+  for (int n = 2; n <= 3; ++n) {
+    const BenchRun many = Bench(Mpirun(n), args);
+    ASSERT_EQ(many.exit_code, 0) << n << " processes\n" << many.out;
+    EXPECT_EQ(many.digest, one.digest) << n << " processes\n" << many.out;
+    EXPECT_EQ(many.virtual_us, one.virtual_us) << n << " processes\n" << many.out;
+    EXPECT_EQ(many.events, one.events) << n << " processes\n" << many.out;
+    EXPECT_EQ(many.process_lines, n) << many.out;
+    EXPECT_EQ(many.local_sum, one.events) << n << " processes\n" << many.out;
+  }
+  // Across processes: real data, a profile with no post delay, and a bad
+  // ORDER are exit 2.
+  const BenchRun data = Bench(Mpirun(2), "1048576 medium 0 ring none lossless data flow cx6");
+  EXPECT_EQ(data.exit_code, 2) << data.out;
+  EXPECT_NE(data.out.find("DATA data across 2 processes"), std::string::npos) << data.out;
+  const BenchRun ideal =
+      Bench(Mpirun(2), "1048576 medium 0 ring none lossless modelled flow ideal");
+  EXPECT_EQ(ideal.exit_code, 2) << ideal.out;
+  EXPECT_NE(ideal.out.find("posts with no delay"), std::string::npos) << ideal.out;
+  const BenchRun bad = Bench("", args + " sorted");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+}
+#endif
+
 }  // namespace
 }  // namespace fathom
