@@ -302,6 +302,12 @@ int RunSimOn(const SimFlags& f, parallel::Comm* comm) {
                    " bytes) between processes, %.3f s in synchronization (slowest)\n",
                    comm->size(), distributed->window().ns(), total.windows, total.shipped,
                    total.shipped_bytes, total.sync_wall_s);
+      // Each process's share of the work (how the partition balanced it).
+      for (size_t r = 0; r < stats.size(); ++r) {
+        std::fprintf(stderr,
+                     "parallel   process %zu: %" PRIu64 " events run, %.3f s in synchronization\n",
+                     r, stats[r].events, stats[r].sync_wall_s);
+      }
     }
   }
 

@@ -91,9 +91,9 @@ Status DistributedRun::OnNetwork(sim::Network& net) {
     }
   }
   if (by_hosts_) {
-    FATHOM_ASSIGN_OR_RETURN(partition_, PartitionHosts(*topology_, size, together_));
+    FATHOM_ASSIGN_OR_RETURN(partition_, PartitionHosts(*topology_, size, together_, used_));
   } else {
-    FATHOM_ASSIGN_OR_RETURN(partition_, PartitionFabric(*topology_, size, together_));
+    FATHOM_ASSIGN_OR_RETURN(partition_, PartitionFabric(*topology_, size, together_, used_));
   }
   const sim::Port* any_host_port = nullptr;
   for (int32_t h : topology_->hosts()) {
@@ -136,6 +136,18 @@ Status DistributedRun::OnNetwork(sim::Network& net) {
     if (!owns_tx && reroutes_) foreign_ports_.push_back(p);
   }
   return Status::Ok();
+}
+
+void DistributedRun::OnFlows(const std::vector<sim::Flow>& flows) {
+  const std::vector<int32_t>& hosts = topology_->hosts();
+  used_.assign(topology_->nodes().size(), 0);
+  for (const sim::Flow& f : flows) {
+    for (const int32_t rank : {f.src, f.dst}) {
+      if (rank >= 0 && static_cast<size_t>(rank) < hosts.size()) {
+        used_[static_cast<size_t>(hosts[static_cast<size_t>(rank)])] = 1;
+      }
+    }
+  }
 }
 
 void DistributedRun::NumberFlows(sim::Network& net) {

@@ -120,6 +120,13 @@ class DistributedRun final : public sim::RunHooks {
   // model's work is per host and its switches carry no events. Before
   // OnNetwork.
   void set_partition_by_hosts(bool on) { by_hosts_ = on; }
+  // The hosts the run's work is on (partition.h's `used`: by node id; empty,
+  // the default: every host), which the partition balances: a collective's
+  // ranks' hosts (transport/worlds/dist_backend.cc). Before OnNetwork.
+  void set_used_hosts(std::vector<char> used) { used_ = std::move(used); }
+  // A scenario's flows (host ranks), before OnNetwork: their ends are the
+  // used hosts.
+  void OnFlows(const std::vector<sim::Flow>& flows) override;
 
   // Captures and trace merged on rank 0 (capture_merge.h; not owned): Run
   // attaches them, flushes them after each window and finishes them.
@@ -165,6 +172,7 @@ class DistributedRun final : public sim::RunHooks {
   Partition partition_;
   std::vector<std::vector<int32_t>> together_;  // set_keep_together
   bool by_hosts_ = false;                       // set_partition_by_hosts
+  std::vector<char> used_;                      // set_used_hosts, OnFlows
   Picoseconds window_;
   sim::RemoteLink link_{&DistributedRun::Ship, this};
   std::vector<std::string> outbox_;  // by destination process

@@ -38,13 +38,41 @@ void CutRuns(const std::vector<int32_t>& items, const std::vector<int64_t>& weig
   }
 }
 
+// The hosts of `used` (partition.h), checked against the topology: by
+// node id, 1 for a used host; empty when `used` is, or names every host or
+// none (then every host weighs: the plain cut).
+StatusOr<std::vector<char>> UsedHosts(const char* call, const topo::Topology& topology,
+                                      const std::vector<char>& used) {
+  if (used.empty()) return std::vector<char>();
+  const auto& nodes = topology.nodes();
+  if (used.size() != nodes.size()) {
+    return InvalidArgument(std::string(call) + ": used hosts given for " +
+                           std::to_string(used.size()) + " nodes, topology " + topology.name() +
+                           " has " + std::to_string(nodes.size()));
+  }
+  size_t count = 0;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    if (used[n] == 0) continue;
+    if (nodes[n].kind != topo::NodeKind::kHost) {
+      return InvalidArgument(std::string(call) + ": node " + nodes[n].name +
+                             " marked used is not a host of topology " + topology.name());
+    }
+    ++count;
+  }
+  if (count == 0 || count == topology.hosts().size()) return std::vector<char>();
+  return used;
+}
+
 }  // namespace
 
 StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t processes,
-                                    const std::vector<std::vector<int32_t>>& together) {
+                                    const std::vector<std::vector<int32_t>>& together,
+                                    const std::vector<char>& used) {
   const auto& nodes = topology.nodes();
   if (processes < 1)
     return InvalidArgument("PartitionFabric: processes " + std::to_string(processes));
+  FATHOM_ASSIGN_OR_RETURN(const std::vector<char> used_hosts,
+                          UsedHosts("PartitionFabric", topology, used));
   // The unit of each node: a switch is its own; a host joins the switch its
   // first port reaches, or (back-to-back cables) the lowest host it reaches.
   std::vector<int32_t> unit(nodes.size(), -1);
@@ -124,13 +152,21 @@ StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t proc
       }
     }
   }
-  std::vector<int64_t> unit_weight(nodes.size(), 0);  // ports
-  std::vector<int64_t> unit_hosts(nodes.size(), 0);
+  // With `used`, every unit weighs its used hosts (partition.h).
+  std::vector<int64_t> unit_weight(nodes.size(), 0);  // ports, or used hosts
+  std::vector<int64_t> unit_hosts(nodes.size(), 0);   // hosts, or used hosts
   std::vector<int32_t> units;
   for (size_t n = 0; n < nodes.size(); ++n) {
-    unit_weight[static_cast<size_t>(unit[n])] += topology.PortCount(static_cast<int32_t>(n));
-    if (nodes[n].kind == topo::NodeKind::kHost) ++unit_hosts[static_cast<size_t>(unit[n])];
-    if (unit[n] == static_cast<int32_t>(n)) units.push_back(static_cast<int32_t>(n));
+    const int32_t node = static_cast<int32_t>(n);
+    const size_t u = static_cast<size_t>(unit[n]);
+    if (used_hosts.empty()) {
+      unit_weight[u] += topology.PortCount(node);
+      if (nodes[n].kind == topo::NodeKind::kHost) ++unit_hosts[u];
+    } else if (used_hosts[n]) {
+      ++unit_weight[u];
+      ++unit_hosts[u];
+    }
+    if (unit[n] == node) units.push_back(node);
   }
   Partition part;
   part.processes = processes;
@@ -169,10 +205,16 @@ StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t proc
 }
 
 StatusOr<Partition> PartitionHosts(const topo::Topology& topology, int32_t processes,
-                                   const std::vector<std::vector<int32_t>>& together) {
+                                   const std::vector<std::vector<int32_t>>& together,
+                                   const std::vector<char>& used) {
   const auto& nodes = topology.nodes();
   if (processes < 1)
     return InvalidArgument("PartitionHosts: processes " + std::to_string(processes));
+  FATHOM_ASSIGN_OR_RETURN(const std::vector<char> used_hosts,
+                          UsedHosts("PartitionHosts", topology, used));
+  auto weighs = [&used_hosts](int32_t host) {
+    return used_hosts.empty() || used_hosts[static_cast<size_t>(host)] != 0;
+  };
   // The unit of each host: itself, or the lowest host of its group.
   std::vector<int32_t> unit(nodes.size(), -1);
   for (const int32_t h : topology.hosts()) unit[static_cast<size_t>(h)] = h;
@@ -199,7 +241,7 @@ StatusOr<Partition> PartitionHosts(const topo::Topology& topology, int32_t proce
   std::vector<int32_t> hosts = topology.hosts();
   std::sort(hosts.begin(), hosts.end());
   for (const int32_t h : hosts) {
-    ++unit_hosts[static_cast<size_t>(unit[static_cast<size_t>(h)])];
+    if (weighs(h)) ++unit_hosts[static_cast<size_t>(unit[static_cast<size_t>(h)])];
     if (unit[static_cast<size_t>(h)] == h) units.push_back(h);
   }
   Partition part;
@@ -219,7 +261,7 @@ StatusOr<Partition> PartitionHosts(const topo::Topology& topology, int32_t proce
   for (const int32_t h : hosts) {
     const int32_t r = process_of_unit[static_cast<size_t>(unit[static_cast<size_t>(h)])];
     part.owner[static_cast<size_t>(h)] = r;
-    ++part.weight[static_cast<size_t>(r)];
+    if (weighs(h)) ++part.weight[static_cast<size_t>(r)];
   }
   for (const topo::Node& n : nodes) {
     if (n.kind == topo::NodeKind::kHost) continue;

@@ -3,8 +3,19 @@
 // split), balanced by hosts and ports, and the lookahead that conservative
 // synchronization gets from the links that cross between processes.
 //
-// Pure functions of the topology and the process count, so every process
-// computes the same plan without talking to the others.
+// Pure functions of the topology, the process count and the hosts the run
+// uses, so every process computes the same plan without talking to the
+// others.
+//
+// `used` (by node id; 1: a host the run's work is on, e.g. a collective's
+// ranks' NICs or a scenario's flows' ends; empty: every host) weights the
+// cut by the work rather than by the fabric: a run on the first 2,048 of
+// 8,192 hosts is cut across those, not across all (docs/PARALLEL.md); one
+// that marks every host (or none) is the plain cut. The units and their
+// order are the same either way, and so is the refusal of more processes
+// than units. When the used hosts lie in fewer units than there are
+// processes, some processes get unused units only: they run no events and
+// just take part in the exchanges (the run and its digest are the same).
 #pragma once
 
 #include <cstdint>
@@ -21,7 +32,7 @@ struct Partition {
   int32_t processes = 1;
   int32_t units = 0;            // switches (with their hosts), or switchless host groups
   std::vector<int32_t> owner;   // by node id: the process that simulates it
-  std::vector<int64_t> weight;  // by process: ports it simulates
+  std::vector<int64_t> weight;  // by process: ports it simulates, or what `used` weighs (below)
   bool Owns(int32_t process, int32_t node) const {
     return owner[static_cast<size_t>(node)] == process;
   }
@@ -37,10 +48,17 @@ struct Partition {
 // its cables cross like any other; any other group merges the units it
 // touches. Such server units are cut first, into runs of about equal hosts
 // (the ranks), then the other units into runs of about equal ports; without
-// them (plain wiring) the cut is by ports alone. InvalidArgument when there
-// are more processes than units (naming both), or none.
+// them (plain wiring) the cut is by ports alone. With `used`, every unit
+// weighs its used hosts instead (switches without any: nothing, they go
+// with the runs around them): a collective's ranks sit in runs of hosts,
+// and its rings and trees keep most hops under their leaves, so its events
+// are where its hosts are; a switch-to-switch port carries only the few
+// hops that climb (docs/PARALLEL.md).
+// InvalidArgument when there are more processes than units (naming both),
+// or none.
 StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t processes,
-                                    const std::vector<std::vector<int32_t>>& together = {});
+                                    const std::vector<std::vector<int32_t>>& together = {},
+                                    const std::vector<char>& used = {});
 
 // The flow model's split (fabric/sim/flow_fabric.h): there the work is per
 // host (its NIC, QPs and ranks) and switches carry no events, so the hosts,
@@ -48,10 +66,12 @@ StatusOr<Partition> PartitionFabric(const topo::Topology& topology, int32_t proc
 // count; a `together` group of hosts (a GPU server) is never cut, and a
 // switch goes with the process of the lowest host cabled to it (it only
 // decides which cables "cross"; nothing runs on them). `weight` counts
-// hosts. InvalidArgument when there are more processes than host runs
-// (hosts, with each group counted once), or none.
+// hosts, the used ones only with `used` (unused hosts weigh nothing, and go
+// with the runs around them). InvalidArgument when there are more
+// processes than host runs (hosts, with each group counted once), or none.
 StatusOr<Partition> PartitionHosts(const topo::Topology& topology, int32_t processes,
-                                   const std::vector<std::vector<int32_t>>& together = {});
+                                   const std::vector<std::vector<int32_t>>& together = {},
+                                   const std::vector<char>& used = {});
 
 // The synchronization window: the least latency of any port direction,
 // counting the NIC pipelines Network folds into host links (`host_extra`:

@@ -456,39 +456,10 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
   const uint64_t seed = options.seed.value_or(s.seed() == 0 ? 1 : s.seed());
   Engine engine(seed);
   if (options.hooks != nullptr) engine.set_canonical_order(true);
-  // The same fabric `fathom coll --scenario` builds from this scenario.
-  FATHOM_ASSIGN_OR_RETURN(const NetworkConfig nc, ScenarioNetworkConfig(s));
-  Network net(&engine, &sc.topology, nc);
-  if (options.hooks != nullptr) FATHOM_RETURN_IF_ERROR(options.hooks->OnNetwork(net));
-  // The captures tap the network's ports: they let go before it goes.
-  struct DetachCaptures {
-    const std::vector<PortCapture*>& captures;
-    ~DetachCaptures() {
-      for (PortCapture* cap : captures) cap->Detach();
-    }
-  } detach_captures{captures};
-
-  std::unique_ptr<FaultAttachment> faults;
-  if (s.faults_size() > 0) {
-    FATHOM_ASSIGN_OR_RETURN(faults, FaultAttachment::Attach(&net, s.faults(), seed, sc.map));
-  }
-  // PFC watchdog, deadlock check and storms (off without a lossless class).
-  PfcFieldOptions pfc_options = PfcFieldOptionsOf(s, nc.qos);
-  // A distributed run (hooks) checks for a deadlock only when the scenario
-  // expects an outcome: its checks gather every process's ports at the
-  // windows' ends (PfcField::Split), a cost the other runs need not pay.
-  if (options.hooks != nullptr && !s.expect().has_pfc_deadlock() &&
-      s.expect().pfc_deadlock_cycle().empty()) {
-    pfc_options.detect_deadlock = false;
-  }
-  PfcField pfc_field(&net, pfc_options);
-  AttachPfcStorms(s, sc.topology, &pfc_field);
-  if (options.hooks != nullptr) options.hooks->OnPfcField(&pfc_field);
-  pfc_field.Start();
-
-  // Workload.
+  // The workload's flows, ahead of the network: a distributed run's
+  // partition weighs the hosts they use (RunHooks::OnFlows).
   const proto::WorkloadSpec& w = s.workload();
-  const int32_t hosts = net.host_count();
+  const int32_t hosts = static_cast<int32_t>(sc.topology.hosts().size());
   const Picoseconds start = Picoseconds::FromSeconds(w.start_us() * 1e-6);
   Rng rng = engine.MakeRng(0xF1085);
   std::vector<Flow> flows;
@@ -523,6 +494,37 @@ StatusOr<RunReport> RunScenario(const LoadedScenario& sc, const RunOptions& opti
     for (Flow& f : flows)
       f.start += Picoseconds(static_cast<int64_t>(rng.Below(static_cast<uint64_t>(jitter_ps) + 1)));
   }
+  if (options.hooks != nullptr) options.hooks->OnFlows(flows);
+  // The same fabric `fathom coll --scenario` builds from this scenario.
+  FATHOM_ASSIGN_OR_RETURN(const NetworkConfig nc, ScenarioNetworkConfig(s));
+  Network net(&engine, &sc.topology, nc);
+  if (options.hooks != nullptr) FATHOM_RETURN_IF_ERROR(options.hooks->OnNetwork(net));
+  // The captures tap the network's ports: they let go before it goes.
+  struct DetachCaptures {
+    const std::vector<PortCapture*>& captures;
+    ~DetachCaptures() {
+      for (PortCapture* cap : captures) cap->Detach();
+    }
+  } detach_captures{captures};
+
+  std::unique_ptr<FaultAttachment> faults;
+  if (s.faults_size() > 0) {
+    FATHOM_ASSIGN_OR_RETURN(faults, FaultAttachment::Attach(&net, s.faults(), seed, sc.map));
+  }
+  // PFC watchdog, deadlock check and storms (off without a lossless class).
+  PfcFieldOptions pfc_options = PfcFieldOptionsOf(s, nc.qos);
+  // A distributed run (hooks) checks for a deadlock only when the scenario
+  // expects an outcome: its checks gather every process's ports at the
+  // windows' ends (PfcField::Split), a cost the other runs need not pay.
+  if (options.hooks != nullptr && !s.expect().has_pfc_deadlock() &&
+      s.expect().pfc_deadlock_cycle().empty()) {
+    pfc_options.detect_deadlock = false;
+  }
+  PfcField pfc_field(&net, pfc_options);
+  AttachPfcStorms(s, sc.topology, &pfc_field);
+  if (options.hooks != nullptr) options.hooks->OnPfcField(&pfc_field);
+  pfc_field.Start();
+
   const proto::TransportSpec& t = s.transport();
   FlowOptions fo;
   fo.qp.path_mtu_bytes = t.has_mtu_bytes() ? t.mtu_bytes() : 4096;

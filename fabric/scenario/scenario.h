@@ -44,6 +44,7 @@ class PortCapture;
 class FlowDriver;
 class Network;
 class PfcField;
+struct Flow;
 
 // A distributed run's part in RunScenario (fabric/parallel/ implements it;
 // issue 30). With hooks the engine takes the canonical order
@@ -53,6 +54,9 @@ class PfcField;
 class RunHooks {
  public:
   virtual ~RunHooks() = default;
+  // The workload's flows (workload.h), before OnNetwork: a distributed run
+  // balances its partition by the hosts they use.
+  virtual void OnFlows(const std::vector<Flow>& flows) { (void)flows; }
   // After the network is built, before faults and workload attach.
   virtual Status OnNetwork(Network& net) = 0;
   // After the workload's setup (its QPs connected, its starts scheduled).

@@ -64,7 +64,8 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, MpiRunTest,
                                          "send.yaml", "reroute.yaml", "pfc_incast.yaml",
                                          "pfc_storm.yaml", "reroute_restore.yaml",
                                          "reroute_core.yaml", "reroute_staggered.yaml",
-                                         "reroute_core_restore.yaml", "reroute_both.yaml"));
+                                         "reroute_core_restore.yaml", "reroute_both.yaml",
+                                         "few_hosts.yaml"));
 
 using fathom::test_util::ReadFile;
 
@@ -878,6 +879,97 @@ TEST(MpiFlowPlanTest, RingReplicatesNoFlowOfAnotherProcess) {
   ASSERT_EQ(std::sscanf(two.out.c_str() + at + key.size(), "%llu posted WRs", &posts), 1)
       << two.out;
   EXPECT_EQ(posts, 0u) << two.out;
+}
+
+// A world of fewer ranks than the topology has hosts (64 of large's 1024,
+// all in its first pod): the partition is cut across the ranks' hosts
+// (partition.h's `used`), not across the whole fabric, so every process
+// runs about its share of the events (a cut by pods left them all to
+// process 0, or 5% of them to process 1 on the packet model's core
+// switches), and the digest is one process's; for the flow model (split by
+// hosts) and the packet model (by switch units). The events a process runs
+// include what it does for the others' packets (mirrors, replicas), so
+// they need not add up to one process's.
+class MpiPartitionTest : public testing::TestWithParam<const char*> {};
+
+// The events process `p` ran and the trace digest, from `fathom coll`'s
+// lines.
+unsigned long long EventsRun(const std::string& out, int p) {
+  const std::string mine = "parallel   process " + std::to_string(p) + ": ";
+  const size_t at = out.find(mine);
+  unsigned long long events = 0;
+  if (at == std::string::npos ||
+      std::sscanf(out.c_str() + at + mine.size(), "%llu events run", &events) != 1) {
+    ADD_FAILURE() << "no line for process " << p << ":\n" << out;
+  }
+  return events;
+}
+std::string Digest(const std::string& out) {
+  const std::string key = "# trace digest ";
+  const size_t at = out.find(key);
+  EXPECT_NE(at, std::string::npos) << out;
+  return at == std::string::npos ? std::string() : out.substr(at + key.size(), 16);
+}
+
+TEST_P(MpiPartitionTest, FewerRanksThanHostsSplitAcrossTheRanks) {
+  const std::string args =
+      std::string(
+          "allreduce --backend sim --topology large --ranks 64 --server none -n 1 -w 0 "
+          "--fabric lossless --modelled --algo ring ") +
+      GetParam();
+  const test_util::CommandResult one =
+      test_util::RunCommand(kFathom + " coll " + args + " --event-order canonical");
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  const unsigned long long all = EventsRun(one.out, 0);
+  EXPECT_GT(all, 1000u) << one.out;
+  for (int n = 2; n <= 3; ++n) {
+    const test_util::CommandResult r = test_util::RunCommand(Mpirun(n) + kFathom + " coll " + args);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(Digest(r.out), Digest(one.out)) << n << " processes";
+    for (int p = 0; p < n; ++p) {
+      const unsigned long long events = EventsRun(r.out, p);
+      // At least half its share (64 ranks cut into runs of 32, or of 21 to
+      // 24: whole leaves of 8 on the packet model).
+      EXPECT_GE(events * 2 * static_cast<unsigned long long>(n), all)
+          << "process " << p << " of " << n << ":\n"
+          << r.out;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, MpiPartitionTest,
+                         testing::Values("--fabric-model flow -b 1M -e 1M",
+                                         "--fabric-model packet -b 64K -e 64K"),
+                         [](const testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param).find("flow") != std::string::npos
+                                      ? "flow"
+                                      : "packet";
+                         });
+
+// `fathom sim` weighs the hosts its flows use (RunHooks::OnFlows): 10
+// flows on 8 of 32 hosts, two leaves' worth (few_hosts.yaml; MpiRunTest
+// checks its report for 1 to 4 processes): each of two processes takes a
+// leaf and about half the events.
+TEST(MpiPartitionTest, ScenarioSplitAcrossItsFlowsHosts) {
+  const std::string scenario = kScenarios + "few_hosts.yaml";
+  const test_util::CommandResult one =
+      test_util::RunCommand(kFathom + " sim " + scenario + " --event-order canonical");
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  const unsigned long long all = EventsRun(one.out, 0);
+  EXPECT_GT(all, 1000u) << one.out;
+  auto digest = [](const std::string& out) {
+    const size_t at = out.find("digest     ");
+    EXPECT_NE(at, std::string::npos) << out;
+    return at == std::string::npos ? std::string() : out.substr(at + 11, 16);
+  };
+  const test_util::CommandResult two =
+      test_util::RunCommand(Mpirun(2) + kFathom + " sim " + scenario);
+  ASSERT_EQ(two.exit_code, 0) << two.out;
+  EXPECT_EQ(digest(two.out), digest(one.out));
+  for (int p = 0; p < 2; ++p) {
+    // At least a third of the events each.
+    EXPECT_GE(EventsRun(two.out, p) * 3, all) << "process " << p << ":\n" << two.out;
+  }
 }
 
 TEST(MpiFlowTest, WhatDoesNotCrossIsExit2) {

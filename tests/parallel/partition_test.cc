@@ -246,5 +246,86 @@ TEST(PartitionTest, ServersSpreadByHosts) {
             "switches");
 }
 
+// A run on part of the hosts (`used`: the first 64 of large's 1024, its
+// first pod): both cuts weigh the used hosts, so each process gets about
+// its share of them (a cut of the whole fabric left them all to process
+// 0); the same units, and every node owned.
+TEST(PartitionTest, UsedHostsAreWhatTheCutBalances) {
+  auto large = topo::BuildPreset("large");
+  ASSERT_TRUE(large.ok()) << large.status().message();
+  std::vector<char> used(large->nodes().size(), 0);
+  for (size_t r = 0; r < 64; ++r) used[static_cast<size_t>(large->hosts()[r])] = 1;
+  for (const bool by_hosts : {false, true}) {
+    for (const bool servers : {false, true}) {
+      const auto groups = servers ? Servers(*large) : std::vector<std::vector<int32_t>>{};
+      for (int32_t n = 1; n <= 4; ++n) {
+        auto p = by_hosts ? PartitionHosts(*large, n, groups, used)
+                          : PartitionFabric(*large, n, groups, used);
+        ASSERT_TRUE(p.ok()) << p.status().message();
+        auto plain =
+            by_hosts ? PartitionHosts(*large, n, groups) : PartitionFabric(*large, n, groups);
+        ASSERT_TRUE(plain.ok());
+        EXPECT_EQ(p->units, plain->units);
+        std::vector<int64_t> mine(static_cast<size_t>(n), 0);
+        for (const topo::Node& node : large->nodes()) {
+          const int32_t r = p->owner[static_cast<size_t>(node.id)];
+          ASSERT_TRUE(r >= 0 && r < n) << node.name;
+          if (used[static_cast<size_t>(node.id)]) ++mine[static_cast<size_t>(r)];
+        }
+        EXPECT_EQ(mine, p->weight) << n << " processes";
+        const auto [lo, hi] = std::minmax_element(mine.begin(), mine.end());
+        // Within a leaf's 8 hosts (k=16: 8 a leaf), or a server of 8.
+        EXPECT_LE(*hi - *lo, by_hosts && !servers ? 1 : 8)
+            << (by_hosts ? "hosts" : "fabric") << (servers ? ", servers" : "") << ", " << n
+            << " processes: " << Layout(*large, *p);
+        EXPECT_GT(*lo, 0) << n << " processes";
+        for (const auto& g : groups) {
+          for (const int32_t h : g)
+            EXPECT_EQ(p->owner[static_cast<size_t>(h)], p->owner[static_cast<size_t>(g[0])]);
+        }
+      }
+    }
+  }
+  // Every host used (or none) is the plain cut.
+  std::vector<char> all(large->nodes().size(), 0), none(large->nodes().size(), 0);
+  for (const int32_t h : large->hosts()) all[static_cast<size_t>(h)] = 1;
+  for (const std::vector<char>* u : {&all, &none}) {
+    auto a = PartitionFabric(*large, 3, {}, *u);
+    auto b = PartitionFabric(*large, 3);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->owner, b->owner);
+    EXPECT_EQ(a->weight, b->weight);
+    auto c = PartitionHosts(*large, 3, {}, *u);
+    auto d = PartitionHosts(*large, 3);
+    ASSERT_TRUE(c.ok() && d.ok());
+    EXPECT_EQ(c->owner, d->owner);
+  }
+  // Bad input names the call and the values; more processes than units is
+  // refused as before, however few the used hosts.
+  auto short_used = PartitionHosts(*large, 2, {}, std::vector<char>(3, 1));
+  ASSERT_FALSE(short_used.ok());
+  EXPECT_NE(short_used.status().message().find("PartitionHosts: used hosts given for 3 nodes"),
+            std::string::npos)
+      << short_used.status().message();
+  std::vector<char> on_switch = used;
+  on_switch[static_cast<size_t>(large->Peer(large->hosts()[0], 0).node)] = 1;
+  auto not_host = PartitionFabric(*large, 2, {}, on_switch);
+  ASSERT_FALSE(not_host.ok());
+  EXPECT_NE(not_host.status().message().find("marked used is not a host"), std::string::npos)
+      << not_host.status().message();
+  auto many = PartitionFabric(*large, 321, {}, used);
+  ASSERT_FALSE(many.ok());
+  EXPECT_NE(many.status().message().find("more processes (321) than partitions (320"),
+            std::string::npos)
+      << many.status().message();
+  // Fewer used units than processes: every process still owns a unit, the
+  // used hosts go to as many processes as there are leaves with them.
+  std::vector<char> one_leaf(large->nodes().size(), 0);
+  for (size_t r = 0; r < 8; ++r) one_leaf[static_cast<size_t>(large->hosts()[r])] = 1;
+  auto few = PartitionFabric(*large, 3, {}, one_leaf);
+  ASSERT_TRUE(few.ok()) << few.status().message();
+  EXPECT_EQ(few->weight, (std::vector<int64_t>{8, 0, 0}));
+}
+
 }  // namespace
 }  // namespace fathom::parallel

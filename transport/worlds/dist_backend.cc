@@ -47,6 +47,12 @@ StatusOr<std::unique_ptr<DistSimBackend>> DistSimBackend::Create(SimWorld* world
   // switches carry no events, so a split by switch units could leave a
   // process with no rank at all (docs/PARALLEL.md).
   b->run_->set_partition_by_hosts(world->flow() != nullptr);
+  // The work is where the ranks are: a world of fewer ranks than the
+  // topology has hosts is cut across the ranks' hosts (partition.h).
+  std::vector<char> used(world->topology().nodes().size(), 0);
+  for (int r = 0; r < world->nranks(); ++r)
+    used[static_cast<size_t>(world->fabric().NodeOf(r))] = 1;
+  b->run_->set_used_hosts(std::move(used));
   FATHOM_RETURN_IF_ERROR(b->run_->OnNetwork(world->network()));
   FATHOM_RETURN_IF_ERROR(b->run_->AdoptQps(world->network()));
   for (int r = 0; r < world->nranks(); ++r) {
