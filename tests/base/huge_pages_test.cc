@@ -20,12 +20,16 @@ bool ThpMadvise() {
   return std::getline(in, line) && line.find("[madvise]") != std::string::npos;
 }
 
+// As base/huge_pages.cc tells (GCC defines the macro, clang the feature).
 bool AddressSanitized() {
 #if defined(__SANITIZE_ADDRESS__)
   return true;
-#else
-  return false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return true;
 #endif
+#endif
+  return false;
 }
 
 std::string Env(const char* name) {
