@@ -20,24 +20,11 @@ constexpr char kSaved[] = "FATHOM_HUGE_PAGES_SAVED_TUNABLES";
 
 bool advised = false;
 
-bool UnderSanitizerOrValgrind() {
-#if defined(__SANITIZE_ADDRESS__)
-  return true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  return true;
-#endif
-#endif
+bool UnderValgrind() {
   // valgrind preloads its malloc replacement (vgpreload_*.so); an exec would
   // also leave valgrind unless it follows children.
   const char* preload = std::getenv("LD_PRELOAD");
   return preload != nullptr && std::strstr(preload, "vgpreload") != nullptr;
-}
-
-bool ThpModeIsMadvise() {
-  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string line;
-  return std::getline(in, line) && line.find("[madvise]") != std::string::npos;
 }
 
 void RestoreEnvironment() {
@@ -62,7 +49,7 @@ void PreferHugePages(char** argv) {
   if (sw != nullptr && std::strcmp(sw, "0") == 0) return;
   const char* tunables = std::getenv(kTunables);
   if (tunables != nullptr && std::strstr(tunables, kHugeTlb) != nullptr) return;
-  if (UnderSanitizerOrValgrind() || !ThpModeIsMadvise()) return;
+  if (BuiltWithAddressSanitizer() || UnderValgrind() || !ThpModeIsMadvise()) return;
 
   std::string value = std::string(kHugeTlb) + "=1";
   if (tunables != nullptr && *tunables != '\0') {
@@ -77,5 +64,23 @@ void PreferHugePages(char** argv) {
 }
 
 bool HugePagesAdvised() { return advised; }
+
+bool BuiltWithAddressSanitizer() {
+  // GCC defines the macro, clang names the feature.
+#if defined(__SANITIZE_ADDRESS__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return true;
+#endif
+#endif
+  return false;
+}
+
+bool ThpModeIsMadvise() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  return std::getline(in, line) && line.find("[madvise]") != std::string::npos;
+}
 
 }  // namespace fathom

@@ -31,4 +31,9 @@ void PreferHugePages(char** argv);
 // advised for 2 MiB pages): what `fathom -v` reports.
 bool HugePagesAdvised();
 
+// Two of PreferHugePages' conditions: this build is AddressSanitizer's (its
+// allocator replaces malloc's), and the kernel's THP mode is `madvise`.
+bool BuiltWithAddressSanitizer();
+bool ThpModeIsMadvise();
+
 }  // namespace fathom

@@ -6,31 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include "tests/cli_run.h"
 
 namespace fathom {
 namespace {
-
-bool ThpMadvise() {
-  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string line;
-  return std::getline(in, line) && line.find("[madvise]") != std::string::npos;
-}
-
-// As base/huge_pages.cc tells (GCC defines the macro, clang the feature).
-bool AddressSanitized() {
-#if defined(__SANITIZE_ADDRESS__)
-  return true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  return true;
-#endif
-#endif
-  return false;
-}
 
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
@@ -75,7 +56,7 @@ TEST(HugePagesTest, OptOutsReturnWithoutExec) {
 TEST(HugePagesTest, FathomAdvisesItsHeapWhenTheKernelAsksForMadvise) {
   const std::string fathom = std::string(FATHOM_BINARY_DIR) + "/tools/fathom";
   const std::string cmd = fathom + " -v topo small";
-  const bool expect = ThpMadvise() && !AddressSanitized();
+  const bool expect = ThpModeIsMadvise() && !BuiltWithAddressSanitizer();
   const std::string line = "heap advised for 2 MiB pages";
   auto plain = test_util::RunCommand("env -u GLIBC_TUNABLES -u FATHOM_HUGE_PAGES " + cmd);
   ASSERT_EQ(plain.exit_code, 0) << plain.out;
