@@ -172,6 +172,12 @@ fathom::transport::coll::RunOutcome RunDistributed(fathom::transport::worlds::Si
     return failed;
   }
   d->backend = std::move(b).value();
+  if (fathom::Status s = d->backend->Admit(spec); !s.ok()) {
+    coll::RunOutcome failed;
+    failed.status = s;
+    d->refused = true;
+    return failed;
+  }
   // One process (the only one with data): its local ranks are every rank.
   return d->backend->Run(spec, coll::DataType::kFloat32, coll::RedOp::kSum, in, out, nullptr);
 }

@@ -311,7 +311,11 @@ int RunSimOn(const CollOptions& o, const CollParsed& p, parallel::Comm* comm) {
   SweepOutcome outcome;
   sweep.outcome = &outcome;
   const SweepResult result = RunSweep(sweep, backend, world->comm_options());
-  if (dist) {
+  // A sweep refused as bad input (said why) prints no run statistics; the
+  // processes agree on it (only rank 0 writes a trace, which may fail).
+  std::vector<int64_t> usage_anywhere{result == SweepResult::kUsage ? 1 : 0};
+  if (dist) comm->AllMax(&usage_anywhere);
+  if (dist && usage_anywhere[0] == 0) {
     parallel::RunStats mine = dist->stats();
     std::vector<uint64_t> v{mine.windows,
                             mine.shipped,

@@ -66,6 +66,11 @@ int RunTrainingScenario(const char* tool, const sim::LoadedScenario& sc, SimWorl
       return kExitUsage;
     }
     dist = std::move(b).value();
+    // A training loop's groups replicate every flow everywhere (no plan).
+    if (Status s = dist->AdmitWithoutPlan(); !s.ok()) {
+      std::fprintf(stderr, "%s: %s\n", tool, s.message().c_str());
+      return kExitUsage;
+    }
   }
   // Rank 0 speaks for the run (the others' output goes nowhere).
   const bool prints = comm == nullptr || comm->rank() == 0;

@@ -230,6 +230,28 @@ StatusOr<size_t> FlowFabric::Plan(std::vector<std::pair<int32_t, uint32_t>> data
   return classes_;
 }
 
+std::string FlowFabric::PostsCrossBecause(int32_t procs) const {
+  if (procs <= 1) return "";
+  if (classes_ == 0) {
+    return "every process replicates every flow (no plan of the data QPs, or they all share "
+           "links: one class)";
+  }
+  for (size_t c = 0; c < classes_; ++c) {
+    int32_t first = -1;
+    for (int32_t p = 0; p < procs_; ++p) {  // Plan's
+      if (holds_[c * static_cast<size_t>(procs_) + static_cast<size_t>(p)] == 0) continue;
+      if (first < 0) {
+        first = p;
+        continue;
+      }
+      return "data QPs whose routes share links (class " + std::to_string(c + 1) + " of " +
+             std::to_string(classes_) + ") are in processes " + std::to_string(first) + " and " +
+             std::to_string(p);
+    }
+  }
+  return "";
+}
+
 void FlowFabric::NotePost(const Nic& nic, uint32_t qpn, const SendWr& wr, int64_t at_ps) {
   if (!split_) return;
   Nic* n = NicOfHost(nic.host());
@@ -318,6 +340,7 @@ std::vector<std::string> FlowFabric::TakeOutbox(const std::vector<int32_t>& owne
     if (p != me) ++arrivals_shipped_;
   }
   std::vector<std::string> out(static_cast<size_t>(procs));
+  const uint64_t shipped_before = posts_shipped_;
   for (int32_t p = 0; p < procs; ++p) {
     std::string& o = out[static_cast<size_t>(p)];
     if (p == me) {
@@ -344,6 +367,16 @@ std::vector<std::string> FlowFabric::TakeOutbox(const std::vector<int32_t>& owne
     }
     AppendPod(&o, static_cast<uint64_t>(arrivals[static_cast<size_t>(p)].size()));
     for (const ArriveNote* a : arrivals[static_cast<size_t>(p)]) AppendPod(&o, *a);
+  }
+  if (no_post_lookahead_ && posts_shipped_ != shipped_before) [[unlikely]] {
+    // DistSimBackend admitted the run because no class spans processes
+    // (PostsCrossBecause): a post crossing now would start its flow there
+    // before the window that carries it.
+    std::fprintf(stderr,
+                 "flow model: %llu posts crossed to other processes with a NIC profile that "
+                 "posts with no delay (no lookahead)\n",
+                 static_cast<unsigned long long>(posts_shipped_ - shipped_before));
+    std::abort();
   }
   for (const AckNote& a : acks_out_) {
     const int32_t p = owner[static_cast<size_t>(a.src_host)];

@@ -86,6 +86,16 @@ class FlowFabric {
   // replication), or FAILED_PRECONDITION when a flow still runs.
   StatusOr<size_t> Plan(std::vector<std::pair<int32_t, uint32_t>> data,
                         const std::vector<int32_t>& owner, int32_t me, int32_t procs, bool full);
+  // Split across `procs` processes: why a post may cross to another
+  // process under the current Plan ("" when none can: every class is
+  // replicated by one process only). A crossing post needs the NIC
+  // profile's post-to-wire delay as its lookahead (DistSimBackend refuses a
+  // profile without one where this is not empty).
+  std::string PostsCrossBecause(int32_t procs) const;
+  // Set when the run has no post lookahead (the ideal profile across
+  // processes): a post shipped to another process then aborts the run, as
+  // it would arrive after its own start there.
+  void set_no_post_lookahead(bool v) { no_post_lookahead_ = v; }
   // A WR posted at a local NIC that reaches its send queue at `at_ps`:
   // shipped to the replicas, or kept home (one packet, and the replicas'
   // copy of the QP has nothing left to send).
@@ -234,6 +244,7 @@ class FlowFabric {
   size_t classes_ = 0;
   int32_t procs_ = 1;
   std::vector<char> holds_;
+  bool no_post_lookahead_ = false;
   std::vector<AckNote> acks_out_;
   std::vector<ArriveNote> arrivals_out_;
   uint64_t uncounted_sum_ = 0;

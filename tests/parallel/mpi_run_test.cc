@@ -983,19 +983,51 @@ TEST(MpiFlowTest, WhatDoesNotCrossIsExit2) {
                        "--modelled"),
             std::string::npos)
       << r.out;
-  // A profile that posts with no delay leaves a post no lookahead.
-  r = test_util::RunCommand(Mpirun(2) + kFathom + " coll " + args + " --modelled --profile ideal");
+  // A profile that posts with no delay leaves a crossing post no lookahead:
+  // a tree's data QPs share links (one class, every flow everywhere), so
+  // its posts would cross; refused before any row.
+  r = test_util::RunCommand(Mpirun(2) + kFathom + " coll " + args +
+                            " --modelled --profile ideal --algo tree");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("--fabric-model flow across 2 processes: the NIC profile ideal posts with "
                        "no delay"),
             std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("every process replicates every flow"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("# Avg bus bandwidth"), std::string::npos) << r.out;
+  // So is a training loop's (no plan: every flow everywhere).
+  r = test_util::RunCommand(Mpirun(2) + kFathom + " coll train --scenario " + kScenarios +
+                            "training_flow.yaml --fabric-model flow --modelled --profile ideal");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("the NIC profile ideal posts with no delay"), std::string::npos) << r.out;
   // Both run in one process, in the canonical order.
   r = test_util::RunCommand(kFathom + " coll " + args + " --profile ideal --event-order canonical");
   EXPECT_EQ(r.exit_code, 0) << r.out;
 }
 
 #ifdef FATHOM_HAVE_BENCH
+// The ideal profile (no post delay) across processes where no post
+// crosses: a ring's flows share no link with another rank's, so each
+// stays in its requester's process (Plan's classes of one) and only the
+// arrivals and ACKs cross, whose lookahead is their route's latency. The
+// same rows and digest as one process in the canonical order, no post
+// crossed.
+TEST(MpiFlowTest, IdealProfileRingSameForOneToFourProcesses) {
+  const std::string args =
+      "allreduce --backend sim --topology medium --server none -b 256K -e 1M -f 4 -n 1 -w 0 "
+      "--fabric-model flow --modelled --profile ideal --algo ring";
+  ExpectSameCollForOneToFour(args, 0);
+  const test_util::CommandResult two = test_util::RunCommand(Mpirun(2) + kFathom + " coll " + args);
+  ASSERT_EQ(two.exit_code, 0) << two.out;
+  const std::string key = "parallel   flow model: ";
+  const size_t at = two.out.find(key);
+  ASSERT_NE(at, std::string::npos) << two.out;
+  unsigned long long posts = 1;
+  ASSERT_EQ(std::sscanf(two.out.c_str() + at + key.size(), "%llu posted WRs", &posts), 1)
+      << two.out;
+  EXPECT_EQ(posts, 0u) << two.out;
+}
+
 // bench/coll_scale_bench under mpirun (PROFILE cx6): one
 // allreduce split as `fathom coll` splits it, with the same virtual time,
 // canonical digest and events (each counted once) as one process in the
@@ -1068,9 +1100,18 @@ TEST(MpiBenchTest, CollScaleBenchSameDigestForOneToThreeProcesses) {
   EXPECT_EQ(data.exit_code, 2) << data.out;
   EXPECT_NE(data.out.find("DATA data across 2 processes"), std::string::npos) << data.out;
   const BenchRun ideal =
-      Bench(Mpirun(2), "1048576 medium 0 ring none lossless modelled flow ideal");
+      Bench(Mpirun(2), "1048576 medium 0 tree none lossless modelled flow ideal");
   EXPECT_EQ(ideal.exit_code, 2) << ideal.out;
   EXPECT_NE(ideal.out.find("posts with no delay"), std::string::npos) << ideal.out;
+  // The ideal profile's ring, whose posts stay home: as one process.
+  const std::string ring = "1048576 medium 0 ring none lossless modelled flow ideal";
+  const BenchRun ideal_one = Bench("", ring + " canonical");
+  ASSERT_EQ(ideal_one.exit_code, 0) << ideal_one.out;
+  const BenchRun ideal_two = Bench(Mpirun(2), ring);
+  ASSERT_EQ(ideal_two.exit_code, 0) << ideal_two.out;
+  EXPECT_EQ(ideal_two.digest, ideal_one.digest) << ideal_two.out;
+  EXPECT_EQ(ideal_two.virtual_us, ideal_one.virtual_us) << ideal_two.out;
+  EXPECT_EQ(ideal_two.events, ideal_one.events) << ideal_two.out;
   const BenchRun bad = Bench("", args + " sorted");
   EXPECT_EQ(bad.exit_code, 2) << bad.out;
 }

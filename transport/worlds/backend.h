@@ -61,6 +61,9 @@ class Backend {
   virtual coll::RunOutcome Run(const coll::CollSpec& spec, coll::DataType type, coll::RedOp op,
                                const std::vector<const void*>& in, const std::vector<void*>& out,
                                coll::Trace* trace) = 0;
+  // Whether a collective of `spec` can run here at all (bad input: a sweep
+  // checks every size's before its first; exit 2). Ok by default.
+  virtual Status Admit(const coll::CollSpec&) { return Status::Ok(); }
   // Across processes: the per-iteration time to report (verbs: as -a
   // says) and the sum of #wrong (-1 stays -1: not checked).
   virtual Status Combine(double* time_us, int64_t* wrong) = 0;

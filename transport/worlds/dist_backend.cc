@@ -60,18 +60,16 @@ StatusOr<std::unique_ptr<DistSimBackend>> DistSimBackend::Create(SimWorld* world
   }
   b->window_ps_ = b->run_->window().ps();
   if (sim::FlowFabric* flow = world->flow(); flow != nullptr) {
-    // Every process keeps the whole flow model; the posts cross, and reach
-    // the wire after the profile's post-to-wire delay: the lookahead
-    // (docs/FLOW.md, "Across processes").
+    // Every process keeps the flow model; the posts of a class of flows
+    // that spans processes cross, and reach the wire after the profile's
+    // post-to-wire delay: the lookahead (docs/FLOW.md, "Across processes").
+    // A profile without one runs across processes only where no post
+    // crosses (AdmitFlows, before each collective).
     const sim::NicProfile& profile = world->network_config().nic;
     const int64_t lookahead = sim::PostToWireDelay(profile, 0).ps();
     if (comm->size() > 1 && lookahead <= 0) {
-      return InvalidArgument(
-          "--fabric-model flow across " + std::to_string(comm->size()) +
-          " processes: the NIC profile " + profile.name +
-          " posts with no delay (doorbell + WQE fetch + per-message + DMA read = 0 ps), so a "
-          "post in one process would start a flow in the others at once (no lookahead); use a "
-          "profile with a delay (--profile cx6, the default) or one process");
+      b->no_post_lookahead_ = true;
+      flow->set_no_post_lookahead(true);
     }
     if (lookahead > 0) b->window_ps_ = std::min(b->window_ps_, lookahead);
     std::vector<char> local_nodes(world->topology().nodes().size(), 0);
@@ -206,6 +204,11 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
     failed.status = s;
     return failed;
   }
+  if (Status s = NoPostCrosses(); !s.ok()) {
+    RunOutcome failed;
+    failed.status = s;
+    return failed;
+  }
   RunOutcome res = RunWindows(comms, ptrs, local_, nranks());
   // Back to every flow everywhere for what runs next without a plan (a
   // training loop's groups): nothing runs after a collective that ended.
@@ -214,6 +217,32 @@ RunOutcome DistSimBackend::Run(const CollSpec& spec, DataType type, RedOp op,
   }
   UpdateDigest();
   return res;
+}
+
+Status DistSimBackend::Admit(const CollSpec& spec) {
+  if (!no_post_lookahead_) return Status::Ok();
+  FATHOM_RETURN_IF_ERROR(PlanFlows(spec));
+  const Status s = NoPostCrosses();
+  (void)world_->flow()->Plan({}, run_->partition().owner, comm_->rank(), comm_->size(), true);
+  return s;
+}
+
+Status DistSimBackend::AdmitWithoutPlan() const {
+  return no_post_lookahead_ ? NoPostCrosses() : Status::Ok();
+}
+
+Status DistSimBackend::NoPostCrosses() const {
+  if (!no_post_lookahead_) return Status::Ok();
+  const std::string why = world_->flow()->PostsCrossBecause(comm_->size());
+  if (why.empty()) return Status::Ok();
+  const sim::NicProfile& profile = world_->network_config().nic;
+  return InvalidArgument(
+      "--fabric-model flow across " + std::to_string(comm_->size()) +
+      " processes: the NIC profile " + profile.name +
+      " posts with no delay (doorbell + WQE fetch + per-message + DMA read = 0 ps), and " + why +
+      ", so a post in one process would start a flow in the others at once (no lookahead); use "
+      "a profile with a delay (--profile cx6, the default), one process, or a collective whose "
+      "flows share no link across processes (a ring)");
 }
 
 Status DistSimBackend::PlanFlows(const CollSpec& spec) {

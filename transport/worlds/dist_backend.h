@@ -43,8 +43,10 @@ class DistSimBackend final : public Backend {
   // tier's servers stay whole, each in one process (the partition keeps a
   // server's NICs together); verbs faults act where their rank's NIC is.
   // The flow model (SimWorld::flow) is replicated where its flows can share
-  // a link (flow_fabric.h, Split and Plan); across processes it needs a NIC profile whose
-  // post-to-wire delay is not 0 (InvalidArgument otherwise).
+  // a link (flow_fabric.h, Split and Plan). Across processes, a post of a
+  // class of flows that spans processes crosses, with the NIC profile's
+  // post-to-wire delay as its lookahead; with a profile that has none
+  // (ideal), Admit refuses a collective where a post would cross.
   static StatusOr<std::unique_ptr<DistSimBackend>> Create(SimWorld* world, parallel::Comm* comm);
 
   const char* name() const override { return "sim"; }
@@ -61,6 +63,16 @@ class DistSimBackend final : public Backend {
   coll::RunOutcome Run(const coll::CollSpec& spec, coll::DataType type, coll::RedOp op,
                        const std::vector<const void*>& in, const std::vector<void*>& out,
                        coll::Trace* trace) override;
+  // InvalidArgument when the NIC profile posts with no delay, several
+  // processes run, and a collective of `spec` would have a post cross
+  // between them (its data QPs' flows share a link across processes: a
+  // tree's, an alltoall's); Ok otherwise. Every process calls it alike, while
+  // no collective runs; Run refuses the same.
+  Status Admit(const coll::CollSpec& spec) override;
+  // The same for what runs without a plan (every flow replicated
+  // everywhere: a training loop's groups): InvalidArgument across
+  // processes with a profile that posts with no delay.
+  Status AdmitWithoutPlan() const;
   Status Combine(double* time_us, int64_t* wrong) override;
   Status Barrier() override { return Status::Ok(); }
   // Rank 0 writes every process's ranks' steps, in (start, rank, stream,
@@ -149,6 +161,9 @@ class DistSimBackend final : public Backend {
   // Before a collective of `spec` (Run): its data QPs decide which flows
   // each process replicates (FlowFabric::Plan). Every process calls it.
   Status PlanFlows(const coll::CollSpec& spec);
+  // Under the current plan: InvalidArgument when a post could cross with no
+  // lookahead (no_post_lookahead_ and a class spanning processes).
+  Status NoPostCrosses() const;
   // Runs the engine to `stop_at`, past the completions that stop it.
   void RunUntil(int64_t stop_at);
 
@@ -162,6 +177,9 @@ class DistSimBackend final : public Backend {
   // The sync window: the least link latency, and with the flow model at
   // most the NIC profile's post-to-wire delay (the posts' lookahead).
   int64_t window_ps_ = 0;
+  // The flow model across processes with a profile that posts with no
+  // delay: only collectives whose posts stay home may run (Admit).
+  bool no_post_lookahead_ = false;
 };
 
 }  // namespace fathom::transport::worlds

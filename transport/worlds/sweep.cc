@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <memory>
@@ -115,6 +116,40 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
     for (int r : local) {
       bufs.push_back(std::make_unique<RankBuffers>(opt.kind, n, r, smallest, max_count));
       bufs.back()->set_gpus_per_server(comm.gpus_per_server);
+    }
+  }
+  // Whether every size can run here (DistSimBackend: a profile with no post
+  // delay across processes refuses a collective whose posts would cross),
+  // before anything is printed.
+  std::vector<Algorithm> admitted;  // the data QPs depend on the algorithm, not the size
+  for (size_t si = 0; si < opt.sizes.size() && !opt.combos.empty(); ++si) {
+    const DataType type = opt.combos.front().first;
+    CollSpec spec;
+    spec.kind = opt.kind;
+    spec.nranks = n;
+    spec.count = opt.sizes[si] / CountUnitBytes(opt.kind, n, type);
+    spec.root = opt.root;
+    if (opt.kind == CollKind::kAllToAllV) {
+      spec.counts = std::make_shared<const std::vector<uint64_t>>(
+          opt.matrices[si]->Elements(DataTypeSize(type)));
+    }
+    spec.algorithm = opt.algo == Algorithm::kAuto
+                         ? ChooseAlgorithm(opt.kind, spec.count * CountUnitBytes(opt.kind, n, type),
+                                           n, model, comm.chunk_bytes)
+                         : opt.algo;
+    if (opt.kind != CollKind::kAllReduce) spec.algorithm = Algorithm::kRing;
+    if (opt.kind != CollKind::kAllToAllV &&
+        std::find(admitted.begin(), admitted.end(), spec.algorithm) != admitted.end()) {
+      continue;
+    }
+    admitted.push_back(spec.algorithm);
+    if (Status s = backend.Admit(spec); !s.ok()) {
+      if (print) {
+        std::fprintf(stderr, "fathom coll: -b/-e %s, algorithm %s: %s\n",
+                     SizeText(opt.sizes[si]).c_str(),
+                     std::string(AlgorithmName(spec.algorithm)).c_str(), s.message().c_str());
+      }
+      return SweepResult::kUsage;
     }
   }
   Progress progress(!opt.json && isatty(STDERR_FILENO) != 0);
