@@ -64,7 +64,7 @@ StatusOr<std::unique_ptr<DistSimBackend>> DistSimBackend::Create(SimWorld* world
     // that spans processes cross, and reach the wire after the profile's
     // post-to-wire delay: the lookahead (docs/FLOW.md, "Across processes").
     // A profile without one runs across processes only where no post
-    // crosses (AdmitFlows, before each collective).
+    // crosses (Admit, before each collective).
     const sim::NicProfile& profile = world->network_config().nic;
     const int64_t lookahead = sim::PostToWireDelay(profile, 0).ps();
     if (comm->size() > 1 && lookahead <= 0) {
