@@ -118,30 +118,28 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
       bufs.back()->set_gpus_per_server(comm.gpus_per_server);
     }
   }
+  // The algorithm a size runs (--algo auto: the model's choice; the kinds
+  // other than allreduce run their ring or fixed schedule).
+  auto algorithm_for = [&](uint64_t bytes) {
+    if (opt.kind != CollKind::kAllReduce) return Algorithm::kRing;
+    return opt.algo == Algorithm::kAuto
+               ? ChooseAlgorithm(opt.kind, bytes, n, model, comm.chunk_bytes)
+               : opt.algo;
+  };
   // Whether every size can run here (DistSimBackend: a profile with no post
   // delay across processes refuses a collective whose posts would cross),
-  // before anything is printed.
-  std::vector<Algorithm> admitted;  // the data QPs depend on the algorithm, not the size
+  // before anything is printed. The data QPs a collective uses depend on
+  // its kind and algorithm, not its size or counts (DataPeers).
+  std::vector<Algorithm> admitted;
   for (size_t si = 0; si < opt.sizes.size() && !opt.combos.empty(); ++si) {
-    const DataType type = opt.combos.front().first;
+    const uint64_t unit = CountUnitBytes(opt.kind, n, opt.combos.front().first);
     CollSpec spec;
     spec.kind = opt.kind;
     spec.nranks = n;
-    spec.count = opt.sizes[si] / CountUnitBytes(opt.kind, n, type);
+    spec.count = opt.sizes[si] / unit;
     spec.root = opt.root;
-    if (opt.kind == CollKind::kAllToAllV) {
-      spec.counts = std::make_shared<const std::vector<uint64_t>>(
-          opt.matrices[si]->Elements(DataTypeSize(type)));
-    }
-    spec.algorithm = opt.algo == Algorithm::kAuto
-                         ? ChooseAlgorithm(opt.kind, spec.count * CountUnitBytes(opt.kind, n, type),
-                                           n, model, comm.chunk_bytes)
-                         : opt.algo;
-    if (opt.kind != CollKind::kAllReduce) spec.algorithm = Algorithm::kRing;
-    if (opt.kind != CollKind::kAllToAllV &&
-        std::find(admitted.begin(), admitted.end(), spec.algorithm) != admitted.end()) {
-      continue;
-    }
+    spec.algorithm = algorithm_for(spec.count * unit);
+    if (std::find(admitted.begin(), admitted.end(), spec.algorithm) != admitted.end()) continue;
     admitted.push_back(spec.algorithm);
     if (Status s = backend.Admit(spec); !s.ok()) {
       if (print) {
@@ -242,10 +240,7 @@ SweepResult RunSweep(const SweepOptions& opt, Backend& backend, const CommOption
         spec.count = count;
         spec.root = opt.root;
         spec.counts = counts;
-        spec.algorithm = opt.algo == Algorithm::kAuto
-                             ? ChooseAlgorithm(opt.kind, row.size_bytes, n, model, comm.chunk_bytes)
-                             : opt.algo;
-        if (opt.kind != CollKind::kAllReduce) spec.algorithm = Algorithm::kRing;
+        spec.algorithm = algorithm_for(row.size_bytes);
         // What ran: BuildPlan runs a barrier as a tree, a broadcast as a chain.
         row.algo = opt.kind == CollKind::kBarrier                                      ? "tree"
                    : opt.kind == CollKind::kBroadcast || opt.kind == CollKind::kReduce ? "chain"
