@@ -24,7 +24,6 @@ StatusOr<std::unique_ptr<FlowFabric>> FlowFabric::Attach(Network* network,
   Engine& e = network->engine();
   e.set_prefetcher<&FlowFabric::OnArrive>(&FlowFabric::PrefetchArrive);
   e.set_prefetcher<&FlowFabric::OnAck>(&FlowFabric::PrefetchAck);
-  e.set_prefetcher<&FlowFabric::OnPassSent>(&FlowFabric::PrefetchPassSent);
   // A flow's finish: its sender's NIC and QP (Nic::OnFlowSent).
   f->model_.set_done_hint([](const void* nic, uint64_t qpn) {
     Nic::PrefetchFlowQp(static_cast<const Nic*>(nic), static_cast<uint32_t>(qpn), false);
@@ -259,9 +258,11 @@ void FlowFabric::NotePost(const Nic& nic, uint32_t qpn, const SendWr& wr, int64_
   Nic::Qp::FlowRoute& r = qp->flow_route;
   ++r.split_posts;
   // The replicas' copy of the QP is idle when every message shipped to
-  // them has been sent here (the same flows finish at the same times
-  // there); messages leave in post order.
-  const bool replica_idle = r.split_sent >= r.split_shipped;
+  // them has left here (the same flows finish at the same times there);
+  // messages leave in post order. A folded one-packet message counts as
+  // sent from its start (Nic::FlowActivate) but leaves at flow_free_ps.
+  const bool leaving = network_->engine().Now().ps() < qp->flow_free_ps;
+  const bool replica_idle = r.split_sent - (leaving ? 1u : 0u) >= r.split_shipped;
   const bool one_packet = wr.sge.length <= static_cast<uint32_t>(qp->attr.path_mtu_bytes);
   if (one_packet && replica_idle) {
     // Kept home: it shares no link (FlowModel::Pass) and the replicas have
@@ -290,25 +291,6 @@ void FlowFabric::NotePost(const Nic& nic, uint32_t qpn, const SendWr& wr, int64_
   posts_out_class_.push_back(r.split_class);
 }
 
-void FlowFabric::SchedulePass(Nic* nic, uint32_t qpn, int64_t at_ps) {
-  network_->engine().Schedule<&FlowFabric::OnPassSent>(Picoseconds(at_ps), EventKind::kUser,
-                                                       PassKey(nic->host(), qpn), nic, qpn);
-}
-
-void FlowFabric::OnPassSent(void* nic, uint64_t qpn) {
-  Nic* n = static_cast<Nic*>(nic);
-  FlowFabric* self = n->flow_;
-  if (!self->Local(n->host())) {
-    self->Uncount(self->network_->engine().Now().ps(), EventKind::kUser,
-                  PassKey(n->host(), static_cast<uint32_t>(qpn)));
-  }
-  Nic::OnFlowSent(nic, qpn);
-}
-
-void FlowFabric::PrefetchPassSent(const void* nic, uint64_t qpn) {
-  Nic::PrefetchFlowQp(static_cast<const Nic*>(nic), static_cast<uint32_t>(qpn), false);
-}
-
 void FlowFabric::OnKeptDone(void* nic, uint64_t qpn) {
   Nic* n = static_cast<Nic*>(nic);
   FlowFabric* self = n->flow_;
@@ -320,16 +302,57 @@ void FlowFabric::OnKeptDone(void* nic, uint64_t qpn) {
 }
 
 void FlowFabric::NoteArrival(Nic* src, uint32_t src_qpn, Nic* dst, uint32_t dst_qpn,
-                             const SendWr& wr, uint32_t npkts, uint32_t end_psn,
+                             const SendWr& wr, uint32_t npkts, uint32_t end_psn, Picoseconds later,
                              Picoseconds forward, Picoseconds back, int rnr_retry,
                              int64_t rnr_wait_ps) {
-  arrivals_out_.push_back(ArriveNote{(network_->engine().Now() + forward).ps(), src->host(),
-                                     dst->host(), src_qpn, dst_qpn, wr, npkts, end_psn, back.ps(),
-                                     rnr_retry, rnr_wait_ps});
+  const Picoseconds leave = network_->engine().Now() + later;
+  const ArriveNote note{(leave + forward).ps(),
+                        src->host(),
+                        dst->host(),
+                        src_qpn,
+                        dst_qpn,
+                        wr,
+                        npkts,
+                        end_psn,
+                        back.ps(),
+                        rnr_retry,
+                        rnr_wait_ps};
+  if (later.ps() == 0) {
+    arrivals_out_.push_back(note);
+  } else {
+    arrivals_held_.emplace_back(leave.ps(), note);
+  }
+}
+
+SendWr FlowFabric::WithdrawHeld(int32_t src_host, uint32_t src_qpn) {
+  for (size_t i = arrivals_held_.size(); i-- > 0;) {
+    const ArriveNote& a = arrivals_held_[i].second;
+    if (a.src_host != src_host || a.src_qpn != src_qpn) continue;
+    const SendWr wr = a.wr;
+    arrivals_held_.erase(arrivals_held_.begin() + static_cast<std::ptrdiff_t>(i));
+    return wr;
+  }
+  // Nic::FlowWithdrawFold calls this only while its message is leaving,
+  // which is while its arrival is held.
+  std::fprintf(stderr, "flow model: no held arrival of QP 0x%x of host node %d to withdraw\n",
+               src_qpn, src_host);
+  std::abort();
 }
 
 std::vector<std::string> FlowFabric::TakeOutbox(const std::vector<int32_t>& owner, int32_t me,
-                                                int32_t procs, int64_t* least) {
+                                                int32_t procs, int64_t through_ps, int64_t* least) {
+  // The folded messages that have left go with the rest; those still
+  // leaving stay, and the run must reach the window they leave in.
+  size_t kept = 0;
+  for (auto& [leave, note] : arrivals_held_) {
+    if (leave <= through_ps) {
+      arrivals_out_.push_back(note);
+    } else {
+      *least = std::min(*least, leave);
+      arrivals_held_[kept++] = {leave, note};
+    }
+  }
+  arrivals_held_.resize(kept);
   // Per destination: the post count, the posts, the arrival count, the
   // arrivals, then the ACKs.
   std::vector<std::vector<const ArriveNote*>> arrivals(static_cast<size_t>(procs));
@@ -409,7 +432,8 @@ void FlowFabric::TakeInbox(const std::vector<std::string>& in) {
       if (nic->delayed_posts_.size() == 1) nic->ScheduleDelayed(0, n.at_ps);
       if (n.free_at >= 0) {
         // Busy with what was kept home until it leaves, at the time and
-        // component of its finish in its own process (SchedulePass).
+        // component of the event that frees the QP in its own process
+        // (Nic::OnFlowFree).
         nic->FindQp(n.qpn)->flow_busy = true;
         ++replica_holds_;
         e.Schedule<&FlowFabric::OnKeptDone>(Picoseconds(n.free_at), EventKind::kUser,

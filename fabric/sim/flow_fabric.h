@@ -100,31 +100,39 @@ class FlowFabric {
   // shipped to the replicas, or kept home (one packet, and the replicas'
   // copy of the QP has nothing left to send).
   void NotePost(const Nic& nic, uint32_t qpn, const SendWr& wr, int64_t at_ps);
-  // Split: a one-packet message of `nic`'s QP `qpn` leaves at `at_ps`
-  // (Nic::FlowActivate). Its finish event's component is the QP's
-  // (PassKey), the same in every process; only its requester's process
-  // counts it.
-  void SchedulePass(Nic* nic, uint32_t qpn, int64_t at_ps);
-  // The component of a split run's one-packet finish: above every flow
-  // slot, by host node (below 2^17) and QP index (below 2^14; beyond, two
-  // QPs may share one, which only orders their ties by insertion).
+  // The component of a split run's events that free a QP after a
+  // one-packet message left (Nic::OnFlowFree, OnKeptDone), the same in
+  // every process: above every flow slot, by host node (below 2^17) and QP
+  // index (below 2^14; beyond, two QPs may share one, which only orders
+  // their ties by insertion).
   static uint32_t PassKey(int32_t host, uint32_t qpn) {
     return 0x80000000u | ((static_cast<uint32_t>(host) & 0x1FFFFu) << 14) |
            ((qpn - kFirstQpn) & 0x3FFFu);
   }
   // Split: the requester's process notes a message's arrival for the
-  // receiver's (Deliver's arguments; through the exchange, as an ACK).
+  // receiver's (Deliver's arguments; through the exchange, as an ACK). Its
+  // last byte leaves `later` from now: 0 for a flow's finish, a folded
+  // one-packet message's lone time (Nic::FlowActivate). A message that
+  // has not left by the end of the window is held until the window it
+  // leaves in (TakeOutbox), so that its QP failing before then withdraws
+  // it (WithdrawHeld) as one process does.
   void NoteArrival(Nic* src, uint32_t src_qpn, Nic* dst, uint32_t dst_qpn, const SendWr& wr,
-                   uint32_t npkts, uint32_t end_psn, Picoseconds forward, Picoseconds back,
-                   int rnr_retry, int64_t rnr_wait_ps);
+                   uint32_t npkts, uint32_t end_psn, Picoseconds later, Picoseconds forward,
+                   Picoseconds back, int rnr_retry, int64_t rnr_wait_ps);
+  // The held arrival of `src_host`'s QP `src_qpn` (its latest), which never
+  // left: dropped. Returns its WR.
+  SendWr WithdrawHeld(int32_t src_host, uint32_t src_qpn);
   // This window's crossings, by destination process (`owner` by node id):
-  // the posts for every other process, the ACKs for the requester's (this
-  // one's too: in the canonical order an ACK always goes through here, so
-  // that one process schedules it where several do).
-  // `least`: lowered to the earliest ACK or arrival taken (the posts are in this
-  // process's NIC queues already, so its engine's next event covers them).
+  // the posts for every other process, the arrivals of the messages that
+  // left by `through_ps` (the last picosecond the engine has run), the
+  // ACKs for the requester's (this one's too: in the canonical order an
+  // ACK always goes through here, so that one process schedules it where
+  // several do).
+  // `least`: lowered to the earliest ACK or arrival taken, and to when the
+  // earliest held message leaves (the posts are in this process's NIC
+  // queues already, so its engine's next event covers them).
   std::vector<std::string> TakeOutbox(const std::vector<int32_t>& owner, int32_t me, int32_t procs,
-                                      int64_t* least);
+                                      int64_t through_ps, int64_t* least);
   // What the processes sent (by sender): posts join their NIC's replica
   // send queue; ACKs, then arrivals, are scheduled in (time, host, QPN,
   // PSN) order.
@@ -202,10 +210,9 @@ class FlowFabric {
     int32_t rnr_retry;
     int64_t rnr_wait_ps;
   };
-  static void OnPassSent(void* nic, uint64_t qpn);
-  static void PrefetchPassSent(const void* nic, uint64_t qpn);
-  // A replica's stand-in for a kept-home message's finish (same time and
-  // component): the QP is free for its next message.
+  // A replica's stand-in for the event that frees the QP after a message
+  // kept home left (Nic::OnFlowFree: same time and component): the QP is
+  // free for its next message.
   static void OnKeptDone(void* nic, uint64_t qpn);
   // Schedules message `index`'s ACK at `at` (or notes it for the exchange).
   void SendAck(uint32_t index, Picoseconds at);
@@ -247,6 +254,9 @@ class FlowFabric {
   bool no_post_lookahead_ = false;
   std::vector<AckNote> acks_out_;
   std::vector<ArriveNote> arrivals_out_;
+  // Folded messages still leaving at the window's end, with when they
+  // leave (NoteArrival), in the order noted.
+  std::vector<std::pair<int64_t, ArriveNote>> arrivals_held_;
   uint64_t uncounted_sum_ = 0;
   uint64_t uncounted_events_ = 0;
   uint64_t posts_shipped_ = 0, acks_shipped_ = 0, arrivals_shipped_ = 0, posts_kept_ = 0;

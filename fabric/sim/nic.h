@@ -261,11 +261,12 @@ class Nic {
     uint8_t adp_steps = 0;
     uint8_t adp_step = 0;
     bool flow_busy = false;  // flow model: a message of this QP is in flight
-    // Flow model, one process: a one-packet message is sent at once, for
-    // the time it leaves (FlowActivate's fold); until then the QP is busy
-    // with it. The message's FlowFabric slot, to withdraw its arrival if
-    // the QP fails before it has left (FlowWithdrawFold).
-    int64_t flow_free_ps = 0;
+    // Flow model: a one-packet message is sent at once, for the time it
+    // leaves (FlowActivate's fold); until then the QP is busy with it (-1:
+    // none is leaving). The message's FlowFabric slot + 1 (split: 1 while
+    // its arrival is held), to withdraw its arrival if the QP fails before
+    // it has left (FlowWithdrawFold).
+    int64_t flow_free_ps = -1;
     uint32_t flow_fold_slot = 0;
     Ring<AtomicResult> atomics;  // for duplicate atomic requests
     QpCounters counters;         // but sent_pkts, rcvd_pkts

@@ -70,12 +70,17 @@ int64_t Nic::FlowLoneTime(Qp& qp, const SendWr& wr) {
 void Nic::FlowActivate(Qp& qp) {
   if (crashed_ || qp.flow_busy || !RequesterHasWork(qp)) return;
   const int64_t now = engine_->Now().ps();
-  if (now < qp.flow_free_ps) {
+  const bool split = flow_->split();
+  if (now < qp.flow_free_ps || (split && now == qp.flow_free_ps)) [[unlikely]] {
     // A folded one-packet message is still leaving: the next one starts
-    // when it has left, as it would at that message's finish event.
+    // when it has left, as it would at that message's finish event. Split,
+    // also at the very picosecond it leaves, and on the QP's PassKey: the
+    // next flow then starts at the same place of the canonical order in
+    // every process (a replica holds the QP the same way: OnKeptDone).
     qp.flow_busy = true;
-    engine_->Schedule<&Nic::OnFlowFree>(Picoseconds(qp.flow_free_ps), EventKind::kUser, qp.qpn,
-                                        this, qp.qpn);
+    engine_->Schedule<&Nic::OnFlowFree>(Picoseconds(qp.flow_free_ps), EventKind::kUser,
+                                        split ? FlowFabric::PassKey(host_, qp.qpn) : qp.qpn, this,
+                                        qp.qpn);
     return;
   }
   SendWqe& w = qp.sq[qp.send_idx];
@@ -102,19 +107,14 @@ void Nic::FlowActivate(Qp& qp) {
     // costing them one small packet's wire time, not a fair share. It
     // takes its lone time and stays out of the max-min sharing
     // (docs/FLOW.md, "Single-packet messages").
-    if (flow_->split()) {
-      // Split: no flow slot (the model's slots stay alike in every
-      // process, and only its own process may run it: flow_fabric.h).
-      qp.flow_busy = true;
-      flow_->model().CountPass();
-      flow_->SchedulePass(this, qp.qpn, now + flow_->model().LoneTime(links, bytes));
-      return;
-    }
-    // One process: its lone time is known now, so its finish needs no
-    // event. It is sent now, for the time it leaves (the arrival and ACK
-    // fall where its finish would have put them), and the QP stays busy
-    // until then (flow_free_ps). One event per message fewer: a ring's
-    // credits are half its messages.
+    // Its lone time is known now, so its finish needs no event and takes
+    // no flow slot. It is sent now, for the time it leaves (the arrival and
+    // ACK fall where its finish would have put them), and the QP stays
+    // busy until then (flow_free_ps). One event per message fewer: a
+    // ring's credits are half its messages. Split, its arrival waits in
+    // this process until the window it leaves in has run
+    // (FlowFabric::NoteArrival), so that a QP failing before then can
+    // still withdraw it.
     flow_->model().CountPass();
     const int64_t lone = flow_->model().LoneTime(links, bytes);
     qp.flow_free_ps = now + lone;
@@ -128,21 +128,33 @@ void Nic::FlowActivate(Qp& qp) {
 void Nic::OnFlowFree(void* nic, uint64_t qpn) {
   Nic* self = static_cast<Nic*>(nic);
   Qp* qp = self->FindQp(static_cast<uint32_t>(qpn));
+  FlowFabric* flow = self->flow_;
+  if (flow->split() && !flow->Local(self->host_)) {
+    // A replica's: its requester's process counts the same event.
+    flow->Uncount(self->engine_->Now().ps(), EventKind::kUser,
+                  FlowFabric::PassKey(self->host_, static_cast<uint32_t>(qpn)));
+  }
   qp->flow_busy = false;
+  qp->flow_free_ps = -1;  // it has left
   self->FlowActivate(*qp);
 }
 
 void Nic::FlowWithdrawFold(Qp& qp) {
-  if (flow_ == nullptr || flow_->split() || engine_->Now().ps() >= qp.flow_free_ps) return;
+  if (flow_ == nullptr || engine_->Now().ps() >= qp.flow_free_ps) return;
   // Its arrival is still ahead (at least its lone time from now): the
   // message never left, as the finish event would have found. What the
   // fold counted as sent is taken back.
+  const bool split = flow_->split();
+  if (split && !flow_->Local(host_)) return;  // a replica sent nothing
   if (qp.flow_fold_slot != 0) {
-    const SendWr& wr = flow_->Withdraw(qp.flow_fold_slot - 1);
+    const SendWr& wr =
+        split ? flow_->WithdrawHeld(host_, qp.qpn) : flow_->Withdraw(qp.flow_fold_slot - 1);
     if (IsWriteWr(wr.opcode)) --qp.counters.rdma_sends;
   }
+  if (split) --qp.flow_route.split_sent;
   qp.max_sent_psn = wire::PsnAdd(qp.max_sent_psn, -1);
   --qp.sent_pkts;
+  qp.flow_free_ps = -1;
 }
 
 void Nic::OnFlowSent(void* nic, uint64_t qpn) {
@@ -214,9 +226,10 @@ void Nic::FlowSent(Qp& qp, int64_t later_ps) {
     const int64_t rnr_wait = RnrTimerPs(peer != nullptr ? peer->attr.min_rnr_timer : 0);
     if (split) {
       // To the receiver's process, through the exchange (forward is at
-      // least a window: the route's propagation).
-      flow_->NoteArrival(this, qp.qpn, dst, qp.remote_qpn, w.wr, w.npkts, end_psn, forward, back,
-                         rnr_retry, rnr_wait);
+      // least a window: the route's propagation), once it has left.
+      flow_->NoteArrival(this, qp.qpn, dst, qp.remote_qpn, w.wr, w.npkts, end_psn,
+                         Picoseconds(later_ps), forward, back, rnr_retry, rnr_wait);
+      qp.flow_fold_slot = later_ps > 0 ? 1 : 0;
     } else {
       qp.flow_fold_slot =
           1 + flow_->Deliver(this, qp.qpn, dst, qp.remote_qpn, w.wr, w.npkts, end_psn,

@@ -208,11 +208,11 @@ TEST(FlowNicTest, SplitKeepsOnePacketMessagesHomeAndTheReplicaWaitsForThem) {
   for (int64_t from = 0; from < 200'000'000; from += q) {
     int64_t least = INT64_MAX;
     one.engine.Run(Picoseconds(from + q - 1));
-    one.ff->TakeInbox(one.ff->TakeOutbox(one_owner, 0, 1, &least));
+    one.ff->TakeInbox(one.ff->TakeOutbox(one_owner, 0, 1, from + q - 1, &least));
     a.engine.Run(Picoseconds(from + q - 1));
     b.engine.Run(Picoseconds(from + q - 1));
-    const std::vector<std::string> out_a = a.ff->TakeOutbox(owner, 0, 2, &least);
-    const std::vector<std::string> out_b = b.ff->TakeOutbox(owner, 1, 2, &least);
+    const std::vector<std::string> out_a = a.ff->TakeOutbox(owner, 0, 2, from + q - 1, &least);
+    const std::vector<std::string> out_b = b.ff->TakeOutbox(owner, 1, 2, from + q - 1, &least);
     a.ff->TakeInbox({out_a[0], out_b[0]});
     b.ff->TakeInbox({out_a[1], out_b[1]});
   }
@@ -236,12 +236,79 @@ TEST(FlowNicTest, SplitKeepsOnePacketMessagesHomeAndTheReplicaWaitsForThem) {
   EXPECT_EQ(split, one.engine.digest_sum() - one.ff->uncounted_sum());
 }
 
+// The events a split half ran at one time with one component.
+struct KeySeen {
+  int64_t at_ps = 0;
+  uint32_t component = 0;
+  int count = 0;
+};
+void CountKey(void* ctx, Picoseconds at, EventKind kind, uint32_t component) {
+  auto* k = static_cast<KeySeen*>(ctx);
+  if (at.ps() == k->at_ps && kind == EventKind::kUser && component == k->component) ++k->count;
+}
+
+// Host 0's QP sends a one-packet WRITE (kept home, folded: it leaves at
+// `leave`) and then a 1 MiB one that reaches the send queue in that very
+// picosecond. The replica (host 1's half) holds the QP until `leave` on
+// the QP's key (OnKeptDone); the requester must start the flow at the same
+// place of the canonical order, from its wake event on that key
+// (Nic::OnFlowFree), not from the post's own event.
+TEST(FlowNicTest, SplitNextMessageInTheLeavingPicosecondStartsOnTheQpsKey) {
+  const topo::Topology topo = TwoHosts(/*direct=*/false);
+  const size_t nodes = topo.nodes().size();
+  const int32_t h0 = topo.hosts()[0], h1 = topo.hosts()[1];
+  std::vector<int32_t> owner(nodes, 0);
+  owner[static_cast<size_t>(h1)] = 1;
+  std::vector<char> first(nodes, 1), second(nodes, 0);
+  first[static_cast<size_t>(h1)] = 0;
+  second[static_cast<size_t>(h1)] = 1;
+  SplitHalf a, b;
+  BuildHalf(&a, topo, first, false);
+  BuildHalf(&b, topo, second, true);
+  const int64_t delay = PostToWireDelay(NicProfileNamed("cx6").value(), 4096).ps();
+  const int64_t lone = FrameWireBytes(Opcode::kRdmaWriteOnly, 4096, false) * 80;  // 100 Gb/s
+  const int64_t leave = delay + lone;
+  KeySeen seen_a{leave, FlowFabric::PassKey(h0, a.qp.a)};
+  KeySeen seen_b{leave, FlowFabric::PassKey(h0, b.qp.a)};
+  a.engine.set_tracer(&CountKey, &seen_a);
+  b.engine.set_tracer(&CountKey, &seen_b);
+  SendWr wr;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.sge.length = 4096;
+  ASSERT_TRUE(a.net->nic(0).PostSend(a.qp.a, wr).ok());
+  const int64_t q = 300'000;  // cx6's post-to-wire lookahead
+  const int64_t post_at = leave - delay;
+  for (int64_t from = 0; from < 200'000'000; from += q) {
+    if (post_at >= from && post_at < from + q) {
+      a.engine.Run(Picoseconds(post_at));
+      ASSERT_EQ(a.engine.Now().ps(), post_at);
+      wr.sge.length = 1 << 20;
+      ASSERT_TRUE(a.net->nic(0).PostSend(a.qp.a, wr).ok());
+    }
+    a.engine.Run(Picoseconds(from + q - 1));
+    b.engine.Run(Picoseconds(from + q - 1));
+    int64_t least = INT64_MAX;
+    const std::vector<std::string> out_a = a.ff->TakeOutbox(owner, 0, 2, from + q - 1, &least);
+    const std::vector<std::string> out_b = b.ff->TakeOutbox(owner, 1, 2, from + q - 1, &least);
+    a.ff->TakeInbox({out_a[0], out_b[0]});
+    b.ff->TakeInbox({out_a[1], out_b[1]});
+  }
+  EXPECT_EQ(a.ff->posts_kept(), 1u);
+  EXPECT_EQ(b.ff->replica_holds(), 1u);
+  EXPECT_EQ(seen_b.count, 1);  // the replica's hold ends on the QP's key
+  EXPECT_EQ(seen_a.count, 1);  // and the requester's wake is there too
+  const std::vector<Completion> got = Drain(a.qp.acq);
+  ASSERT_EQ(got.size(), 2u);
+  for (const Completion& c : got) EXPECT_EQ(c.status, WcStatus::kSuccess);
+}
+
 // One process, default order (no split): a one-packet message has no
 // finish event (Nic::FlowActivate sends it at once for the time it
 // leaves), and the QP's next message waits for that time. The times are
-// those of the split run in one process, which still schedules each
-// one-packet message's finish: four one-packet WRITEs, then a 1 MiB one
-// that starts when the last of them has left.
+// those of the split run in one process, whose arrivals and ACKs go
+// through the window's exchange and whose QP waits on its PassKey: four
+// one-packet WRITEs, then a 1 MiB one that starts when the last of them
+// has left.
 TEST(FlowNicTest, AOnePacketMessageLeavesWithoutAFinishEventAtTheSameTimes) {
   const topo::Topology topo = TwoHosts(/*direct=*/false);
   const size_t nodes = topo.nodes().size();
@@ -265,7 +332,7 @@ TEST(FlowNicTest, AOnePacketMessageLeavesWithoutAFinishEventAtTheSameTimes) {
   for (int64_t from = 0; from < 200'000'000; from += 300'000) {
     int64_t least = INT64_MAX;
     ref.engine.Run(Picoseconds(from + 300'000 - 1));
-    ref.ff->TakeInbox(ref.ff->TakeOutbox(owner, 0, 1, &least));
+    ref.ff->TakeInbox(ref.ff->TakeOutbox(owner, 0, 1, from + 300'000 - 1, &least));
   }
   engine.Run();
   const std::vector<Completion> want = Drain(ref.qp.acq);
@@ -318,6 +385,47 @@ TEST(FlowNicTest, AOnePacketMessageWithdrawnWhenItsQpFailsBeforeItLeft) {
   EXPECT_EQ(net.nic(0).GetQpCounters(qp.a).value().sent_pkts, 0u);
   EXPECT_EQ(net.nic(0).GetQpCounters(qp.a).value().rdma_sends, 0u);
   EXPECT_EQ(whole.ff->messages(), 0u);
+}
+
+// The same in a split run (one process, canonical order, windows of
+// 300 ns): the folded message's arrival is held in its process until the
+// window it leaves in has run, so a QP failing after the exchange at the
+// end of the window it started in, but before it has left (334 ns after
+// its start), still withdraws it.
+TEST(FlowNicTest, SplitAOnePacketMessageWithdrawnWhenItsQpFailsBeforeItLeft) {
+  const topo::Topology topo = TwoHosts(/*direct=*/false);
+  const size_t nodes = topo.nodes().size();
+  SplitHalf h;
+  BuildHalf(&h, topo, std::vector<char>(nodes, 1), true);
+  Network& net = *h.net;
+  const QpPair& qp = h.qp;
+  SendWr wr;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.sge.length = 4096;  // one packet, 334 ns on the wire: beyond a window
+  ASSERT_TRUE(net.nic(0).PostSend(qp.a, wr).ok());
+  const std::vector<int32_t> owner(nodes, 0);
+  const int64_t q = 300'000;
+  int64_t failed_at = -1;
+  for (int64_t from = 0; from < 200'000'000; from += q) {
+    h.engine.Run(Picoseconds(from + q - 1));
+    const bool started = net.nic(0).GetQpCounters(qp.a).value().sent_pkts > 0;
+    int64_t least = INT64_MAX;
+    h.ff->TakeInbox(h.ff->TakeOutbox(owner, 0, 1, from + q - 1, &least));
+    if (started && failed_at < 0) {
+      EXPECT_LT(least, from + 2 * q);  // it leaves in the next window
+      ASSERT_TRUE(net.nic(0).ModifyToError(qp.a).ok());
+      failed_at = from + q - 1;
+    }
+  }
+  ASSERT_GE(failed_at, 0);
+  const std::vector<Completion> wcs = Drain(qp.acq);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kWrFlushErr);
+  EXPECT_EQ(net.nic(1).GetQpCounters(qp.b).value().rcvd_pkts, 0u);
+  EXPECT_EQ(net.nic(0).GetQpCounters(qp.a).value().sent_pkts, 0u);
+  EXPECT_EQ(net.nic(0).GetQpCounters(qp.a).value().rdma_sends, 0u);
+  EXPECT_EQ(h.ff->messages(), 0u);  // no arrival was ever delivered
+  EXPECT_EQ(h.ff->model().stats().passes, 1u);
 }
 
 }  // namespace

@@ -318,7 +318,11 @@ std::vector<int64_t> DistSimBackend::ExchangeWindow(int64_t next_local,
   sim::FlowFabric* flow = world_->flow();
   std::vector<std::string> flow_out;
   if (flow != nullptr) {
-    flow_out = flow->TakeOutbox(run_->partition().owner, comm_->rank(), comm_->size(), &next_local);
+    // After a window the engine has run every event up to its clock (the
+    // window's end); before the first, none at its clock.
+    const int64_t through = world_->engine().Now().ps() - (window_ran ? 0 : 1);
+    flow_out = flow->TakeOutbox(run_->partition().owner, comm_->rank(), comm_->size(), through,
+                                &next_local);
   }
   std::vector<int64_t> v{next_local};
   v.insert(v.end(), words.begin(), words.end());
