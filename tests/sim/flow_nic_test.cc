@@ -356,6 +356,18 @@ TEST(FlowNicTest, AOnePacketMessageLeavesWithoutAFinishEventAtTheSameTimes) {
             ref.net->nic(0).GetQpCounters(ref.qp.a).value().sent_pkts);
 }
 
+// The one WRITE posted on `qp` was withdrawn: flushed, nothing received,
+// nothing counted sent, no arrival ever delivered.
+void ExpectNeverLeft(Network& net, const QpPair& qp, const FlowFabric& ff) {
+  const std::vector<Completion> wcs = Drain(qp.acq);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kWrFlushErr);
+  EXPECT_EQ(net.nic(1).GetQpCounters(qp.b).value().rcvd_pkts, 0u);
+  EXPECT_EQ(net.nic(0).GetQpCounters(qp.a).value().sent_pkts, 0u);
+  EXPECT_EQ(net.nic(0).GetQpCounters(qp.a).value().rdma_sends, 0u);
+  EXPECT_EQ(ff.messages(), 0u);
+}
+
 // A QP moved to ERROR while its folded one-packet message is still leaving:
 // the message never left (as its finish event found before the fold), so
 // the receiver gets nothing and the requester counts nothing sent.
@@ -378,13 +390,7 @@ TEST(FlowNicTest, AOnePacketMessageWithdrawnWhenItsQpFailsBeforeItLeft) {
   ASSERT_LT(t, 10'000'000);
   ASSERT_TRUE(net.nic(0).ModifyToError(qp.a).ok());  // within its 334 ns
   whole.engine.Run();
-  const std::vector<Completion> wcs = Drain(qp.acq);
-  ASSERT_EQ(wcs.size(), 1u);
-  EXPECT_EQ(wcs[0].status, WcStatus::kWrFlushErr);
-  EXPECT_EQ(net.nic(1).GetQpCounters(qp.b).value().rcvd_pkts, 0u);
-  EXPECT_EQ(net.nic(0).GetQpCounters(qp.a).value().sent_pkts, 0u);
-  EXPECT_EQ(net.nic(0).GetQpCounters(qp.a).value().rdma_sends, 0u);
-  EXPECT_EQ(whole.ff->messages(), 0u);
+  ExpectNeverLeft(net, qp, *whole.ff);
 }
 
 // The same in a split run (one process, canonical order, windows of
@@ -418,13 +424,7 @@ TEST(FlowNicTest, SplitAOnePacketMessageWithdrawnWhenItsQpFailsBeforeItLeft) {
     }
   }
   ASSERT_GE(failed_at, 0);
-  const std::vector<Completion> wcs = Drain(qp.acq);
-  ASSERT_EQ(wcs.size(), 1u);
-  EXPECT_EQ(wcs[0].status, WcStatus::kWrFlushErr);
-  EXPECT_EQ(net.nic(1).GetQpCounters(qp.b).value().rcvd_pkts, 0u);
-  EXPECT_EQ(net.nic(0).GetQpCounters(qp.a).value().sent_pkts, 0u);
-  EXPECT_EQ(net.nic(0).GetQpCounters(qp.a).value().rdma_sends, 0u);
-  EXPECT_EQ(h.ff->messages(), 0u);  // no arrival was ever delivered
+  ExpectNeverLeft(net, qp, *h.ff);
   EXPECT_EQ(h.ff->model().stats().passes, 1u);
 }
 
