@@ -343,16 +343,14 @@ std::vector<std::string> FlowFabric::TakeOutbox(const std::vector<int32_t>& owne
                                                 int32_t procs, int64_t through_ps, int64_t* least) {
   // The folded messages that have left go with the rest; those still
   // leaving stay, and the run must reach the window they leave in.
-  size_t kept = 0;
-  for (auto& [leave, note] : arrivals_held_) {
-    if (leave <= through_ps) {
-      arrivals_out_.push_back(note);
-    } else {
-      *least = std::min(*least, leave);
-      arrivals_held_[kept++] = {leave, note};
+  std::erase_if(arrivals_held_, [&](const std::pair<int64_t, ArriveNote>& held) {
+    if (held.first <= through_ps) {
+      arrivals_out_.push_back(held.second);
+      return true;
     }
-  }
-  arrivals_held_.resize(kept);
+    *least = std::min(*least, held.first);
+    return false;
+  });
   // Per destination: the post count, the posts, the arrival count, the
   // arrivals, then the ACKs.
   std::vector<std::vector<const ArriveNote*>> arrivals(static_cast<size_t>(procs));

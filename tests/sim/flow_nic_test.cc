@@ -172,6 +172,34 @@ void BuildHalf(SplitHalf* h, const topo::Topology& topo, std::vector<char> local
   h->ff->Split(std::move(local), counts_replicas);
 }
 
+// Two "processes" over TwoHosts: `a` runs host 0 (and the switch), `b`
+// host 1, counting the replicated events; `owner` by node id.
+struct TwoHalves {
+  SplitHalf a, b;
+  std::vector<int32_t> owner;
+};
+void BuildTwoHalves(TwoHalves* t, const topo::Topology& topo) {
+  const size_t nodes = topo.nodes().size();
+  const size_t h1 = static_cast<size_t>(topo.hosts()[1]);
+  t->owner.assign(nodes, 0);
+  t->owner[h1] = 1;
+  std::vector<char> first(nodes, 1), second(nodes, 0);
+  first[h1] = 0;
+  second[h1] = 1;
+  BuildHalf(&t->a, topo, first, false);
+  BuildHalf(&t->b, topo, second, true);
+}
+// Both halves run through `through` (a window's last picosecond) and swap
+// their outboxes, as DistSimBackend's exchange does.
+void RunWindow(TwoHalves& t, int64_t through, int64_t* least) {
+  t.a.engine.Run(Picoseconds(through));
+  t.b.engine.Run(Picoseconds(through));
+  const std::vector<std::string> out_a = t.a.ff->TakeOutbox(t.owner, 0, 2, through, least);
+  const std::vector<std::string> out_b = t.b.ff->TakeOutbox(t.owner, 1, 2, through, least);
+  t.a.ff->TakeInbox({out_a[0], out_b[0]});
+  t.b.ff->TakeInbox({out_a[1], out_b[1]});
+}
+
 // Host 0 posts four one-packet WRITEs and then a 1 MiB one at once: the
 // small ones stay in host 0's half, the large one crosses with the time
 // the last small one leaves, and host 1's half (the replica of host 0's
@@ -180,18 +208,13 @@ void BuildHalf(SplitHalf* h, const topo::Topology& topo, std::vector<char> local
 TEST(FlowNicTest, SplitKeepsOnePacketMessagesHomeAndTheReplicaWaitsForThem) {
   const topo::Topology topo = TwoHosts(/*direct=*/false);
   const size_t nodes = topo.nodes().size();
-  const int32_t h0 = topo.hosts()[0], h1 = topo.hosts()[1];
   const std::vector<int32_t> one_owner(nodes, 0);
-  std::vector<int32_t> owner(nodes, 0);
-  owner[static_cast<size_t>(h1)] = 1;
-  std::vector<char> all(nodes, 1), first(nodes, 1), second(nodes, 0);
-  first[static_cast<size_t>(h1)] = 0;
-  second[static_cast<size_t>(h1)] = 1;
-  SplitHalf one, a, b;
-  BuildHalf(&one, topo, all, true);
-  BuildHalf(&a, topo, first, false);
-  BuildHalf(&b, topo, second, true);
-  (void)h0;
+  SplitHalf one;
+  BuildHalf(&one, topo, std::vector<char>(nodes, 1), true);
+  TwoHalves two;
+  BuildTwoHalves(&two, topo);
+  SplitHalf& a = two.a;
+  SplitHalf& b = two.b;
   for (SplitHalf* h : {&one, &a}) {
     SendWr wr;
     wr.opcode = WrOpcode::kRdmaWrite;
@@ -209,12 +232,7 @@ TEST(FlowNicTest, SplitKeepsOnePacketMessagesHomeAndTheReplicaWaitsForThem) {
     int64_t least = INT64_MAX;
     one.engine.Run(Picoseconds(from + q - 1));
     one.ff->TakeInbox(one.ff->TakeOutbox(one_owner, 0, 1, from + q - 1, &least));
-    a.engine.Run(Picoseconds(from + q - 1));
-    b.engine.Run(Picoseconds(from + q - 1));
-    const std::vector<std::string> out_a = a.ff->TakeOutbox(owner, 0, 2, from + q - 1, &least);
-    const std::vector<std::string> out_b = b.ff->TakeOutbox(owner, 1, 2, from + q - 1, &least);
-    a.ff->TakeInbox({out_a[0], out_b[0]});
-    b.ff->TakeInbox({out_a[1], out_b[1]});
+    RunWindow(two, from + q - 1, &least);
   }
   const std::vector<Completion> want = Drain(one.qp.acq);
   const std::vector<Completion> got = Drain(a.qp.acq);
@@ -255,16 +273,11 @@ void CountKey(void* ctx, Picoseconds at, EventKind kind, uint32_t component) {
 // (Nic::OnFlowFree), not from the post's own event.
 TEST(FlowNicTest, SplitNextMessageInTheLeavingPicosecondStartsOnTheQpsKey) {
   const topo::Topology topo = TwoHosts(/*direct=*/false);
-  const size_t nodes = topo.nodes().size();
-  const int32_t h0 = topo.hosts()[0], h1 = topo.hosts()[1];
-  std::vector<int32_t> owner(nodes, 0);
-  owner[static_cast<size_t>(h1)] = 1;
-  std::vector<char> first(nodes, 1), second(nodes, 0);
-  first[static_cast<size_t>(h1)] = 0;
-  second[static_cast<size_t>(h1)] = 1;
-  SplitHalf a, b;
-  BuildHalf(&a, topo, first, false);
-  BuildHalf(&b, topo, second, true);
+  const int32_t h0 = topo.hosts()[0];
+  TwoHalves two;
+  BuildTwoHalves(&two, topo);
+  SplitHalf& a = two.a;
+  SplitHalf& b = two.b;
   const int64_t delay = PostToWireDelay(NicProfileNamed("cx6").value(), 4096).ps();
   const int64_t lone = FrameWireBytes(Opcode::kRdmaWriteOnly, 4096, false) * 80;  // 100 Gb/s
   const int64_t leave = delay + lone;
@@ -285,13 +298,8 @@ TEST(FlowNicTest, SplitNextMessageInTheLeavingPicosecondStartsOnTheQpsKey) {
       wr.sge.length = 1 << 20;
       ASSERT_TRUE(a.net->nic(0).PostSend(a.qp.a, wr).ok());
     }
-    a.engine.Run(Picoseconds(from + q - 1));
-    b.engine.Run(Picoseconds(from + q - 1));
     int64_t least = INT64_MAX;
-    const std::vector<std::string> out_a = a.ff->TakeOutbox(owner, 0, 2, from + q - 1, &least);
-    const std::vector<std::string> out_b = b.ff->TakeOutbox(owner, 1, 2, from + q - 1, &least);
-    a.ff->TakeInbox({out_a[0], out_b[0]});
-    b.ff->TakeInbox({out_a[1], out_b[1]});
+    RunWindow(two, from + q - 1, &least);
   }
   EXPECT_EQ(a.ff->posts_kept(), 1u);
   EXPECT_EQ(b.ff->replica_holds(), 1u);
