@@ -182,6 +182,12 @@ struct PortPfc {
   std::array<int64_t, kPriorities> xoff_level{};  // the account when XOFF was sent
   std::array<int64_t, kPriorities> paused_since_ps{};
   std::array<int64_t, kPriorities> paused_until_ps{};  // quanta expiry
+  // The one pending expiry event per class (Port::OnPauseExpiry), -1: none.
+  // A refresh only moves paused_until_ps: the pending event, due no later,
+  // re-arms itself then, so a pause refreshed n times costs one event per
+  // pause time rather than n events in the far heap (and an XON leaves at
+  // most one stale event, not one per XOFF).
+  std::array<int64_t, kPriorities> expiry_at_ps{-1, -1, -1, -1, -1, -1, -1, -1};
   std::array<int64_t, kPriorities> ignore_until_ps{};  // watchdog: PAUSE ignored before
   const Port* paused_by = nullptr;                     // the far end's port (peer)
   // Frames of paused classes, oldest first (Held words, not yet left):

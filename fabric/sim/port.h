@@ -475,6 +475,8 @@ class Port {
   // XOFF level is static) and, while XOFF, the XON check.
   [[gnu::cold, gnu::noinline]] void ReleaseRest(Port* up, uint8_t tc, uint32_t bytes);
   static void OnPauseExpiry(void* obj, uint64_t arg);
+  // Schedules class `c`'s one pending pause expiry (PortPfc::expiry_at_ps).
+  void ArmPauseExpiry(int c, int64_t at_ps);
   static void OnXonCheck(void* obj, uint64_t arg);
   static void OnRefresh(void* obj, uint64_t arg);
   void ScheduleTimer(int64_t at_ps);

@@ -336,8 +336,10 @@ void Port::OnPauseFrame(uint8_t class_enable, const uint16_t* quanta) {
     }
     const int64_t until = now + QuantaPs(quanta[c]);
     pfc.paused_until_ps[static_cast<size_t>(c)] = until;
-    engine_->Schedule<&Port::OnPauseExpiry>(Picoseconds(until), EventKind::kUser, component_, this,
-                                            static_cast<uint64_t>(c));
+    // A pending expiry due no later re-arms itself (OnPauseExpiry); a
+    // shorter pause than the pending one's needs an event of its own.
+    const int64_t pending = pfc.expiry_at_ps[static_cast<size_t>(c)];
+    if (pending < 0 || pending > until) ArmPauseExpiry(c, until);
     if (((pfc.paused >> c) & 1) == 0) newly |= static_cast<uint8_t>(1u << c);
   }
   if (newly == 0) return;
@@ -353,12 +355,25 @@ void Port::OnPauseFrame(uint8_t class_enable, const uint16_t* quanta) {
   Requeue(pfc.scratch);
 }
 
+void Port::ArmPauseExpiry(int c, int64_t at_ps) {
+  pfc_->expiry_at_ps[static_cast<size_t>(c)] = at_ps;
+  engine_->Schedule<&Port::OnPauseExpiry>(
+      Picoseconds(at_ps), EventKind::kUser, component_, this,
+      static_cast<uint64_t>(at_ps) << 3 | static_cast<uint64_t>(c));
+}
+
 void Port::OnPauseExpiry(void* obj, uint64_t arg) {
   Port* self = static_cast<Port*>(obj);
   const int c = static_cast<int>(arg & 7);
   PortPfc& pfc = *self->pfc_;
+  const size_t i = static_cast<size_t>(c);
+  if (pfc.expiry_at_ps[i] != static_cast<int64_t>(arg >> 3)) return;  // superseded
+  pfc.expiry_at_ps[i] = -1;
   if (((pfc.paused >> c) & 1) == 0) return;
-  if (pfc.paused_until_ps[static_cast<size_t>(c)] > self->engine_->Now().ps()) return;  // refreshed
+  if (pfc.paused_until_ps[i] > self->engine_->Now().ps()) {
+    self->ArmPauseExpiry(c, pfc.paused_until_ps[i]);  // refreshed since
+    return;
+  }
   self->Resume(c);
 }
 

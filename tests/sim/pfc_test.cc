@@ -138,6 +138,43 @@ TEST(PfcPort, PauseQuantaExpire) {
   EXPECT_EQ(rig.sink.arrivals[0], 5120 * kNs + 800 * kNs + 1 * kNs);
 }
 
+TEST(PfcPort, RefreshedPauseEndsAtTheLastFramesQuantaWithOneExpiryPending) {
+  // 100 quanta = 5.12 us at 10 Gb/s. A frame every 1 us for 20 us: the
+  // pause ends 5.12 us after the last (at 19 us), not at an earlier
+  // frame's expiry; each refresh only moves the expiry, and the one
+  // pending event re-arms itself, so the run dispatches a few expiry
+  // events rather than one per frame.
+  Rig rig;
+  for (int i = 0; i < 20; ++i) {
+    At(rig.engine, rig.later, i * 1000 * kNs, [&] { rig.PauseTx(1u << 3, 100); });
+  }
+  At(rig.engine, rig.later, 1 * kNs, [&] { rig.Send(3, 1); });
+  const uint64_t events = rig.engine.Run();
+  ASSERT_EQ(rig.sink.arrivals.size(), 1u);
+  EXPECT_EQ(rig.sink.arrivals[0], 19000 * kNs + 5120 * kNs + 800 * kNs + 1 * kNs);
+  EXPECT_EQ(rig.tx.pfc()->counters.rx_pause[3], 20u);
+  EXPECT_EQ(rig.tx.pfc()->counters.rx_pause_duration_ps[3], 24120 * kNs);
+  // 20 frames, 1 send, 1 arrival, and the expiry re-armed at each 5.12 us
+  // it found the pause refreshed: at 5.12, 10.12(+), 15.12(+), 20.12(+)
+  // and 24.12 us. One event per frame would be 20 expiries.
+  EXPECT_LE(events, 20u + 1u + 1u + 6u);
+}
+
+TEST(PfcPort, AShorterPauseEndsBeforeTheLongerOnePending) {
+  // 0xFFFF quanta (3.36 ms at 10 Gb/s), then 100 quanta from 1 us: the
+  // last frame's quanta rule (802.1Qbb), so the pause ends at 6.12 us and
+  // the longer pending expiry finds nothing to do.
+  Rig rig;
+  rig.PauseTx(1u << 3, 0xFFFF);
+  At(rig.engine, rig.later, 1000 * kNs, [&] { rig.PauseTx(1u << 3, 100); });
+  rig.Send(3, 1);
+  rig.engine.Run();
+  ASSERT_EQ(rig.sink.arrivals.size(), 1u);
+  EXPECT_EQ(rig.sink.arrivals[0], 1000 * kNs + 5120 * kNs + 800 * kNs + 1 * kNs);
+  EXPECT_EQ(rig.tx.paused_classes(), 0);
+  EXPECT_EQ(rig.tx.pfc()->counters.rx_pause_duration_ps[3], 6120 * kNs);
+}
+
 TEST(PfcPort, PauseFramesCrossTheWireAndRefreshUntilReleased) {
   Rig rig;
   // rx asserts XOFF on class 3 toward tx (its far end) until released.
