@@ -13,13 +13,39 @@ double EcnMarkProbability(const EcnClassConfig& c, int64_t queued_bytes) {
          static_cast<double>(c.kmax_bytes - c.kmin_bytes);
 }
 
+EcnMarker::EcnMarker(const EcnConfig& config, Rng rng) {
+  hot_.rng = rng;
+  for (size_t c = 0; c < classes_.size(); ++c) classes_[c].config = config.classes[c];
+  for (size_t c = 0; c < classes_.size(); ++c) {
+    const EcnClassConfig& k = config.classes[c];
+    if (!k.enabled || k.kmin_bytes < 0 || k.kmin_bytes > INT32_MAX || k.kmax_bytes > INT32_MAX) {
+      continue;
+    }
+    hot_.tc = static_cast<uint8_t>(c);
+    hot_.kmin_bytes = static_cast<int32_t>(k.kmin_bytes);
+    hot_.kmax_bytes = static_cast<int32_t>(k.kmax_bytes);
+    hot_.pmax = k.pmax;
+    break;
+  }
+}
+
 bool EcnMarker::Mark(uint8_t tc, bool ect, int64_t queued_bytes) {
   if (!ect) return false;
+  if ((tc & 7) == hot_.tc) {
+    // EcnMarkProbability for the hot class, from its line.
+    const int64_t kmin = hot_.kmin_bytes;
+    const int64_t kmax = hot_.kmax_bytes;
+    if (queued_bytes < kmin) return false;
+    const double p = queued_bytes > kmax ? 1
+                     : kmax == kmin      ? hot_.pmax
+                                         : hot_.pmax * static_cast<double>(queued_bytes - kmin) /
+                                          static_cast<double>(kmax - kmin);
+    if (!Draw(p)) return false;
+    ++hot_.marked;
+    return true;
+  }
   Class& c = classes_[tc & 7];
-  const double p = EcnMarkProbability(c.config, queued_bytes);
-  if (p <= 0) return false;
-  // 53 random bits as a uniform double in [0, 1): marked with probability p.
-  if (p < 1 && static_cast<double>(rng_.Next() >> 11) * 0x1.0p-53 >= p) return false;
+  if (!Draw(EcnMarkProbability(c.config, queued_bytes))) return false;
   ++c.marked;
   return true;
 }
@@ -33,7 +59,7 @@ int32_t EcnMarker::min_kmin() const {
 }
 
 uint64_t EcnMarker::marked_packets() const {
-  uint64_t n = 0;
+  uint64_t n = hot_.marked;
   for (const Class& c : classes_) n += c.marked;
   return n;
 }

@@ -44,9 +44,7 @@ double EcnMarkProbability(const EcnClassConfig& c, int64_t queued_bytes);
 // marked.
 class EcnMarker {
  public:
-  EcnMarker(const EcnConfig& config, Rng rng) : rng_(rng) {
-    for (size_t c = 0; c < classes_.size(); ++c) classes_[c].config = config.classes[c];
-  }
+  EcnMarker(const EcnConfig& config, Rng rng);
 
   // Whether a packet of class `tc` (ECN-capable: `ect`) that finds
   // `queued_bytes` of its class in the queue is marked CE. Draws only when
@@ -59,18 +57,36 @@ class EcnMarker {
 
   // Packets marked CE, in all and by traffic class.
   uint64_t marked_packets() const;
-  uint64_t marked_packets(int tc) const { return classes_[static_cast<size_t>(tc & 7)].marked; }
+  uint64_t marked_packets(int tc) const {
+    return (tc & 7) == hot_.tc ? hot_.marked : classes_[static_cast<size_t>(tc & 7)].marked;
+  }
 
  private:
-  // Two lines per Mark (one marker per switch egress port: at k=16 each
-  // is cold at most hops): the stream's, and the class's thresholds with
-  // its count.
-  alignas(64) Rng rng_;
+  // One line per Mark for the usual one marking class (one marker per
+  // switch egress port: at k=16 each is cold at most hops): the stream,
+  // and that class's thresholds (when they fit 32 bits) and count. Other
+  // classes' thresholds and counts are in lines of their own.
+  struct alignas(64) Hot {
+    Rng rng;
+    int32_t kmin_bytes = 0;
+    int32_t kmax_bytes = 0;
+    double pmax = 0;
+    uint64_t marked = 0;
+    uint8_t tc = 0xFF;  // the class these are for; 0xFF: none
+  } hot_;
+  static_assert(sizeof(Hot) == 64);
   struct alignas(64) Class {
     EcnClassConfig config;
-    uint64_t marked = 0;
+    uint64_t marked = 0;  // unused for the hot class
   };
   std::array<Class, 8> classes_{};
+  // Marks with probability p (EcnMarkProbability's value): one draw when
+  // p is strictly between 0 and 1.
+  bool Draw(double p) {
+    if (p <= 0) return false;
+    // 53 random bits as a uniform double in [0, 1): marked with probability p.
+    return !(p < 1 && static_cast<double>(hot_.rng.Next() >> 11) * 0x1.0p-53 >= p);
+  }
 };
 
 }  // namespace fathom::sim

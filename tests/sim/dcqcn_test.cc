@@ -92,6 +92,53 @@ TEST(EcnTest, MarkerMarksWithRedsProbability) {
   EXPECT_EQ(m.marked_packets(0), 0u);
 }
 
+// Every enabled class marks by its own thresholds and counts its own
+// marks, whether its thresholds are the ones the marker keeps on its first
+// line (the lowest enabled class whose thresholds fit 32 bits) or not:
+// here class 1 (Kmax past 2^31: its own line), class 3 (the first line)
+// and class 5 (its own line), and the draws are the ones a marker of
+// EcnMarkProbability alone makes from the same stream.
+TEST(EcnTest, EveryEnabledClassMarksByItsOwnThresholds) {
+  EcnConfig cfg;
+  cfg.enabled = true;
+  cfg.classes[1] = EcnClassConfig{true, 1000, int64_t{3} << 31, 1.0};
+  cfg.classes[3] = EcnClassConfig{true, 10000, 110000, 0.5};
+  cfg.classes[5] = EcnClassConfig{true, 1000, 3000, 0.4};
+  EcnMarker m(cfg, Rng(42, 9));
+  Rng ref(42, 9);
+  uint64_t want[8] = {};
+  const int64_t depths[] = {999,
+                            1000,
+                            2000,
+                            2500,
+                            3000,
+                            3001,
+                            10000,
+                            35000,
+                            60000,
+                            100000,
+                            110000,
+                            110001,
+                            int64_t{1} << 32};
+  constexpr int kDepths = sizeof(depths) / sizeof(depths[0]);
+  for (int i = 0; i < 39000; ++i) {
+    const int tc = (i % 3) * 2 + 1;  // 1, 3, 5
+    const int64_t q = depths[(i / 3) % kDepths];
+    const double p = EcnMarkProbability(cfg.classes[static_cast<size_t>(tc)], q);
+    bool expect = false;
+    if (p > 0) expect = p >= 1 || static_cast<double>(ref.Next() >> 11) * 0x1.0p-53 < p;
+    ASSERT_EQ(m.Mark(static_cast<uint8_t>(tc), true, q), expect) << "draw " << i;
+    want[tc] += expect;
+  }
+  for (int tc = 0; tc < 8; ++tc) EXPECT_EQ(m.marked_packets(tc), want[tc]) << "class " << tc;
+  EXPECT_GT(want[1], 0u);
+  EXPECT_GT(want[3], 0u);
+  EXPECT_GT(want[5], 0u);
+  EXPECT_EQ(m.marked_packets(), want[1] + want[3] + want[5]);
+  // A class not enabled never marks.
+  EXPECT_FALSE(m.Mark(0, true, int64_t{1} << 32));
+}
+
 // The rate machine step by step, with the mlx5 defaults.
 TEST(DcqcnRateTest, FirstCnpCutsByHalfAlphaAndRecoveryClimbsBack) {
   DcqcnConfig c;
