@@ -43,7 +43,8 @@ Nic::Nic(Engine* engine, PacketPool* pool, DropStats* drops, int32_t host_node,
   // the engine fetched before it.
   static_assert(offsetof(Nic, rr_full_size_) < 128 && offsetof(Nic, rr_wqe_) < 128 &&
                 offsetof(Nic, rr_front_) < 128 && offsetof(Nic, control_head_) < 128 &&
-                offsetof(Nic, port_) < 128 && offsetof(Nic, active_) + sizeof(active_) <= 128);
+                offsetof(Nic, port_) < 128 && offsetof(Nic, active_) + sizeof(active_) <= 128 &&
+                offsetof(Nic, dcqcn_base_) < 128);
   // NewPacket reads line 0 of a QP; the requester lines 0 to 2
   // (PrefetchQp fetches them).
   static_assert(offsetof(Qp, attr) + sizeof(Qp::attr) <= 192);
@@ -113,9 +114,15 @@ void Nic::PrefetchPump(const void* nic, uint64_t /*arg*/) {
     const uintptr_t at = reinterpret_cast<uintptr_t>(qp);
     const uintptr_t first = reinterpret_cast<uintptr_t>(&self->first_qps_[0]);
     const uintptr_t i = (at - first) / sizeof(Qp);
-    if (at >= first && i < kQpChunk && i < self->dcqcn_qps_.size()) {
-      __builtin_prefetch(&self->dcqcn_qps_[i]);
+    if (at >= first && i < kQpChunk && i < self->qp_count_) {
+      const char* cc = reinterpret_cast<const char*>(&self->dcqcn_base_[i]);
+      __builtin_prefetch(cc);
+      __builtin_prefetch(cc + 64);
     }
+    // The paced pump's time (OnPump, SchedulePacedPump) and the byte
+    // counter's threshold (OnSent), on the NIC's cold lines.
+    __builtin_prefetch(&self->paced_at_ps_);
+    __builtin_prefetch(&self->dcqcn_config_.rpg_byte_reset_bytes);
   }
   if (qp != nullptr && self->rr_full_size_) {
     // A full-size packet (RequesterSendFullSize) reads the QP's first two
@@ -265,7 +272,10 @@ StatusOr<uint32_t> Nic::CreateQp(CompletionQueue* send_cq, CompletionQueue* recv
   // fault).
   qp->sq.reserve(8);
   active_.reserve(qp_count_);
-  if (dcqcn_) dcqcn_qps_.emplace_back();
+  if (dcqcn_) {
+    dcqcn_qps_.emplace_back();
+    dcqcn_base_ = dcqcn_qps_.data();
+  }
   return qp->qpn;
 }
 

@@ -368,13 +368,15 @@ class Nic {
   Packet* PopControl(Qp** from);
 
   // DCQCN (nic_dcqcn.cc); none of it runs when dcqcn_ is off.
-  struct DcqcnQp {
+  // Each on lines of its own: a pump's pacing (DcqcnRate::waits, OnSent)
+  // reads the first two.
+  struct alignas(64) DcqcnQp {
     DcqcnRate rate;            // reaction point
     int64_t last_cnp_ps = -1;  // notification point: the last CNP sent (-1: none)
     int64_t timer_at_ps = 0;   // the live DCQCN timer event, 0 = none
     uint32_t timer_gen = 0;
   };
-  DcqcnQp& CcOf(const Qp& qp) { return dcqcn_qps_[qp.qpn - kFirstQpn]; }
+  DcqcnQp& CcOf(const Qp& qp) { return dcqcn_base_[qp.qpn - kFirstQpn]; }
   // Puts a QP that may send now at the round-robin's front; false when
   // every active QP waits for its rate (the pump then runs at the
   // earliest, SchedulePacedPump).
@@ -529,7 +531,11 @@ class Nic {
   bool dcqcn_ = false;      // NetworkConfig::dcqcn.enabled: pacing and CNPs
   bool flow_mode_ = false;  // flow_ is set (Activate's branch; in the padding)
   Packet* control_tail_ = nullptr;
-  DropStats* drops_;
+  // dcqcn_qps_.data() (null when DCQCN is off), here on the second line:
+  // every pump under DCQCN finds its QP's pacing state from it, which the
+  // vector itself, on a cold line, would make a wait in every pump (and in
+  // the fetch hint that fetches that state).
+  DcqcnQp* dcqcn_base_ = nullptr;
   std::vector<MemoryRegion> mrs_;  // index = key - 1
   Qp* rr_front_ = nullptr;         // active_.front(), kept here for the fetch hint
   // The send-queue entry the next pump likely reads, for the fetch hint:
@@ -540,6 +546,7 @@ class Nic {
   // at 1024 hosts, the whole hint.
   const SendWqe* rr_wqe_ = nullptr;
   // Cold.
+  DropStats* drops_;
   NicProfile profile_;
   bool timed_ = false;            // some host/NIC delay is not 0
   bool infinite_retry7_ = false;  // rxe: retry_cnt 7 retries forever
