@@ -154,10 +154,11 @@ TEST(PfcPort, RefreshedPauseEndsAtTheLastFramesQuantaWithOneExpiryPending) {
   EXPECT_EQ(rig.sink.arrivals[0], 19000 * kNs + 5120 * kNs + 800 * kNs + 1 * kNs);
   EXPECT_EQ(rig.tx.pfc()->counters.rx_pause[3], 20u);
   EXPECT_EQ(rig.tx.pfc()->counters.rx_pause_duration_ps[3], 24120 * kNs);
-  // 20 frames, 1 send, 1 arrival, and the expiry re-armed at each 5.12 us
-  // it found the pause refreshed: at 5.12, 10.12(+), 15.12(+), 20.12(+)
-  // and 24.12 us. One event per frame would be 20 expiries.
-  EXPECT_LE(events, 20u + 1u + 1u + 6u);
+  // 20 frames, the send, its arrival, and 5 expiries: at 5.12 us (the
+  // first frame's), re-armed at 9.12, 14.12 and 19.12 us (the quanta of
+  // the last frame before each), and at 24.12 us the one that resumes.
+  // One event per frame would be 20 expiries.
+  EXPECT_EQ(events, 20u + 1u + 1u + 5u);
 }
 
 TEST(PfcPort, AShorterPauseEndsBeforeTheLongerOnePending) {
