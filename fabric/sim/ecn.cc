@@ -6,11 +6,7 @@
 namespace fathom::sim {
 
 double EcnMarkProbability(const EcnClassConfig& c, int64_t queued_bytes) {
-  if (!c.enabled || queued_bytes < c.kmin_bytes) return 0;
-  if (queued_bytes > c.kmax_bytes) return 1;
-  if (c.kmax_bytes == c.kmin_bytes) return c.pmax;
-  return c.pmax * static_cast<double>(queued_bytes - c.kmin_bytes) /
-         static_cast<double>(c.kmax_bytes - c.kmin_bytes);
+  return c.enabled ? RedRamp(c.kmin_bytes, c.kmax_bytes, c.pmax, queued_bytes) : 0;
 }
 
 EcnMarker::EcnMarker(const EcnConfig& config, Rng rng) {
@@ -32,15 +28,7 @@ EcnMarker::EcnMarker(const EcnConfig& config, Rng rng) {
 bool EcnMarker::Mark(uint8_t tc, bool ect, int64_t queued_bytes) {
   if (!ect) return false;
   if ((tc & 7) == hot_.tc) {
-    // EcnMarkProbability for the hot class, from its line.
-    const int64_t kmin = hot_.kmin_bytes;
-    const int64_t kmax = hot_.kmax_bytes;
-    if (queued_bytes < kmin) return false;
-    const double p = queued_bytes > kmax ? 1
-                     : kmax == kmin      ? hot_.pmax
-                                         : hot_.pmax * static_cast<double>(queued_bytes - kmin) /
-                                          static_cast<double>(kmax - kmin);
-    if (!Draw(p)) return false;
+    if (!Draw(RedRamp(hot_.kmin_bytes, hot_.kmax_bytes, hot_.pmax, queued_bytes))) return false;
     ++hot_.marked;
     return true;
   }

@@ -39,6 +39,15 @@ struct EcnConfig {
 // class ahead of it: 0 below kmin, linear from 0 at kmin to pmax at kmax, 1
 // above kmax (a class not enabled: 0).
 double EcnMarkProbability(const EcnClassConfig& c, int64_t queued_bytes);
+// That ramp for an enabled class's thresholds (what both EcnMarkProbability
+// and the marker's own line use).
+inline double RedRamp(int64_t kmin_bytes, int64_t kmax_bytes, double pmax, int64_t queued_bytes) {
+  if (queued_bytes < kmin_bytes) return 0;
+  if (queued_bytes > kmax_bytes) return 1;
+  if (kmax_bytes == kmin_bytes) return pmax;
+  return pmax * static_cast<double>(queued_bytes - kmin_bytes) /
+         static_cast<double>(kmax_bytes - kmin_bytes);
+}
 
 // One egress port's marker: its thresholds, its random stream and what it
 // marked.
