@@ -27,7 +27,9 @@
 //   sim_bench --compare ...        each run lossy and lossless, alternating (with
 //                                  --repeat N: N of each, lossy first), each mode's
 //                                  figures, and the ratio of their packet-hops/s at
-//                                  the median wall time (issue 26's target: >= 75%)
+//                                  the median wall time (issue 26's target: >= 75%);
+//                                  with --no-ecn / --no-dcqcn the lossless mode is
+//                                  without that part, and the ratio line says so
 //   sim_bench --kinds ...          each run's events per packet-hop by kind (arrival,
 //                                  NIC pump, QP timer, user: PFC's and DCQCN's timers
 //                                  are kQpTimer and kUser), counted by a tracer that
@@ -272,8 +274,12 @@ int Run(const topo::Topology& topo, uint64_t flow_bytes, const std::string& labe
   }
   const double lossy = Summarize(label, runs[0]);
   const double lossless = Summarize(label + " lossless", runs[1]);
-  std::printf("%-28s lossless+DCQCN / lossy packet-hops/s: %.1f / %.1f M = %.1f%%\n", label.c_str(),
-              lossless / 1e6, lossy / 1e6, lossy > 0 ? 100 * lossless / lossy : 0.0);
+  // The lossless mode's parts, as --no-ecn / --no-dcqcn left them.
+  std::string parts = "PFC";
+  if (!g_no_ecn) parts += "+ECN";
+  if (!g_no_dcqcn) parts += "+DCQCN";
+  std::printf("%-28s lossless (%s) / lossy packet-hops/s: %.1f / %.1f M = %.1f%%\n", label.c_str(),
+              parts.c_str(), lossless / 1e6, lossy / 1e6, lossy > 0 ? 100 * lossless / lossy : 0.0);
   return 0;
 }
 
