@@ -20,6 +20,12 @@
 //   sim_bench --lossless --no-ecn / --no-dcqcn ...
 //                                  the lossless class without ECN marking / without
 //                                  DCQCN: what each part of the lossless fabric costs
+//   sim_bench --lossless --no-pause ...
+//                                  the lossless class's per-frame accounting
+//                                  (admission, release) with XOFF 128 MiB in 256 MiB
+//                                  switch buffers: no PAUSE is ever sent, so the
+//                                  flows run as --deep's do (with --deep: what the
+//                                  accounting costs alone, without PFC's pauses)
 //   sim_bench --deep ...           switch buffers of 256 MiB, so the lossy fabric
 //                                  drops nothing: its flows run as concurrently as
 //                                  the lossless fabric's (a lossy run's timeouts
@@ -78,6 +84,9 @@ bool g_lossless = false;
 bool g_no_ecn = false;
 bool g_no_dcqcn = false;
 bool g_deep = false;
+// --no-pause: the lossless class's accounting without its pauses (XOFF past
+// any queue, in 256 MiB switch buffers).
+bool g_no_pause = false;
 // --kinds: count events by kind (EventKind's values, 1 to 6).
 bool g_kinds = false;
 void CountKind(void* ctx, Picoseconds /*at*/, EventKind kind, uint32_t /*component*/) {
@@ -86,11 +95,15 @@ void CountKind(void* ctx, Picoseconds /*at*/, EventKind kind, uint32_t /*compone
 
 NetworkConfig BenchConfig() {
   NetworkConfig nc;
-  if (g_deep) nc.switch_buffer_bytes = int64_t{256} << 20;
+  if (g_deep || (g_lossless && g_no_pause)) nc.switch_buffer_bytes = int64_t{256} << 20;
   if (g_lossless) {
     nc.qos.classes[3].lossless = true;
     nc.qos.classes[3].xoff_bytes = 64 * 1024;
     nc.qos.classes[3].xon_bytes = 32 * 1024;
+    if (g_no_pause) {
+      nc.qos.classes[3].xoff_bytes = int64_t{128} << 20;
+      nc.qos.classes[3].xon_bytes = int64_t{64} << 20;
+    }
     // ECN on the lossless class with the thresholds of the DCQCN paper
     // (Zhu et al., SIGCOMM 2015, section 5), as scenarios/dcqcn_incast.yaml.
     if (!g_no_ecn) {
@@ -109,6 +122,7 @@ int RunOnce(const topo::Topology& topo, uint64_t flow_bytes, std::string label,
   if (g_lossless) label += " lossless";
   if (g_lossless && g_no_ecn) label += " no-ecn";
   if (g_lossless && g_no_dcqcn) label += " no-dcqcn";
+  if (g_lossless && g_no_pause) label += " no-pause";
   if (g_deep) label += " deep";
   std::unique_ptr<FaultAttachment> faults;
   if (!fault.empty()) {
@@ -275,7 +289,7 @@ int Run(const topo::Topology& topo, uint64_t flow_bytes, const std::string& labe
   const double lossy = Summarize(label, runs[0]);
   const double lossless = Summarize(label + " lossless", runs[1]);
   // The lossless mode's parts, as --no-ecn / --no-dcqcn left them.
-  std::string parts = "PFC";
+  std::string parts = g_no_pause ? "PFC accounts, no pause" : "PFC";
   if (!g_no_ecn) parts += "+ECN";
   if (!g_no_dcqcn) parts += "+DCQCN";
   std::printf("%-28s lossless (%s) / lossy packet-hops/s: %.1f / %.1f M = %.1f%%\n", label.c_str(),
@@ -306,6 +320,7 @@ int main(int argc, char** argv) {
                 : flag == "--no-ecn"   ? &sim::g_no_ecn
                 : flag == "--no-dcqcn" ? &sim::g_no_dcqcn
                 : flag == "--deep"     ? &sim::g_deep
+                : flag == "--no-pause" ? &sim::g_no_pause
                                        : nullptr;
     if (set == nullptr) break;
     *set = true;
