@@ -288,7 +288,7 @@ int Run(const topo::Topology& topo, uint64_t flow_bytes, const std::string& labe
   }
   const double lossy = Summarize(label, runs[0]);
   const double lossless = Summarize(label + " lossless", runs[1]);
-  // The lossless mode's parts, as --no-ecn / --no-dcqcn left them.
+  // The lossless mode's parts, as --no-pause, --no-ecn and --no-dcqcn left them.
   std::string parts = g_no_pause ? "PFC accounts, no pause" : "PFC";
   if (!g_no_ecn) parts += "+ECN";
   if (!g_no_dcqcn) parts += "+DCQCN";
