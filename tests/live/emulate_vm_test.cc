@@ -306,7 +306,7 @@ TEST_F(EmulatedFabricVmTest, QpsWithDifferentSourcePortsTakeDifferentSpines) {
   // QP timeout 18 (1.07 s), not perftest's 14 (67 ms): four TCG VMs on two
   // cores let ACKs wait past 67 ms with nothing lost (rxe's
   // completer_retry_err and the responder's duplicate_request counted the
-  // spurious retries), and in two runs of ten a retried 64 KiB WRITE was
+  // spurious retries), and in two runs of eleven a retried 64 KiB WRITE was
   // refused by 6.1's rxe responder with IBV_WC_REM_INV_REQ_ERR.
   const std::string bw = "ib_write_bw -d rxe0 -x 1 -q 8 -s 65536 -n 20 -F -u 18";
   auto server = tb_->Launch(2, bw + "\n", seconds(120));
